@@ -1,0 +1,66 @@
+--[[
+  seckill-deduct: atomically check a sale and take stock for one purchase.
+
+  KEYS[1] stock     seckill:{gid}:stock     string, remaining quantity
+  KEYS[2] meta      seckill:{gid}:meta      hash  total, startAt, endAt (ms), limit
+  KEYS[3] buyers    seckill:{gid}:buyers    hash  userId -> quantity held
+  KEYS[4] inflight  seckill:{gid}:inflight  hash  requestId -> order message (accepted, not yet in MySQL)
+  KEYS[5] outbox    seckill:{gid}:outbox    zset  requestId -> accepted at (ms), not yet confirmed by the broker
+  KEYS[6] results   seckill:{gid}:results   hash  userId -> latest result JSON
+
+  ARGV[1] userId
+  ARGV[2] quantity (positive integer)
+  ARGV[3] requestId (server-made, unique)
+  ARGV[4] order message JSON (stored in the outbox for the sweeper)
+
+  Returns {code, remaining}:
+    0 ACCEPTED            stock taken, buyer, outbox and result recorded
+    1 NOT_PREHEATED       no stock or meta in Redis
+    2 SALE_NOT_STARTED
+    3 SALE_ENDED
+    4 SOLD_OUT            less stock left than asked for
+    5 ALREADY_PURCHASED   the user already holds an active purchase of this goods
+    6 OVER_LIMIT          quantity above the per-user limit
+    7 REPLAYED            this requestId was already accepted (a resent command): nothing changed
+
+  Time comes from the Redis server, so every app instance judges the window by one clock.
+]]
+local userId = ARGV[1]
+local quantity = tonumber(ARGV[2])
+local requestId = ARGV[3]
+
+if redis.call('HEXISTS', KEYS[4], requestId) == 1 then
+  return {7, tonumber(redis.call('GET', KEYS[1]) or '0')}
+end
+
+local stock = redis.call('GET', KEYS[1])
+local meta = redis.call('HMGET', KEYS[2], 'startAt', 'endAt', 'limit')
+if not stock or not meta[1] or not meta[2] or not meta[3] then
+  return {1, 0}
+end
+stock = tonumber(stock)
+
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+if now < tonumber(meta[1]) then
+  return {2, stock}
+end
+if now >= tonumber(meta[2]) then
+  return {3, stock}
+end
+if quantity > tonumber(meta[3]) then
+  return {6, stock}
+end
+if tonumber(redis.call('HGET', KEYS[3], userId) or '0') > 0 then
+  return {5, stock}
+end
+if stock < quantity then
+  return {4, stock}
+end
+
+local remaining = redis.call('DECRBY', KEYS[1], quantity)
+redis.call('HSET', KEYS[3], userId, quantity)
+redis.call('HSET', KEYS[4], requestId, ARGV[4])
+redis.call('ZADD', KEYS[5], now, requestId)
+redis.call('HSET', KEYS[6], userId, cjson.encode({status = 'QUEUED', requestId = requestId}))
+return {0, remaining}

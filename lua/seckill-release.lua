@@ -1,0 +1,52 @@
+--[[
+  seckill-release: give back the stock and buyer slot of an accepted purchase that will not become
+  an order (the broker refused it, or MySQL rejected it). Idempotent: a request is released once.
+
+  KEYS[1] stock     seckill:{gid}:stock
+  KEYS[2] buyers    seckill:{gid}:buyers
+  KEYS[3] inflight  seckill:{gid}:inflight
+  KEYS[4] outbox    seckill:{gid}:outbox
+  KEYS[5] claims    seckill:{gid}:claims    hash  requestId -> 1 once a consumer started writing it
+  KEYS[6] voided    seckill:{gid}:voided    zset  requestId -> released at (ms); consumers drop these
+  KEYS[7] results   seckill:{gid}:results
+
+  ARGV[1] requestId
+  ARGV[2] force: "1" releases even if a consumer claimed it (the consumer itself gives up), "0" not
+  ARGV[3] reason written to the user's result (e.g. UNAVAILABLE, SOLD_OUT)
+
+  Returns:
+    1 RELEASED          stock and buyer slot given back, request voided
+    0 NOT_IN_FLIGHT     nothing to release (already released, or already written to MySQL)
+    2 CLAIMED           a consumer owns it (force = "0"): it will become an order, do not release
+]]
+local requestId = ARGV[1]
+
+if ARGV[2] ~= '1' and redis.call('HEXISTS', KEYS[5], requestId) == 1 then
+  return 2
+end
+local message = redis.call('HGET', KEYS[3], requestId)
+if not message then
+  return 0
+end
+local order = cjson.decode(message)
+local userId = tostring(order.userId)
+local quantity = tonumber(order.quantity)
+
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+redis.call('HDEL', KEYS[3], requestId)
+redis.call('ZREM', KEYS[4], requestId)
+redis.call('HDEL', KEYS[5], requestId)
+redis.call('ZADD', KEYS[6], now, requestId)
+redis.call('INCRBY', KEYS[1], quantity)
+if redis.call('HINCRBY', KEYS[2], userId, -quantity) <= 0 then
+  redis.call('HDEL', KEYS[2], userId)
+end
+
+local current = redis.call('HGET', KEYS[7], userId)
+if current and cjson.decode(current).requestId == requestId then
+  redis.call('HSET', KEYS[7], userId,
+    cjson.encode({status = 'FAILED', requestId = requestId, reason = ARGV[3]}))
+end
+return 1

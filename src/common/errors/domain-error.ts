@@ -1,0 +1,47 @@
+/**
+ * Services throw DomainError with a contract code; the exception filter alone knows HTTP.
+ * The status for each code is the contract's (shared/api-contract.md, "Errors").
+ */
+export const ERROR_STATUS = {
+  VALIDATION_FAILED: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  GOODS_NOT_FOUND: 404,
+  ORDER_NOT_FOUND: 404,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  SOLD_OUT: 409,
+  ALREADY_PURCHASED: 409,
+  DUPLICATE_REQUEST: 409,
+  SALE_NOT_STARTED: 409,
+  SALE_ENDED: 409,
+  NOT_PREHEATED: 409,
+  ORDER_CANCELLED: 409,
+  ORDER_PAID: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
+  INTERNAL_ERROR: 500,
+  UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+/** A dependency (Redis, MySQL, RabbitMQ) failed and nothing was taken. */
+export class UnavailableError extends DomainError {
+  constructor(message: string, cause?: unknown) {
+    super('UNAVAILABLE', message);
+    if (cause !== undefined) this.cause = cause;
+  }
+}

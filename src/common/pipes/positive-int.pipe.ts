@@ -1,0 +1,19 @@
+import { Injectable, PipeTransform } from '@nestjs/common';
+import { DomainError } from '../errors/domain-error.js';
+
+const POSITIVE_INT = /^[1-9][0-9]{0,15}$/;
+
+/** Path ids: a positive integer within JS's safe range, or 400 VALIDATION_FAILED. */
+@Injectable()
+export class PositiveIntPipe implements PipeTransform<string, number> {
+  transform(value: string): number {
+    const parsed = POSITIVE_INT.test(value) ? Number(value) : NaN;
+    if (!Number.isSafeInteger(parsed)) {
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        `"${String(value).slice(0, 40)}" is not a positive integer id`,
+      );
+    }
+    return parsed;
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * The environment is read once, at boot, into a typed object. Anything wrong stops the process
+ * with a message naming the variable, so a bad deploy fails before it takes traffic.
+ */
+export interface AppConfig {
+  nodeEnv: string;
+  logLevel: LogLevelName;
+  port: number;
+  databaseUrl: string;
+  redisUrl: string;
+  rabbitmqUrl: string;
+  rabbitmqPrefix: string;
+  jwtSecret: string;
+  jwtSecretIsDefault: boolean;
+  orderPaymentTimeoutMs: number;
+  trustedProxies: string[];
+  bodyLimitBytes: number;
+  swaggerEnabled: boolean;
+  preheatCronEnabled: boolean;
+  preheatIntervalMs: number;
+  preheatLookaheadMs: number;
+  outboxSweepEnabled: boolean;
+  outboxSweepIntervalMs: number;
+  outboxStaleMs: number;
+  publishConfirmTimeoutMs: number;
+  purchaseLockTtlMs: number;
+  consumerEnabled: boolean;
+  consumerPrefetch: number;
+  consumerBatchSize: number;
+  consumerBatchWaitMs: number;
+  consumerMaxDeliveries: number;
+  shutdownTimeoutMs: number;
+}
+
+export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
+
+export const DEV_JWT_SECRET = 'dev-insecure-jwt-secret-change-me';
+
+type Env = Record<string, string | undefined>;
+
+export class ConfigValidationError extends Error {}
+
+function readString(env: Env, name: string, fallback: string): string {
+  const raw = env[name];
+  return raw === undefined || raw.trim() === '' ? fallback : raw.trim();
+}
+
+function readInt(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw.trim());
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigValidationError(
+      `${name} must be an integer between ${min} and ${max}, got "${raw}"`,
+    );
+  }
+  return value;
+}
+
+function readBool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigValidationError(`${name} must be true or false, got "${env[name]}"`);
+}
+
+function readUrl(env: Env, name: string, fallback: string, protocols: string[]): string {
+  const value = readString(env, name, fallback);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigValidationError(`${name} is not a valid URL`);
+  }
+  if (!protocols.includes(url.protocol)) {
+    throw new ConfigValidationError(
+      `${name} must use ${protocols.join(' or ')}, got "${url.protocol}"`,
+    );
+  }
+  return value;
+}
+
+export function validateEnv(env: Env): AppConfig {
+  const nodeEnv = readString(env, 'NODE_ENV', 'development');
+  const jwtSecret = readString(env, 'JWT_SECRET', DEV_JWT_SECRET);
+  const jwtSecretIsDefault = jwtSecret === DEV_JWT_SECRET;
+  if (jwtSecretIsDefault && nodeEnv === 'production') {
+    throw new ConfigValidationError('JWT_SECRET must be set in production (the default is public)');
+  }
+  const prefix = readString(env, 'RABBITMQ_PREFIX', 'seckill');
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix)) {
+    throw new ConfigValidationError(
+      'RABBITMQ_PREFIX may hold only letters, digits, "_", "." and "-"',
+    );
+  }
+  const logLevel = readString(env, 'LOG_LEVEL', 'log') as LogLevelName;
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigValidationError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  return {
+    nodeEnv,
+    logLevel,
+    port: readInt(env, 'PORT', 3000, 0, 65535),
+    databaseUrl: readUrl(env, 'DATABASE_URL', 'mysql://root:@127.0.0.1:3306/seckill', [
+      'mysql:',
+      'mariadb:',
+    ]),
+    redisUrl: readUrl(env, 'REDIS_URL', 'redis://127.0.0.1:6379/0', ['redis:', 'rediss:']),
+    rabbitmqUrl: readUrl(env, 'RABBITMQ_URL', 'amqp://guest:guest@127.0.0.1:5672/', [
+      'amqp:',
+      'amqps:',
+    ]),
+    rabbitmqPrefix: prefix,
+    jwtSecret,
+    jwtSecretIsDefault,
+    orderPaymentTimeoutMs: readInt(env, 'ORDER_PAYMENT_TIMEOUT_MS', 900_000, 1_000, 2 ** 31 - 1),
+    trustedProxies: readString(env, 'TRUSTED_PROXIES', '')
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean),
+    bodyLimitBytes: readInt(env, 'BODY_LIMIT_BYTES', 1_048_576, 1_024, 100 * 1_048_576),
+    swaggerEnabled: readBool(env, 'SWAGGER_ENABLED', true),
+    preheatCronEnabled: readBool(env, 'PREHEAT_CRON_ENABLED', true),
+    preheatIntervalMs: readInt(env, 'PREHEAT_INTERVAL_MS', 30_000, 1_000, 86_400_000),
+    preheatLookaheadMs: readInt(env, 'PREHEAT_LOOKAHEAD_MS', 600_000, 0, 7 * 86_400_000),
+    outboxSweepEnabled: readBool(env, 'OUTBOX_SWEEP_ENABLED', true),
+    outboxSweepIntervalMs: readInt(env, 'OUTBOX_SWEEP_INTERVAL_MS', 2_000, 100, 3_600_000),
+    outboxStaleMs: readInt(env, 'OUTBOX_STALE_MS', 5_000, 100, 3_600_000),
+    publishConfirmTimeoutMs: readInt(env, 'PUBLISH_CONFIRM_TIMEOUT_MS', 3_000, 50, 60_000),
+    purchaseLockTtlMs: readInt(env, 'PURCHASE_LOCK_TTL_MS', 5_000, 100, 60_000),
+    consumerEnabled: readBool(env, 'CONSUMER_ENABLED', true),
+    consumerPrefetch: readInt(env, 'CONSUMER_PREFETCH', 500, 1, 10_000),
+    consumerBatchSize: readInt(env, 'CONSUMER_BATCH_SIZE', 200, 1, 5_000),
+    consumerBatchWaitMs: readInt(env, 'CONSUMER_BATCH_WAIT_MS', 10, 0, 10_000),
+    consumerMaxDeliveries: readInt(env, 'CONSUMER_MAX_DELIVERIES', 5, 1, 1_000),
+    shutdownTimeoutMs: readInt(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
+  };
+}

@@ -1,0 +1,40 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { fileURLToPath } from 'node:url';
+import { APP_CONFIG } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { ensureDatabase, parseDatabaseUrl } from './ensure-database.js';
+import { GoodsEntity } from './entities/goods.entity.js';
+import { OrderEntity } from './entities/order.entity.js';
+
+// Migrations are compiled on their own (tsconfig.migrations.json) into dist/migrations; this
+// path is the same from src/infra/database and dist/infra/database.
+const MIGRATIONS_GLOB = fileURLToPath(new URL('../../../dist/migrations/*.js', import.meta.url));
+
+@Module({
+  imports: [
+    TypeOrmModule.forRootAsync({
+      inject: [APP_CONFIG],
+      useFactory: async (config: AppConfig) => {
+        const target = parseDatabaseUrl(config.databaseUrl);
+        await ensureDatabase(target);
+        return {
+          ...target,
+          entities: [GoodsEntity, OrderEntity],
+          migrations: [MIGRATIONS_GLOB],
+          migrationsRun: true,
+          migrationsTransactionMode: 'each' as const,
+          synchronize: false,
+          timezone: 'Z',
+          dateStrings: false,
+          supportBigNumbers: true,
+          bigNumberStrings: false,
+          extra: { connectionLimit: 20, enableKeepAlive: true, connectTimeout: 10_000 },
+          retryAttempts: 5,
+          retryDelay: 1_000,
+        };
+      },
+    }),
+  ],
+})
+export class DatabaseModule {}

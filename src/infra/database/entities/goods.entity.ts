@@ -1,0 +1,45 @@
+import {
+  Column,
+  CreateDateColumn,
+  Entity,
+  PrimaryGeneratedColumn,
+  UpdateDateColumn,
+} from 'typeorm';
+
+@Entity({ name: 'seckill_goods' })
+export class GoodsEntity {
+  @PrimaryGeneratedColumn({ type: 'bigint', unsigned: true })
+  id: number;
+
+  @Column({ type: 'varchar', length: 200 })
+  name: string;
+
+  /** DECIMAL arrives as a string from mysql2; kept as a string so no cent is lost to floats. */
+  @Column({ type: 'decimal', precision: 12, scale: 2 })
+  price: string;
+
+  @Column({ name: 'total_stock', type: 'int', unsigned: true })
+  totalStock: number;
+
+  /** MySQL's authoritative remaining stock; only changed by version-checked UPDATEs. */
+  @Column({ type: 'int', unsigned: true })
+  stock: number;
+
+  @Column({ type: 'int', unsigned: true, default: 0 })
+  version: number;
+
+  @Column({ name: 'start_at', type: 'datetime', precision: 3 })
+  startAt: Date;
+
+  @Column({ name: 'end_at', type: 'datetime', precision: 3 })
+  endAt: Date;
+
+  @Column({ name: 'per_user_limit', type: 'int', unsigned: true, default: 1 })
+  perUserLimit: number;
+
+  @CreateDateColumn({ name: 'created_at', type: 'datetime', precision: 3 })
+  createdAt: Date;
+
+  @UpdateDateColumn({ name: 'updated_at', type: 'datetime', precision: 3 })
+  updatedAt: Date;
+}

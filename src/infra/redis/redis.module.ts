@@ -1,0 +1,39 @@
+import { Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import type { AppConfig } from '../../config/env.validation.js';
+import { APP_CONFIG } from '../../config/app-config.js';
+import { REDIS_CLIENT } from './redis.constants.js';
+import { SeckillScripts } from './seckill-scripts.js';
+
+@Global()
+@Module({
+  providers: [
+    {
+      provide: REDIS_CLIENT,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig): Redis => {
+        const logger = new Logger('Redis');
+        const client = new Redis(config.redisUrl, {
+          // Fail a command fast when Redis is gone rather than queue it behind a hung socket:
+          // the purchase route must answer 503, not hang.
+          maxRetriesPerRequest: 1,
+          enableOfflineQueue: true,
+          connectTimeout: 5_000,
+          commandTimeout: 5_000,
+          retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+        });
+        client.on('error', (error: Error) => logger.warn(`redis error: ${error.message}`));
+        return client;
+      },
+    },
+    SeckillScripts,
+  ],
+  exports: [REDIS_CLIENT, SeckillScripts],
+})
+export class RedisModule implements OnApplicationShutdown {
+  constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}

@@ -1,0 +1,152 @@
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+import { REDIS_CLIENT } from './redis.constants.js';
+import { SaleKeys } from './seckill-keys.js';
+
+// Same depth from src/infra/redis and dist/infra/redis: both reach the repo's lua/ folder.
+const LUA_DIR = fileURLToPath(new URL('../../../lua/', import.meta.url));
+
+const SCRIPTS = {
+  seckillDeduct: { file: 'seckill-deduct.lua', keys: 6 },
+  seckillRelease: { file: 'seckill-release.lua', keys: 7 },
+  seckillClaim: { file: 'seckill-claim.lua', keys: 3 },
+  seckillComplete: { file: 'seckill-complete.lua', keys: 4 },
+  seckillPreheat: { file: 'seckill-preheat.lua', keys: 2 },
+} as const;
+
+type ScriptName = keyof typeof SCRIPTS;
+type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+
+export enum DeductCode {
+  Accepted = 0,
+  NotPreheated = 1,
+  SaleNotStarted = 2,
+  SaleEnded = 3,
+  SoldOut = 4,
+  AlreadyPurchased = 5,
+  OverLimit = 6,
+  Replayed = 7,
+}
+
+export enum ReleaseCode {
+  NotInFlight = 0,
+  Released = 1,
+  Claimed = 2,
+}
+
+export interface CompletedOrder {
+  requestId: string;
+  userId: number;
+  orderNo: string;
+}
+
+/**
+ * The Lua scripts in lua/, each registered once with ioredis `defineCommand` (EVALSHA, with a
+ * transparent re-send of the body after NOSCRIPT). The contracts live in each file's header.
+ */
+@Injectable()
+export class SeckillScripts implements OnModuleInit {
+  constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}
+
+  onModuleInit(): void {
+    for (const [name, { file, keys }] of Object.entries(SCRIPTS)) {
+      this.redis.defineCommand(name, {
+        numberOfKeys: keys,
+        lua: readFileSync(LUA_DIR + file, 'utf8'),
+      });
+    }
+  }
+
+  private call(name: ScriptName, ...args: (string | number)[]): Promise<unknown> {
+    return (this.redis as unknown as Record<ScriptName, ScriptFn>)[name](...args);
+  }
+
+  async deduct(
+    keys: SaleKeys,
+    userId: number,
+    quantity: number,
+    requestId: string,
+    message: string,
+  ): Promise<{ code: DeductCode; remaining: number }> {
+    const [code, remaining] = (await this.call(
+      'seckillDeduct',
+      keys.stock,
+      keys.meta,
+      keys.buyers,
+      keys.inflight,
+      keys.outbox,
+      keys.results,
+      userId,
+      quantity,
+      requestId,
+      message,
+    )) as [number, number];
+    return { code, remaining };
+  }
+
+  async release(
+    keys: SaleKeys,
+    requestId: string,
+    force: boolean,
+    reason: string,
+  ): Promise<ReleaseCode> {
+    return (await this.call(
+      'seckillRelease',
+      keys.stock,
+      keys.buyers,
+      keys.inflight,
+      keys.outbox,
+      keys.claims,
+      keys.voided,
+      keys.results,
+      requestId,
+      force ? '1' : '0',
+      reason,
+    )) as ReleaseCode;
+  }
+
+  /** Returns, per request id in order, true when it may be written, false when it was voided. */
+  async claim(keys: SaleKeys, requestIds: string[]): Promise<boolean[]> {
+    if (requestIds.length === 0) return [];
+    const flags = (await this.call(
+      'seckillClaim',
+      keys.inflight,
+      keys.claims,
+      keys.voided,
+      ...requestIds,
+    )) as number[];
+    return flags.map((flag) => flag === 1);
+  }
+
+  async complete(keys: SaleKeys, orders: CompletedOrder[]): Promise<number> {
+    if (orders.length === 0) return 0;
+    const args = orders.flatMap((order) => [order.requestId, order.userId, order.orderNo]);
+    return (await this.call(
+      'seckillComplete',
+      keys.inflight,
+      keys.outbox,
+      keys.claims,
+      keys.results,
+      ...args,
+    )) as number;
+  }
+
+  async preheat(
+    keys: SaleKeys,
+    sale: { totalStock: number; stock: number; startAt: Date; endAt: Date; perUserLimit: number },
+  ): Promise<{ loaded: boolean; stock: number }> {
+    const [loaded, stock] = (await this.call(
+      'seckillPreheat',
+      keys.stock,
+      keys.meta,
+      sale.totalStock,
+      sale.stock,
+      sale.startAt.getTime(),
+      sale.endAt.getTime(),
+      sale.perUserLimit,
+    )) as [number, number];
+    return { loaded: loaded === 1, stock };
+  }
+}

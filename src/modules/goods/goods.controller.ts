@@ -1,0 +1,37 @@
+import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiCreatedResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
+import { strictValidation } from '../../common/pipes/validation.pipe.js';
+import { AdminOnly, Public } from '../auth/auth.decorators.js';
+import { CreateGoodsDto, GoodsCreatedDto, GoodsViewDto } from './goods.dto.js';
+import { GoodsService } from './goods.service.js';
+
+@ApiTags('goods')
+@Controller()
+export class GoodsController {
+  constructor(private readonly goods: GoodsService) {}
+
+  @Post('admin/goods')
+  @HttpCode(201)
+  @AdminOnly()
+  @ApiBearerAuth()
+  @ApiOperation({ summary: 'Create a sale (admin)' })
+  @ApiCreatedResponse({ type: GoodsCreatedDto })
+  create(@Body(strictValidation) body: CreateGoodsDto): Promise<GoodsCreatedDto> {
+    return this.goods.create(body);
+  }
+
+  @Get('goods/:goodsId')
+  @Public()
+  @ApiOperation({ summary: 'A sale with its live remaining stock and status' })
+  @ApiOkResponse({ type: GoodsViewDto })
+  view(@Param('goodsId', PositiveIntPipe) goodsId: number): Promise<GoodsViewDto> {
+    return this.goods.view(goodsId);
+  }
+}

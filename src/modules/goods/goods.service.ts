@@ -1,0 +1,91 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { DomainError } from '../../common/errors/domain-error.js';
+import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
+import { StockService } from '../stock/stock.service.js';
+import type { CreateGoodsDto, GoodsCreatedDto, GoodsStatus, GoodsViewDto } from './goods.dto.js';
+
+@Injectable()
+export class GoodsService {
+  private readonly logger = new Logger(GoodsService.name);
+
+  constructor(
+    @InjectRepository(GoodsEntity) private readonly goods: Repository<GoodsEntity>,
+    private readonly stock: StockService,
+  ) {}
+
+  async create(input: CreateGoodsDto): Promise<GoodsCreatedDto> {
+    const startAt = new Date(input.startAt);
+    const endAt = new Date(input.endAt);
+    if (endAt.getTime() <= startAt.getTime()) {
+      throw new DomainError('VALIDATION_FAILED', 'endAt must be after startAt');
+    }
+    const saved = await this.goods.save(
+      this.goods.create({
+        name: input.name,
+        price: input.price.toFixed(2),
+        totalStock: input.stock,
+        stock: input.stock,
+        startAt,
+        endAt,
+        perUserLimit: input.perUserLimit ?? 1,
+      }),
+    );
+    this.logger.log(`goods created: id=${saved.id} stock=${saved.totalStock}`);
+    return {
+      id: saved.id,
+      name: saved.name,
+      price: Number(saved.price),
+      totalStock: saved.totalStock,
+      stock: saved.stock,
+      startAt: saved.startAt.toISOString(),
+      endAt: saved.endAt.toISOString(),
+      perUserLimit: saved.perUserLimit,
+    };
+  }
+
+  async findOrThrow(goodsId: number): Promise<GoodsEntity> {
+    const goods = await this.goods.findOne({ where: { id: goodsId } });
+    if (!goods) throw new DomainError('GOODS_NOT_FOUND', `Goods ${goodsId} not found`);
+    return goods;
+  }
+
+  /** Sales whose window opens before `until` and has not closed yet. */
+  startingBefore(until: Date): Promise<GoodsEntity[]> {
+    return this.goods
+      .createQueryBuilder('g')
+      .where('g.start_at <= :until', { until })
+      .andWhere('g.end_at > :now', { now: new Date() })
+      .orderBy('g.start_at', 'ASC')
+      .limit(1_000)
+      .getMany();
+  }
+
+  async view(goodsId: number): Promise<GoodsViewDto> {
+    const goods = await this.findOrThrow(goodsId);
+    const live = await this.stock.remaining(goodsId).catch((error: Error) => {
+      // Reading the page must not fail with Redis: MySQL's stock is a fine approximation.
+      this.logger.warn(`remaining from MySQL, Redis failed: goods=${goodsId} ${error.message}`);
+      return null;
+    });
+    const remaining = live ?? goods.stock;
+    return {
+      id: goods.id,
+      name: goods.name,
+      price: Number(goods.price),
+      totalStock: goods.totalStock,
+      remaining,
+      startAt: goods.startAt.toISOString(),
+      endAt: goods.endAt.toISOString(),
+      perUserLimit: goods.perUserLimit,
+      status: statusOf(goods, remaining, new Date()),
+    };
+  }
+}
+
+export function statusOf(goods: GoodsEntity, remaining: number, now: Date): GoodsStatus {
+  if (now < goods.startAt) return 'UPCOMING';
+  if (now >= goods.endAt) return 'ENDED';
+  return remaining <= 0 ? 'SOLD_OUT' : 'ACTIVE';
+}

@@ -1,0 +1,209 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import type { ChannelWrapper } from 'amqp-connection-manager';
+import type { Channel, ConsumeMessage } from 'amqplib';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
+import { assertTopology } from '../../infra/rabbitmq/topology.js';
+import { OrderWriter } from '../orders/order-writer.service.js';
+import type { NewOrder } from '../orders/order.types.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { StockService } from '../stock/stock.service.js';
+import { parseOrderMessage } from './order-message.js';
+
+interface Delivery {
+  channel: Channel;
+  message: ConsumeMessage;
+}
+
+interface Purchase {
+  order: NewOrder;
+  deliveries: Delivery[];
+}
+
+const MAX_BACKOFF_MS = 10_000;
+
+/**
+ * Turns order messages into MySQL orders, in batches per goods (see OrderWriter), with manual
+ * acks after the commit. At-least-once delivery is made exactly-once in effect by the unique
+ * request_id: a redelivered message finds its order and is acked as done.
+ */
+@Injectable()
+export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(OrderConsumer.name);
+  private channel?: ChannelWrapper;
+  private buffer: Delivery[] = [];
+  private flushTimer?: NodeJS.Timeout;
+  private work: Promise<void> = Promise.resolve();
+  private stopping = false;
+
+  constructor(
+    private readonly rabbit: RabbitConnection,
+    private readonly writer: OrderWriter,
+    private readonly stock: StockService,
+    private readonly metrics: MetricsService,
+    @InjectConfig() private readonly config: AppConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.config.consumerEnabled) return;
+    this.channel = this.rabbit.createChannel({
+      name: 'order-consumer',
+      setup: async (channel: Channel) => {
+        await assertTopology(channel, this.rabbit.names);
+        await channel.prefetch(this.config.consumerPrefetch);
+        await channel.consume(
+          this.rabbit.names.ordersQueue,
+          (message) => message && this.receive({ channel, message }),
+          { noAck: false },
+        );
+      },
+    });
+  }
+
+  private receive(delivery: Delivery): void {
+    if (this.stopping) return; // unacked: the broker gives it to another consumer
+    this.buffer.push(delivery);
+    if (this.buffer.length >= this.config.consumerBatchSize) {
+      this.scheduleFlush(0);
+    } else if (!this.flushTimer) {
+      this.scheduleFlush(this.config.consumerBatchWaitMs);
+    }
+  }
+
+  private scheduleFlush(delayMs: number): void {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      const batch = this.buffer.splice(0, this.buffer.length);
+      if (batch.length > 0) this.work = this.work.then(() => this.process(batch));
+    }, delayMs);
+  }
+
+  private async process(batch: Delivery[]): Promise<void> {
+    const byGoods = new Map<number, Map<string, Purchase>>();
+    for (const delivery of batch) {
+      const parsed = parseOrderMessage(delivery.message.content);
+      if (typeof parsed === 'string') {
+        this.deadLetter(delivery, parsed);
+        continue;
+      }
+      const deliveries = Number(delivery.message.properties.headers?.['x-delivery-count'] ?? 0);
+      if (deliveries >= this.config.consumerMaxDeliveries) {
+        this.deadLetter(delivery, `delivered ${deliveries} times without success`);
+        continue;
+      }
+      const purchases = byGoods.get(parsed.goodsId) ?? new Map<string, Purchase>();
+      byGoods.set(parsed.goodsId, purchases);
+      // The sweeper may have republished a message whose original is in this same batch.
+      const purchase = purchases.get(parsed.requestId) ?? { order: parsed, deliveries: [] };
+      purchase.deliveries.push(delivery);
+      purchases.set(parsed.requestId, purchase);
+    }
+    for (const [goodsId, purchases] of byGoods) {
+      await this.processGoodsUntilDone(goodsId, [...purchases.values()]);
+    }
+  }
+
+  /**
+   * Failures here are of MySQL or Redis being unreachable: retry with backoff rather than nack,
+   * so an outage does not burn through the delivery limit and dead-letter good orders.
+   */
+  private async processGoodsUntilDone(goodsId: number, purchases: Purchase[]): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.processGoods(goodsId, purchases);
+        return;
+      } catch (error) {
+        if (this.stopping) {
+          this.logger.warn(
+            `left for redelivery at shutdown: goods=${goodsId} n=${purchases.length}`,
+          );
+          return;
+        }
+        const backoff = Math.min(MAX_BACKOFF_MS, 100 * 2 ** attempt);
+        this.logger.error(
+          `order batch failed, retrying in ${backoff} ms: goods=${goodsId} n=${purchases.length} ${(error as Error).message}`,
+        );
+        await sleep(backoff);
+      }
+    }
+  }
+
+  private async processGoods(goodsId: number, purchases: Purchase[]): Promise<void> {
+    const claimed = await this.stock.claim(
+      goodsId,
+      purchases.map((purchase) => purchase.order.requestId),
+    );
+    const toWrite: Purchase[] = [];
+    purchases.forEach((purchase, index) => {
+      if (claimed[index]) {
+        toWrite.push(purchase);
+      } else {
+        this.logger.log(
+          `dropped voided purchase: request=${purchase.order.requestId} goods=${goodsId}`,
+        );
+        this.ackAll(purchase);
+      }
+    });
+    if (toWrite.length === 0) return;
+
+    const outcomes = await this.writer.writeBatch(
+      goodsId,
+      toWrite.map((purchase) => purchase.order),
+    );
+    const done = outcomes.filter((outcome) => outcome.kind !== 'rejected');
+    for (const outcome of outcomes) {
+      if (outcome.kind === 'rejected') {
+        await this.stock.release(goodsId, outcome.order.requestId, outcome.reason, true);
+        this.logger.warn(
+          `purchase failed: request=${outcome.order.requestId} goods=${goodsId} user=${outcome.order.userId} reason=${outcome.reason}`,
+        );
+      }
+    }
+    await this.stock.complete(
+      goodsId,
+      done.map(({ order }) => ({
+        requestId: order.requestId,
+        userId: order.userId,
+        orderNo: order.orderNo,
+      })),
+    );
+    for (const purchase of toWrite) this.ackAll(purchase);
+    for (const outcome of outcomes) this.metrics.orderMessages.inc({ outcome: outcome.kind });
+  }
+
+  private ackAll(purchase: Purchase): void {
+    for (const delivery of purchase.deliveries) this.settle(delivery, 'ack');
+  }
+
+  private deadLetter(delivery: Delivery, reason: string): void {
+    this.logger.error(
+      `dead-lettered order message: messageId=${String(delivery.message.properties.messageId)} ${reason}`,
+    );
+    this.settle(delivery, 'reject');
+    this.metrics.orderMessages.inc({ outcome: 'dead_lettered' });
+  }
+
+  /** A channel that closed meanwhile takes its deliveries back to the queue: nothing to do. */
+  private settle(delivery: Delivery, how: 'ack' | 'reject'): void {
+    try {
+      if (how === 'ack') delivery.channel.ack(delivery.message);
+      else delivery.channel.nack(delivery.message, false, false);
+    } catch (error) {
+      this.logger.warn(`could not ${how}, it will be redelivered: ${(error as Error).message}`);
+    }
+  }
+
+  /** Stops taking messages, finishes the batch in hand, acks it, then closes the channel. */
+  async onModuleDestroy(): Promise<void> {
+    if (!this.channel) return;
+    this.stopping = true;
+    clearTimeout(this.flushTimer);
+    const remaining = this.buffer.splice(0, this.buffer.length);
+    if (remaining.length > 0) this.work = this.work.then(() => this.process(remaining));
+    await Promise.race([this.work, sleep(this.config.shutdownTimeoutMs)]);
+    await this.channel.close();
+  }
+}

@@ -1,0 +1,81 @@
+import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { ChannelWrapper } from 'amqp-connection-manager';
+import type { ConfirmChannel } from 'amqplib';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
+import { assertTopology } from '../../infra/rabbitmq/topology.js';
+import type { NewOrder } from '../orders/order.types.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { encodeOrderMessage } from './order-message.js';
+
+/**
+ * Publishes order messages on a confirm channel, persistent, to the durable orders queue.
+ * Publishes run concurrently (awaiting confirms one at a time caps a channel at ~2.6k/s here).
+ */
+@Injectable()
+export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(OrderPublisher.name);
+  private channel: ChannelWrapper;
+  private pending = 0;
+
+  constructor(
+    private readonly rabbit: RabbitConnection,
+    private readonly metrics: MetricsService,
+    @InjectConfig() private readonly config: AppConfig,
+  ) {}
+
+  onModuleInit(): void {
+    this.channel = this.rabbit.createChannel({
+      name: 'order-publisher',
+      confirm: true,
+      publishTimeout: this.config.publishConfirmTimeoutMs,
+      setup: (channel: ConfirmChannel) => assertTopology(channel, this.rabbit.names),
+    });
+  }
+
+  /** The broker is reachable now; a purchase is refused up front (nothing taken) when not. */
+  isReady(): boolean {
+    return this.rabbit.isConnected();
+  }
+
+  /**
+   * True once the broker confirmed the message. False when it refused it or no confirm came in
+   * time; in the second case the message may still arrive, so the caller must void it, not
+   * merely give its stock back.
+   */
+  async publish(order: NewOrder): Promise<boolean> {
+    this.pending++;
+    try {
+      await this.channel.publish(
+        this.rabbit.names.ordersExchange,
+        this.rabbit.names.ordersRoutingKey,
+        Buffer.from(encodeOrderMessage(order)),
+        {
+          persistent: true,
+          contentType: 'application/json',
+          messageId: order.requestId,
+          timestamp: Math.floor(order.acceptedAt / 1000),
+        },
+      );
+      this.metrics.publishes.inc({ result: 'confirmed' });
+      return true;
+    } catch (error) {
+      this.metrics.publishes.inc({ result: 'unconfirmed' });
+      this.logger.warn(
+        `publish not confirmed: request=${order.requestId} goods=${order.goodsId} ${(error as Error).message}`,
+      );
+      return false;
+    } finally {
+      this.pending--;
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    // Confirms still owed are waited for (bounded by the publish timeout) before the channel goes.
+    const deadline = Date.now() + this.config.publishConfirmTimeoutMs + 500;
+    while (this.pending > 0 && Date.now() < deadline) await sleep(20);
+    await this.channel.close();
+  }
+}

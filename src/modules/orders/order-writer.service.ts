@@ -1,0 +1,158 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DataSource, EntityManager } from 'typeorm';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import type { NewOrder, WriteOutcome } from './order.types.js';
+
+class VersionConflict extends Error {}
+
+const MAX_VERSION_ATTEMPTS = 30;
+
+interface MysqlError {
+  code?: string;
+  errno?: number;
+  sqlMessage?: string;
+  message?: string;
+}
+
+function duplicateKeyIndex(error: unknown): string | null {
+  const mysqlError = (error as { driverError?: MysqlError }).driverError ?? (error as MysqlError);
+  if (mysqlError?.code !== 'ER_DUP_ENTRY') return null;
+  const match = /for key '(?:[^.']*\.)?([^']+)'/.exec(
+    mysqlError.sqlMessage ?? mysqlError.message ?? '',
+  );
+  return match?.[1] ?? 'unknown';
+}
+
+/**
+ * Writes accepted purchases of one goods as orders: one version-checked stock UPDATE for the
+ * whole batch plus one multi-row INSERT, in one transaction. Batching is what keeps optimistic
+ * locking on a single hot row from turning into a retry storm (k writers, k-1 retries).
+ */
+@Injectable()
+export class OrderWriter {
+  private readonly logger = new Logger(OrderWriter.name);
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @InjectConfig() private readonly config: AppConfig,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async writeBatch(goodsId: number, orders: NewOrder[]): Promise<WriteOutcome[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.dataSource.transaction((manager) =>
+          this.writeInTransaction(manager, goodsId, orders),
+        );
+      } catch (error) {
+        if (error instanceof VersionConflict && attempt < MAX_VERSION_ATTEMPTS) {
+          this.metrics.versionConflicts.inc();
+          // Jitter spreads competing writers apart so that one of them wins the next round.
+          await sleep(Math.floor(Math.random() * Math.min(50, 2 * attempt)) + 1);
+          continue;
+        }
+        const index = duplicateKeyIndex(error);
+        if (index === null) throw error;
+        return this.afterDuplicateKey(goodsId, orders, index);
+      }
+    }
+  }
+
+  /**
+   * A duplicate key rolled the batch back. Rows are then written one by one so that the one
+   * that collides is told apart from the rest; MySQL's unique keys decide what it was.
+   */
+  private async afterDuplicateKey(
+    goodsId: number,
+    orders: NewOrder[],
+    index: string,
+  ): Promise<WriteOutcome[]> {
+    if (orders.length > 1) {
+      const outcomes: WriteOutcome[] = [];
+      for (const order of orders) outcomes.push(...(await this.writeBatch(goodsId, [order])));
+      return outcomes;
+    }
+    const [order] = orders;
+    if (index === 'uq_order_active_buyer') {
+      this.logger.warn(
+        `order rejected: user ${order.userId} already holds goods ${goodsId} (request ${order.requestId})`,
+      );
+      return [{ kind: 'rejected', order, reason: 'ALREADY_PURCHASED' }];
+    }
+    // request_id or order_no: both are fixed per purchase, so the order is already there.
+    return [{ kind: 'duplicate', order }];
+  }
+
+  private async writeInTransaction(
+    manager: EntityManager,
+    goodsId: number,
+    orders: NewOrder[],
+  ): Promise<WriteOutcome[]> {
+    const runner = manager.queryRunner!;
+    const existing = new Set(
+      (
+        (await runner.query('SELECT request_id FROM seckill_order WHERE request_id IN (?)', [
+          orders.map((order) => order.requestId),
+        ])) as { request_id: string }[]
+      ).map((row) => row.request_id),
+    );
+    const outcomes: WriteOutcome[] = orders
+      .filter((order) => existing.has(order.requestId))
+      .map((order) => ({ kind: 'duplicate', order }));
+    const fresh = orders.filter((order) => !existing.has(order.requestId));
+    if (fresh.length === 0) return outcomes;
+
+    const [goods] = (await runner.query('SELECT stock, version FROM seckill_goods WHERE id = ?', [
+      goodsId,
+    ])) as { stock: number; version: number }[];
+    if (!goods) {
+      return outcomes.concat(
+        fresh.map((order) => ({ kind: 'rejected', order, reason: 'GOODS_NOT_FOUND' as const })),
+      );
+    }
+
+    const accepted: NewOrder[] = [];
+    let taken = 0;
+    for (const order of fresh) {
+      if (taken + order.quantity <= goods.stock) {
+        accepted.push(order);
+        taken += order.quantity;
+      } else {
+        // Redis sells only what it holds, so MySQL running short means the stores drifted.
+        this.logger.error(
+          `order rejected: goods ${goodsId} has no stock in MySQL for request ${order.requestId}`,
+        );
+        outcomes.push({ kind: 'rejected', order, reason: 'SOLD_OUT' });
+      }
+    }
+    if (accepted.length === 0) return outcomes;
+
+    const update = await runner.query(
+      'UPDATE seckill_goods SET stock = stock - ?, version = version + 1 WHERE id = ? AND version = ? AND stock >= ?',
+      [taken, goodsId, goods.version, taken],
+      true,
+    );
+    if (update.affected !== 1) throw new VersionConflict();
+
+    const timeoutMs = this.config.orderPaymentTimeoutMs;
+    await runner.query(
+      'INSERT INTO seckill_order (order_no, request_id, user_id, goods_id, quantity, status, expire_at) VALUES ?',
+      [
+        accepted.map((order) => [
+          order.orderNo,
+          order.requestId,
+          order.userId,
+          goodsId,
+          order.quantity,
+          'PENDING_PAYMENT',
+          new Date(order.acceptedAt + timeoutMs),
+        ]),
+      ],
+    );
+    return outcomes.concat(accepted.map((order) => ({ kind: 'written', order })));
+  }
+}

@@ -1,0 +1,31 @@
+import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { scheduleSingletonJob } from '../../common/scheduling/interval-job.js';
+import { PurchaseLockService } from '../stock/purchase-lock.service.js';
+import { PreheatService } from './preheat.service.js';
+
+/** Schedules only; PreheatService does the work. Off with PREHEAT_CRON_ENABLED=false. */
+@Injectable()
+export class PreheatCron implements OnApplicationBootstrap {
+  constructor(
+    @InjectConfig() private readonly config: AppConfig,
+    private readonly registry: SchedulerRegistry,
+    private readonly locks: PurchaseLockService,
+    private readonly preheat: PreheatService,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.config.preheatCronEnabled) return;
+    scheduleSingletonJob({
+      registry: this.registry,
+      locks: this.locks,
+      name: 'preheat-upcoming',
+      intervalMs: this.config.preheatIntervalMs,
+      run: async () => {
+        await this.preheat.preheatUpcoming(this.config.preheatLookaheadMs);
+      },
+    });
+  }
+}

@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { GoodsModule } from '../goods/goods.module.js';
+import { OrdersModule } from '../orders/orders.module.js';
+import { StockModule } from '../stock/stock.module.js';
+import { PreheatController } from './preheat.controller.js';
+import { PreheatCron } from './preheat.cron.js';
+import { PreheatService } from './preheat.service.js';
+
+@Module({
+  imports: [GoodsModule, OrdersModule, StockModule],
+  controllers: [PreheatController],
+  providers: [PreheatService, PreheatCron],
+  exports: [PreheatService],
+})
+export class PreheatModule {}

@@ -1,0 +1,184 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { DomainError, UnavailableError } from '../../common/errors/domain-error.js';
+import { GoodsService } from '../goods/goods.service.js';
+import { encodeOrderMessage } from '../messaging/order-message.js';
+import { OrderPublisher } from '../messaging/order-publisher.service.js';
+import type { NewOrder } from '../orders/order.types.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { OrdersService } from '../orders/orders.service.js';
+import { PurchaseLockService } from '../stock/purchase-lock.service.js';
+import { DeductCode, ReleaseCode, StockService } from '../stock/stock.service.js';
+
+export interface PurchaseAccepted {
+  status: 'QUEUED';
+  requestId: string;
+}
+
+export interface PurchaseResultView {
+  status: 'NONE' | 'QUEUED' | 'SUCCESS' | 'FAILED';
+  requestId?: string;
+  orderNo?: string;
+  reason?: string;
+}
+
+/** Time-ordered and unguessable; fits order_no's 32 characters. */
+export function newOrderNo(now = Date.now()): string {
+  return `SK${now}${randomBytes(8).toString('hex').toUpperCase()}`;
+}
+
+async function orUnavailable<T>(what: string, action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (error) {
+    if (error instanceof DomainError) throw error;
+    throw new UnavailableError(`${what} is unavailable; nothing was taken`, error);
+  }
+}
+
+@Injectable()
+export class PurchaseService {
+  private readonly logger = new Logger(PurchaseService.name);
+
+  constructor(
+    private readonly stock: StockService,
+    private readonly locks: PurchaseLockService,
+    private readonly publisher: OrderPublisher,
+    private readonly goods: GoodsService,
+    private readonly orders: OrdersService,
+    private readonly metrics: MetricsService,
+    @InjectConfig() private readonly config: AppConfig,
+  ) {}
+
+  async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
+    try {
+      const accepted = await this.purchaseOnce(goodsId, userId, quantity);
+      this.metrics.purchases.inc({ outcome: 'ACCEPTED' });
+      return accepted;
+    } catch (error) {
+      this.metrics.purchases.inc({
+        outcome: error instanceof DomainError ? error.code : 'INTERNAL_ERROR',
+      });
+      throw error;
+    }
+  }
+
+  private async purchaseOnce(
+    goodsId: number,
+    userId: number,
+    quantity: number,
+  ): Promise<PurchaseAccepted> {
+    if (!this.publisher.isReady()) {
+      throw new UnavailableError('The order queue is unavailable; nothing was taken');
+    }
+    const lock = await orUnavailable('Redis', () =>
+      this.locks.tryLockPurchase(goodsId, userId, this.config.purchaseLockTtlMs),
+    );
+    if (!lock) {
+      throw new DomainError(
+        'DUPLICATE_REQUEST',
+        'Another purchase of this goods by you is in progress',
+      );
+    }
+    try {
+      return await this.purchaseLocked(goodsId, userId, quantity);
+    } finally {
+      await lock.release();
+    }
+  }
+
+  private async purchaseLocked(
+    goodsId: number,
+    userId: number,
+    quantity: number,
+  ): Promise<PurchaseAccepted> {
+    const acceptedAt = Date.now();
+    const order: NewOrder = {
+      requestId: randomUUID(),
+      orderNo: newOrderNo(acceptedAt),
+      userId,
+      goodsId,
+      quantity,
+      acceptedAt,
+    };
+    const { code } = await orUnavailable('Redis', () =>
+      this.stock.deduct(goodsId, userId, quantity, order.requestId, encodeOrderMessage(order)),
+    );
+    if (code !== DeductCode.Accepted && code !== DeductCode.Replayed) {
+      throw await this.refusal(code, goodsId);
+    }
+
+    if (await this.publisher.publish(order)) {
+      // Best effort: if this fails the sweeper republishes it, and the consumer dedups.
+      await this.stock.markPublished(goodsId, [order.requestId]).catch(() => undefined);
+      return { status: 'QUEUED', requestId: order.requestId };
+    }
+
+    // Not confirmed. Void the purchase unless a consumer already took it (the message did
+    // arrive after all): exactly one of "order" and "stock given back" ever happens.
+    let released: ReleaseCode;
+    try {
+      released = await this.stock.release(goodsId, order.requestId, 'UNAVAILABLE');
+    } catch {
+      // Neither voided nor confirmed: the outbox holds it and the sweeper will deliver it.
+      this.logger.warn(`purchase left to the outbox sweeper: request=${order.requestId}`);
+      return { status: 'QUEUED', requestId: order.requestId };
+    }
+    if (released === ReleaseCode.Claimed) return { status: 'QUEUED', requestId: order.requestId };
+    this.logger.warn(
+      `purchase voided, broker did not confirm: request=${order.requestId} goods=${goodsId} user=${userId}`,
+    );
+    throw new UnavailableError('The order queue did not confirm; nothing was taken');
+  }
+
+  private async refusal(code: DeductCode, goodsId: number): Promise<DomainError> {
+    switch (code) {
+      case DeductCode.SaleNotStarted:
+        return new DomainError('SALE_NOT_STARTED', 'The sale has not started yet');
+      case DeductCode.SaleEnded:
+        return new DomainError('SALE_ENDED', 'The sale has ended');
+      case DeductCode.SoldOut:
+        return new DomainError('SOLD_OUT', 'Sold out');
+      case DeductCode.AlreadyPurchased:
+        return new DomainError('ALREADY_PURCHASED', 'You already hold this goods');
+      case DeductCode.OverLimit:
+        return new DomainError('VALIDATION_FAILED', 'quantity is above the per-user limit');
+      default:
+        return this.notPreheated(goodsId);
+    }
+  }
+
+  /** Redis has no sale: tell apart an unknown goods, a closed window and a missed preheat. */
+  private async notPreheated(goodsId: number): Promise<DomainError> {
+    const goods = await orUnavailable('MySQL', () => this.goods.findOrThrow(goodsId));
+    const now = new Date();
+    if (now < goods.startAt)
+      return new DomainError('SALE_NOT_STARTED', 'The sale has not started yet');
+    if (now >= goods.endAt) return new DomainError('SALE_ENDED', 'The sale has ended');
+    return new DomainError(
+      'NOT_PREHEATED',
+      'The sale is not open for purchases yet; try again shortly',
+    );
+  }
+
+  /**
+   * The user's latest purchase of this goods. Redis answers first; MySQL is the truth when Redis
+   * has no word (or only QUEUED for an order the consumer has just committed).
+   */
+  async result(goodsId: number, userId: number): Promise<PurchaseResultView> {
+    const live = await this.stock.result(goodsId, userId).catch(() => null);
+    if (live?.status === 'QUEUED') {
+      const order = await this.orders.findByRequestId(live.requestId);
+      return order
+        ? { status: 'SUCCESS', requestId: live.requestId, orderNo: order.orderNo }
+        : { status: 'QUEUED', requestId: live.requestId };
+    }
+    if (live) return live;
+    const order = await this.orders.latestForUser(goodsId, userId);
+    if (order) return { status: 'SUCCESS', requestId: order.requestId, orderNo: order.orderNo };
+    await this.goods.findOrThrow(goodsId);
+    return { status: 'NONE' };
+  }
+}

@@ -1,0 +1,128 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
+import {
+  CompletedOrder,
+  DeductCode,
+  ReleaseCode,
+  SeckillScripts,
+} from '../../infra/redis/seckill-scripts.js';
+import { SALES_INDEX_KEY, saleKeys } from '../../infra/redis/seckill-keys.js';
+
+export { DeductCode, ReleaseCode };
+export type { CompletedOrder };
+
+export interface PurchaseResult {
+  status: 'QUEUED' | 'SUCCESS' | 'FAILED';
+  requestId: string;
+  orderNo?: string;
+  reason?: string;
+}
+
+export interface SaleSnapshot {
+  totalStock: number;
+  startAt: Date;
+  endAt: Date;
+  perUserLimit: number;
+  stock: number;
+}
+
+/** How long a released request id is remembered, so that its late message is dropped. */
+const VOIDED_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+/** The sale's live state in Redis: stock, buyers, in-flight purchases, results. */
+@Injectable()
+export class StockService {
+  constructor(
+    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    private readonly scripts: SeckillScripts,
+  ) {}
+
+  deduct(goodsId: number, userId: number, quantity: number, requestId: string, message: string) {
+    return this.scripts.deduct(saleKeys(goodsId), userId, quantity, requestId, message);
+  }
+
+  /** Gives an accepted purchase back unless a consumer already owns it (`force` skips that). */
+  release(goodsId: number, requestId: string, reason: string, force = false) {
+    return this.scripts.release(saleKeys(goodsId), requestId, force, reason);
+  }
+
+  claim(goodsId: number, requestIds: string[]) {
+    return this.scripts.claim(saleKeys(goodsId), requestIds);
+  }
+
+  complete(goodsId: number, orders: CompletedOrder[]) {
+    return this.scripts.complete(saleKeys(goodsId), orders);
+  }
+
+  /** Loads the sale unless Redis already holds its stock; buyers are written before the stock. */
+  async preheat(
+    goodsId: number,
+    sale: SaleSnapshot,
+    activeBuyers: { userId: number; quantity: number }[],
+  ): Promise<{ loaded: boolean; stock: number }> {
+    const keys = saleKeys(goodsId);
+    if (activeBuyers.length > 0 && !(await this.isPreheated(goodsId))) {
+      // Rebuilding after Redis lost the sale: the buyers must be there before the stock key
+      // makes the sale purchasable again.
+      for (let i = 0; i < activeBuyers.length; i += 1_000) {
+        const chunk = activeBuyers.slice(i, i + 1_000);
+        await this.redis.hset(
+          keys.buyers,
+          Object.fromEntries(chunk.map((buyer) => [String(buyer.userId), buyer.quantity])),
+        );
+      }
+    }
+    const result = await this.scripts.preheat(keys, sale);
+    await this.redis.sadd(SALES_INDEX_KEY, String(goodsId));
+    return result;
+  }
+
+  async isPreheated(goodsId: number): Promise<boolean> {
+    return (await this.redis.exists(saleKeys(goodsId).stock)) === 1;
+  }
+
+  /** Remaining stock in Redis, or null when the sale is not preheated. */
+  async remaining(goodsId: number): Promise<number | null> {
+    const value = await this.redis.get(saleKeys(goodsId).stock);
+    return value === null ? null : Number(value);
+  }
+
+  async result(goodsId: number, userId: number): Promise<PurchaseResult | null> {
+    const raw = await this.redis.hget(saleKeys(goodsId).results, String(userId));
+    return raw === null ? null : (JSON.parse(raw) as PurchaseResult);
+  }
+
+  /** Goods ids that were ever preheated on this Redis (the sweeper walks these). */
+  async preheatedSales(): Promise<number[]> {
+    const members = await this.redis.smembers(SALES_INDEX_KEY);
+    return members.map(Number).filter((id) => Number.isSafeInteger(id) && id > 0);
+  }
+
+  /** Accepted purchases whose publish was not confirmed before `olderThan` (epoch ms). */
+  async staleOutbox(
+    goodsId: number,
+    olderThan: number,
+    limit: number,
+  ): Promise<{ requestId: string; message: string | null }[]> {
+    const keys = saleKeys(goodsId);
+    const requestIds = await this.redis.zrangebyscore(keys.outbox, 0, olderThan, 'LIMIT', 0, limit);
+    if (requestIds.length === 0) return [];
+    const messages = await this.redis.hmget(keys.inflight, ...requestIds);
+    return requestIds.map((requestId, index) => ({ requestId, message: messages[index] }));
+  }
+
+  /** The broker confirmed the message: the sweeper must not publish it again. */
+  async markPublished(goodsId: number, requestIds: string[]): Promise<void> {
+    if (requestIds.length === 0) return;
+    await this.redis.zrem(saleKeys(goodsId).outbox, ...requestIds);
+  }
+
+  async forgetOldVoided(goodsId: number, now: number): Promise<void> {
+    await this.redis.zremrangebyscore(saleKeys(goodsId).voided, 0, now - VOIDED_RETENTION_MS);
+  }
+
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+}

@@ -1,0 +1,246 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  adminAuth,
+  bearer,
+  createSale,
+  startApp,
+  Stores,
+  token,
+  type TestApp,
+} from './support/harness.js';
+
+const errorBody = (statusCode: number, code: string) => ({
+  statusCode,
+  code,
+  message: expect.any(String),
+});
+
+describe('contract errors', () => {
+  let t: TestApp;
+  let goodsId: number;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    t = await startApp({ BODY_LIMIT_BYTES: '4096' });
+    goodsId = await createSale(t.http, { stock: 5 });
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await stores.close();
+  });
+
+  describe('identity', () => {
+    const purchaseWith = (authorization?: string) => {
+      const call = t.http.post(`/api/v1/seckill/${goodsId}`);
+      return authorization === undefined ? call : call.set('Authorization', authorization);
+    };
+
+    it.each([
+      ['no token', undefined],
+      ['a malformed header', 'Bearer not-a-jwt'],
+      ['a non-bearer scheme', `Basic ${token(7)}`],
+      [
+        'an expired token',
+        `Bearer ${token(7, { claims: { exp: Math.floor(Date.now() / 1000) - 60 } })}`,
+      ],
+      ['a token without exp', `Bearer ${token(7, { claims: { exp: undefined } })}`],
+      ['a wrongly signed token', `Bearer ${token(7, { secret: 'someone-else' })}`],
+      ['an HS512 token', `Bearer ${token(7, { alg: 'HS512' })}`],
+      ['a non-numeric subject', `Bearer ${token('alice')}`],
+      ['a zero subject', `Bearer ${token(0)}`],
+    ])('should answer 401 for %s', async (_name, authorization) => {
+      const response = await purchaseWith(authorization).expect(401);
+      expect(response.body).toEqual(errorBody(401, 'UNAUTHORIZED'));
+    });
+
+    it('should answer 401 for an unsigned alg:none token', async () => {
+      const [, payload] = token(7).split('.');
+      const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
+      const response = await purchaseWith(`Bearer ${header}.${payload}.`).expect(401);
+      expect(response.body.code).toBe('UNAUTHORIZED');
+    });
+
+    it('should accept a numeric sub claim', async () => {
+      const fresh = await createSale(t.http, { stock: 1 });
+      await t.http
+        .post(`/api/v1/seckill/${fresh}`)
+        .set('Authorization', `Bearer ${token(7, { claims: { sub: 7 } })}`)
+        .expect(202);
+    });
+
+    it('should answer 403 when a user calls an admin route', async () => {
+      const response = await t.http
+        .post(`/api/v1/admin/goods/${goodsId}/preheat`)
+        .set('Authorization', bearer(8))
+        .expect(403);
+      expect(response.body).toEqual(errorBody(403, 'FORBIDDEN'));
+    });
+
+    it("should answer 403 for another user's order and 404 for an unknown one", async () => {
+      const fresh = await createSale(t.http, { stock: 1 });
+      await t.http.post(`/api/v1/seckill/${fresh}`).set('Authorization', bearer(9)).expect(202);
+      const orderNo = await waitForOrderNo(fresh);
+      await t.http.get(`/api/v1/orders/${orderNo}`).set('Authorization', bearer(9)).expect(200);
+      await t.http.get(`/api/v1/orders/${orderNo}`).set('Authorization', adminAuth()).expect(200);
+      const other = await t.http
+        .get(`/api/v1/orders/${orderNo}`)
+        .set('Authorization', bearer(10))
+        .expect(403);
+      expect(other.body).toEqual(errorBody(403, 'FORBIDDEN'));
+      for (const unknown of ['SK0000', 'nope', '%27%20OR%201%3D1', 'x'.repeat(200)]) {
+        const response = await t.http
+          .get(`/api/v1/orders/${unknown}`)
+          .set('Authorization', bearer(9))
+          .expect(404);
+        expect(response.body).toEqual(errorBody(404, 'ORDER_NOT_FOUND'));
+      }
+    });
+  });
+
+  describe('input', () => {
+    it.each(['abc', '0', '-1', '1.5', '99999999999999999999'])(
+      'should answer 400 for the goods id %s and take nothing',
+      async (badId) => {
+        const response = await t.http
+          .post(`/api/v1/seckill/${badId}`)
+          .set('Authorization', bearer(20))
+          .expect(400);
+        expect(response.body).toEqual(errorBody(400, 'VALIDATION_FAILED'));
+      },
+    );
+
+    it('should answer 404 GOODS_NOT_FOUND for a goods that does not exist', async () => {
+      for (const call of [
+        t.http.get('/api/v1/goods/987654321'),
+        t.http.post('/api/v1/seckill/987654321').set('Authorization', bearer(20)),
+        t.http.get('/api/v1/seckill/987654321/result').set('Authorization', bearer(20)),
+        t.http.post('/api/v1/admin/goods/987654321/preheat').set('Authorization', adminAuth()),
+      ]) {
+        expect((await call.expect(404)).body).toEqual(errorBody(404, 'GOODS_NOT_FOUND'));
+      }
+    });
+
+    it('should answer 400 for malformed JSON and change nothing', async () => {
+      const response = await t.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(21))
+        .set('Content-Type', 'application/json')
+        .send('{"quantity": ')
+        .expect(400);
+      expect(response.body).toEqual(errorBody(400, 'VALIDATION_FAILED'));
+      expect(await stores.redisStock(goodsId)).toBe(5);
+    });
+
+    it('should accept an empty JSON body as a purchase of one', async () => {
+      const fresh = await createSale(t.http, { stock: 2 });
+      await t.http
+        .post(`/api/v1/seckill/${fresh}`)
+        .set('Authorization', bearer(22))
+        .set('Content-Type', 'application/json')
+        .expect(202);
+      expect(await stores.redisStock(fresh)).toBe(1);
+    });
+
+    it.each([
+      ['a userId', { userId: 1 }],
+      ['a zero quantity', { quantity: 0 }],
+      ['a fractional quantity', { quantity: 1.5 }],
+      ['a string quantity', { quantity: '1' }],
+      ['an array', [1]],
+    ])('should answer 400 for a purchase body with %s and take nothing', async (_name, body) => {
+      const response = await t.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(23))
+        .send(body)
+        .expect(400);
+      expect(response.body).toEqual(errorBody(400, 'VALIDATION_FAILED'));
+      expect(await stores.redisStock(goodsId)).toBe(5);
+      expect(await stores.redisBuyers(goodsId)).toEqual({});
+    });
+
+    it('should answer 413 for a body over the limit', async () => {
+      const response = await t.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(24))
+        .set('Content-Type', 'application/json')
+        .send(JSON.stringify({ quantity: 1, pad: 'x'.repeat(10_000) }))
+        .expect(413);
+      expect(response.body).toEqual(errorBody(413, 'PAYLOAD_TOO_LARGE'));
+    });
+
+    it('should answer 404 in the contract shape for an unknown route', async () => {
+      const response = await t.http.get('/api/v1/nowhere').expect(404);
+      expect(response.body).toEqual(errorBody(404, 'NOT_FOUND'));
+    });
+
+    it.each([
+      ['no name', { price: 1, stock: 1 }],
+      ['a zero stock', { stock: 0 }],
+      ['a fractional stock', { stock: 1.5 }],
+      ['a negative price', { price: -1 }],
+      ['endAt before startAt', { startAt: '2030-01-02T00:00:00Z', endAt: '2030-01-01T00:00:00Z' }],
+      ['a bad date', { startAt: 'tomorrow' }],
+      ['a zero perUserLimit', { perUserLimit: 0 }],
+      ['an unknown field', { status: 'PAID' }],
+    ])('should answer 400 when creating goods with %s', async (_name, patch) => {
+      const base = {
+        name: 'Bad',
+        price: 1,
+        stock: 1,
+        startAt: '2030-01-01T00:00:00Z',
+        endAt: '2030-01-02T00:00:00Z',
+      };
+      const body = Object.fromEntries(
+        Object.entries({ ...base, ...patch }).filter(
+          ([key]) => !(_name === 'no name' && key === 'name'),
+        ),
+      );
+      const response = await t.http
+        .post('/api/v1/admin/goods')
+        .set('Authorization', adminAuth())
+        .send(body)
+        .expect(400);
+      expect(response.body).toEqual(errorBody(400, 'VALIDATION_FAILED'));
+    });
+  });
+
+  it('should answer DUPLICATE_REQUEST to a click while the same user holds the purchase lock', async () => {
+    const fresh = await createSale(t.http, { stock: 5 });
+    const userId = 30;
+    // Hold the user's lock as a concurrent click on another instance would.
+    await stores.redis.set(`seckill:{${fresh}}:lock:user:${userId}`, 'other-instance', 'PX', 5_000);
+    const response = await t.http
+      .post(`/api/v1/seckill/${fresh}`)
+      .set('Authorization', bearer(userId))
+      .expect(409);
+    expect(response.body).toEqual(errorBody(409, 'DUPLICATE_REQUEST'));
+    expect(await stores.redisStock(fresh)).toBe(5);
+  });
+
+  it('should serve Swagger UI at /docs with bearer auth', async () => {
+    await t.http.get('/docs').expect(200);
+    const spec = await t.http.get('/docs-json').expect(200);
+    expect(spec.body.components.securitySchemes.bearer).toMatchObject({ scheme: 'bearer' });
+    expect(Object.keys(spec.body.paths)).toEqual(
+      expect.arrayContaining(['/api/v1/seckill/{goodsId}', '/api/v1/admin/goods']),
+    );
+  });
+
+  it('should answer health and metrics', async () => {
+    await t.http.get('/health/live').expect(200);
+    const ready = await t.http.get('/health/ready').expect(200);
+    expect(ready.body.details).toMatchObject({
+      mysql: { status: 'up' },
+      redis: { status: 'up' },
+      rabbitmq: { status: 'up' },
+    });
+    const metrics = await t.http.get('/metrics').expect(200);
+    expect(metrics.text).toContain('seckill_purchases_total');
+  });
+
+  async function waitForOrderNo(id: number): Promise<string> {
+    const { waitFor } = await import('./support/harness.js');
+    return waitFor(async () => (await stores.orders(id))[0]?.order_no, { what: 'an order' });
+  }
+});

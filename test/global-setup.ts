@@ -1,0 +1,30 @@
+import amqp from 'amqplib';
+import { Redis } from 'ioredis';
+import { createConnection } from 'mysql2/promise';
+import './setup-env.js';
+
+/** Every run starts from empty stores: a dropped test database, Redis db and test queues. */
+export default async function globalSetup(): Promise<void> {
+  const database = new URL(process.env.DATABASE_URL!);
+  const name = database.pathname.slice(1);
+  const mysql = await createConnection({
+    host: database.hostname,
+    port: Number(database.port || 3306),
+    user: decodeURIComponent(database.username),
+    password: decodeURIComponent(database.password),
+  });
+  await mysql.query(`DROP DATABASE IF EXISTS \`${name}\``);
+  await mysql.end();
+
+  const redis = new Redis(process.env.REDIS_URL!);
+  await redis.flushdb();
+  redis.disconnect();
+
+  const connection = await amqp.connect(process.env.RABBITMQ_URL!);
+  const channel = await connection.createChannel();
+  const prefix = process.env.RABBITMQ_PREFIX!;
+  for (const queue of [`${prefix}.orders`, `${prefix}.orders.dead`]) {
+    await channel.deleteQueue(queue);
+  }
+  await connection.close();
+}

@@ -1,0 +1,153 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { createHmac } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { createPool, type Pool, type RowDataPacket } from 'mysql2/promise';
+import request from 'supertest';
+import type TestAgent from 'supertest/lib/agent.js';
+import { createApp } from '../../src/bootstrap.js';
+
+export interface TestApp {
+  app: NestFastifyApplication;
+  http: TestAgent;
+  close(): Promise<void>;
+}
+
+/** Starts the real app (real MySQL, Redis, RabbitMQ) on a port the OS picks. */
+export async function startApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const { app } = await createApp({ ...process.env, ...env, PORT: '0' });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    app,
+    http: request(app.getHttpServer()),
+    close: () => app.close(),
+  };
+}
+
+function base64url(value: object | string): string {
+  return Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString(
+    'base64url',
+  );
+}
+
+/** HS256 token signed the way a real identity provider would; claims are overridable. */
+export function token(
+  userId: number | string,
+  options: {
+    admin?: boolean;
+    claims?: Record<string, unknown>;
+    secret?: string;
+    alg?: string;
+  } = {},
+): string {
+  const header = base64url({ alg: options.alg ?? 'HS256', typ: 'JWT' });
+  const now = Math.floor(Date.now() / 1000);
+  const payload = base64url({
+    sub: String(userId),
+    iat: now,
+    exp: now + 3600,
+    ...(options.admin ? { role: 'admin' } : {}),
+    ...options.claims,
+  });
+  const signature = createHmac('sha256', options.secret ?? process.env.JWT_SECRET!)
+    .update(`${header}.${payload}`)
+    .digest('base64url');
+  return `${header}.${payload}.${signature}`;
+}
+
+export const bearer = (userId: number, admin = false) => `Bearer ${token(userId, { admin })}`;
+export const adminAuth = () => bearer(1, true);
+
+export interface SaleOptions {
+  stock?: number;
+  startsInMs?: number;
+  lastsMs?: number;
+  perUserLimit?: number;
+  preheat?: boolean;
+}
+
+/** Creates a sale through the admin API (and preheats it unless told not to); returns its id. */
+export async function createSale(http: TestAgent, options: SaleOptions = {}): Promise<number> {
+  const start = Date.now() + (options.startsInMs ?? -1_000);
+  const created = await http
+    .post('/api/v1/admin/goods')
+    .set('Authorization', adminAuth())
+    .send({
+      name: 'Test phone',
+      price: 999.99,
+      stock: options.stock ?? 10,
+      startAt: new Date(start).toISOString(),
+      endAt: new Date(start + (options.lastsMs ?? 3_600_000)).toISOString(),
+      perUserLimit: options.perUserLimit ?? 1,
+    })
+    .expect(201);
+  const goodsId = (created.body as { id: number }).id;
+  if (options.preheat ?? true) {
+    await http
+      .post(`/api/v1/admin/goods/${goodsId}/preheat`)
+      .set('Authorization', adminAuth())
+      .expect(200);
+  }
+  return goodsId;
+}
+
+/** Polls until `check` returns a truthy value; fails with the last value after `timeoutMs`. */
+export async function waitFor<T>(
+  check: () => Promise<T> | T,
+  { timeoutMs = 15_000, intervalMs = 50, what = 'condition' } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T | undefined;
+  while (Date.now() < deadline) {
+    last = await check();
+    if (last) return last;
+    await sleep(intervalMs);
+  }
+  throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(last)}`);
+}
+
+/** Direct read access to the stores, for asserting invariants from outside the app. */
+export class Stores {
+  readonly redis = new Redis(process.env.REDIS_URL!);
+  readonly mysql: Pool = createPool({ uri: process.env.DATABASE_URL!, connectionLimit: 4 });
+
+  async orders(goodsId: number) {
+    const [rows] = await this.mysql.query<RowDataPacket[]>(
+      'SELECT order_no, request_id, user_id, quantity, status FROM seckill_order WHERE goods_id = ? ORDER BY id',
+      [goodsId],
+    );
+    return rows as {
+      order_no: string;
+      request_id: string;
+      user_id: number;
+      quantity: number;
+      status: string;
+    }[];
+  }
+
+  async mysqlStock(goodsId: number): Promise<number> {
+    const [rows] = await this.mysql.query<RowDataPacket[]>(
+      'SELECT stock FROM seckill_goods WHERE id = ?',
+      [goodsId],
+    );
+    return Number(rows[0].stock);
+  }
+
+  async redisStock(goodsId: number): Promise<number | null> {
+    const value = await this.redis.get(`seckill:{${goodsId}}:stock`);
+    return value === null ? null : Number(value);
+  }
+
+  async redisBuyers(goodsId: number): Promise<Record<string, string>> {
+    return this.redis.hgetall(`seckill:{${goodsId}}:buyers`);
+  }
+
+  async inflight(goodsId: number): Promise<number> {
+    return this.redis.hlen(`seckill:{${goodsId}}:inflight`);
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+    await this.mysql.end();
+  }
+}
