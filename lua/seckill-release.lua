@@ -29,7 +29,8 @@ if not message then
   return 0
 end
 local order = cjson.decode(message)
-local userId = tostring(order.userId)
+-- %d, not tostring: tostring prints ids of 15+ digits in exponent form (1.2345678901234e+14).
+local userId = string.format('%d', order.userId)
 local quantity = tonumber(order.quantity)
 
 local clock = redis.call('TIME')

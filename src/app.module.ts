@@ -1,6 +1,7 @@
-import { Module } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AppConfigModule } from './config/config.module.js';
+import type { AppConfig } from './config/env.validation.js';
 import { DatabaseModule } from './infra/database/database.module.js';
 import { RabbitMqModule } from './infra/rabbitmq/rabbitmq.module.js';
 import { RedisModule } from './infra/redis/redis.module.js';
@@ -14,22 +15,25 @@ import { PreheatModule } from './modules/preheat/preheat.module.js';
 import { SeckillModule } from './modules/seckill/seckill.module.js';
 import { StockModule } from './modules/stock/stock.module.js';
 
-@Module({
-  imports: [
-    AppConfigModule,
-    ScheduleModule.forRoot(),
-    DatabaseModule,
-    RedisModule,
-    RabbitMqModule,
-    MetricsModule,
-    AuthModule,
-    GoodsModule,
-    StockModule,
-    OrdersModule,
-    MessagingModule,
-    PreheatModule,
-    SeckillModule,
-    HealthModule,
-  ],
-})
-export class AppModule {}
+const FEATURES = [
+  ScheduleModule.forRoot(),
+  DatabaseModule,
+  RedisModule,
+  RabbitMqModule,
+  MetricsModule,
+  AuthModule,
+  GoodsModule,
+  StockModule,
+  OrdersModule,
+  MessagingModule,
+  PreheatModule,
+  SeckillModule,
+  HealthModule,
+];
+
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return { module: AppModule, imports: [AppConfigModule.forRoot(config), ...FEATURES] };
+  }
+}

@@ -23,7 +23,7 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
     // X-Forwarded-For is believed only from these hops; anyone else's header is ignored.
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule, adapter, {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     // Our own JSON parser below replaces Nest's (it accepts an empty body).
     bodyParser: false,
     // 'fatal' always; then every level up to the configured one.

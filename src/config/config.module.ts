@@ -1,21 +1,29 @@
-import { Global, Module } from '@nestjs/common';
+import { DynamicModule, Global, Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { appConfigProvider, APP_CONFIG } from './app-config.js';
-import { validateEnv } from './env.validation.js';
+import type { AppConfig } from './env.validation.js';
 
+/**
+ * Serves the configuration validated once at boot (createApp → validateEnv) through
+ * @nestjs/config. The environment is passed in rather than read here, so that tests can start
+ * several apps with different settings in one process.
+ */
 @Global()
-@Module({
-  imports: [
-    ConfigModule.forRoot({
-      cache: true,
-      // Validated once here; a bad variable stops the boot with a message naming it.
-      validate: (env: Record<string, unknown>) => ({
-        ...env,
-        app: validateEnv(env as Record<string, string | undefined>),
-      }),
-    }),
-  ],
-  providers: [appConfigProvider],
-  exports: [APP_CONFIG],
-})
-export class AppConfigModule {}
+@Module({})
+export class AppConfigModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: AppConfigModule,
+      imports: [
+        ConfigModule.forRoot({
+          cache: true,
+          ignoreEnvFile: true,
+          ignoreEnvVars: true,
+          load: [() => ({ app: config })],
+        }),
+      ],
+      providers: [appConfigProvider],
+      exports: [APP_CONFIG],
+    };
+  }
+}

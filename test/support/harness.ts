@@ -17,11 +17,12 @@ export interface TestApp {
 export async function startApp(env: Record<string, string> = {}): Promise<TestApp> {
   const { app } = await createApp({ ...process.env, ...env, PORT: '0' });
   await app.listen({ port: 0, host: '127.0.0.1' });
-  return {
-    app,
-    http: request(app.getHttpServer()),
-    close: () => app.close(),
-  };
+  const http = request(app.getHttpServer());
+  // Ready as a load balancer would see it: MySQL, Redis and the broker all reachable.
+  await waitFor(async () => (await http.get('/health/ready')).status === 200, {
+    what: 'the app to be ready',
+  });
+  return { app, http, close: () => app.close() };
 }
 
 function base64url(value: object | string): string {
@@ -95,12 +96,12 @@ export async function createSale(http: TestAgent, options: SaleOptions = {}): Pr
 export async function waitFor<T>(
   check: () => Promise<T> | T,
   { timeoutMs = 15_000, intervalMs = 50, what = 'condition' } = {},
-): Promise<T> {
+): Promise<Exclude<T, null | undefined | false>> {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
   while (Date.now() < deadline) {
     last = await check();
-    if (last) return last;
+    if (last) return last as Exclude<T, null | undefined | false>;
     await sleep(intervalMs);
   }
   throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(last)}`);

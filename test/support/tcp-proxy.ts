@@ -14,6 +14,7 @@ export class TcpProxy {
   private readonly server: Server;
   private readonly pairs = new Set<[Socket, Socket]>();
   private stalled = false;
+  private held: [Socket, Buffer][] = [];
 
   private constructor(
     private readonly targetHost: string,
@@ -36,9 +37,8 @@ export class TcpProxy {
     const upstream = createConnection(this.targetPort, this.targetHost);
     const pair: [Socket, Socket] = [client, upstream];
     this.pairs.add(pair);
-    client.pipe(upstream);
-    upstream.pipe(client);
-    if (this.stalled) this.pausePair(pair);
+    this.forward(client, upstream);
+    this.forward(upstream, client);
     const drop = () => {
       client.destroy();
       upstream.destroy();
@@ -48,27 +48,22 @@ export class TcpProxy {
     upstream.on('error', drop).on('close', drop);
   }
 
-  private pausePair([client, upstream]: [Socket, Socket]): void {
-    client.unpipe(upstream);
-    upstream.unpipe(client);
-    client.pause();
-    upstream.pause();
+  /** Copies bytes in order; while stalled they wait in `held` and go out on resume. */
+  private forward(from: Socket, to: Socket): void {
+    from.on('data', (chunk: Buffer) => {
+      if (this.stalled) this.held.push([to, chunk]);
+      else to.write(chunk);
+    });
   }
 
   /** Holds every byte in both directions until `resume()`. */
   stall(): void {
     this.stalled = true;
-    for (const pair of this.pairs) this.pausePair(pair);
   }
 
   resume(): void {
     this.stalled = false;
-    for (const [client, upstream] of this.pairs) {
-      client.pipe(upstream);
-      upstream.pipe(client);
-      client.resume();
-      upstream.resume();
-    }
+    for (const [to, chunk] of this.held.splice(0)) if (!to.destroyed) to.write(chunk);
   }
 
   async close(): Promise<void> {

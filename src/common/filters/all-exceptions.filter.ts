@@ -15,6 +15,7 @@ const CODE_FOR_STATUS: Record<number, ErrorCode> = {
   403: 'FORBIDDEN',
   404: 'NOT_FOUND',
   405: 'METHOD_NOT_ALLOWED',
+  409: 'CONFLICT',
   413: 'PAYLOAD_TOO_LARGE',
   415: 'UNSUPPORTED_MEDIA_TYPE',
   429: 'TOO_MANY_REQUESTS',
@@ -31,10 +32,10 @@ interface FastifyLikeError {
 export function toErrorBody(exception: unknown): ErrorBody {
   if (exception instanceof DomainError) {
     return {
+      ...exception.details,
       statusCode: ERROR_STATUS[exception.code],
       code: exception.code,
       message: exception.message,
-      ...exception.details,
     };
   }
   if (exception instanceof HttpException) {
@@ -42,11 +43,15 @@ export function toErrorBody(exception: unknown): ErrorBody {
     const response = exception.getResponse();
     const raw =
       typeof response === 'string' ? response : (response as { message?: unknown }).message;
-    const message = Array.isArray(raw)
-      ? raw.join('; ')
-      : typeof raw === 'string'
-        ? raw
-        : exception.message;
+    // A 5xx text may name internals (hosts, queries): only 503s, which are ours, pass through.
+    const message =
+      statusCode >= 500 && statusCode !== 503
+        ? 'Internal server error'
+        : Array.isArray(raw)
+          ? raw.join('; ')
+          : typeof raw === 'string'
+            ? raw
+            : exception.message;
     const body: ErrorBody = {
       statusCode,
       code:

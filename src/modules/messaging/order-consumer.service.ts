@@ -145,6 +145,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
           `dropped voided purchase: request=${purchase.order.requestId} goods=${goodsId}`,
         );
         this.ackAll(purchase);
+        this.metrics.orderMessages.inc({ outcome: 'voided' });
       }
     });
     if (toWrite.length === 0) return;

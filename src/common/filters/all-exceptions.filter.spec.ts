@@ -1,0 +1,173 @@
+import {
+  BadRequestException,
+  HttpException,
+  InternalServerErrorException,
+  NotFoundException,
+  PayloadTooLargeException,
+} from '@nestjs/common';
+import { describe, expect, it } from 'vitest';
+import { DomainError, UnavailableError } from '../errors/domain-error.js';
+import { toErrorBody } from './all-exceptions.filter.js';
+
+describe('toErrorBody', () => {
+  it.each([
+    ['VALIDATION_FAILED', 400],
+    ['UNAUTHORIZED', 401],
+    ['FORBIDDEN', 403],
+    ['GOODS_NOT_FOUND', 404],
+    ['ORDER_NOT_FOUND', 404],
+    ['NOT_FOUND', 404],
+    ['METHOD_NOT_ALLOWED', 405],
+    ['SOLD_OUT', 409],
+    ['ALREADY_PURCHASED', 409],
+    ['SALE_NOT_STARTED', 409],
+    ['SALE_ENDED', 409],
+    ['NOT_PREHEATED', 409],
+    ['DUPLICATE_REQUEST', 409],
+    ['ORDER_CANCELLED', 409],
+    ['ORDER_PAID', 409],
+    ['PAYLOAD_TOO_LARGE', 413],
+    ['UNSUPPORTED_MEDIA_TYPE', 415],
+    ['TOO_MANY_REQUESTS', 429],
+    ['INTERNAL_ERROR', 500],
+    ['UNAVAILABLE', 503],
+  ] as const)('should map DomainError %s to status %i', (code, status) => {
+    expect(toErrorBody(new DomainError(code, 'Nope'))).toEqual({
+      statusCode: status,
+      code,
+      message: 'Nope',
+    });
+  });
+
+  it('should keep the details of a DomainError in the body', () => {
+    const body = toErrorBody(
+      new DomainError('TOO_MANY_REQUESTS', 'Slow down', { retryAfterSeconds: 3 }),
+    );
+
+    expect(body).toEqual({
+      statusCode: 429,
+      code: 'TOO_MANY_REQUESTS',
+      message: 'Slow down',
+      retryAfterSeconds: 3,
+    });
+  });
+
+  it('should map an UnavailableError to 503 UNAVAILABLE without its cause', () => {
+    const body = toErrorBody(new UnavailableError('Redis is down', new Error('ECONNREFUSED')));
+
+    expect(body).toEqual({ statusCode: 503, code: 'UNAVAILABLE', message: 'Redis is down' });
+  });
+
+  it('should map a NotFoundException to 404 NOT_FOUND', () => {
+    expect(toErrorBody(new NotFoundException('No such route'))).toEqual({
+      statusCode: 404,
+      code: 'NOT_FOUND',
+      message: 'No such route',
+    });
+  });
+
+  it('should map a PayloadTooLargeException to 413 PAYLOAD_TOO_LARGE', () => {
+    expect(toErrorBody(new PayloadTooLargeException())).toMatchObject({
+      statusCode: 413,
+      code: 'PAYLOAD_TOO_LARGE',
+      message: expect.any(String),
+    });
+  });
+
+  it('should join the messages of a validation HttpException', () => {
+    const body = toErrorBody(new BadRequestException(['a is bad', 'b is bad']));
+
+    expect(body).toEqual({
+      statusCode: 400,
+      code: 'VALIDATION_FAILED',
+      message: 'a is bad; b is bad',
+    });
+  });
+
+  it('should keep the details of an HttpException response (the health report)', () => {
+    const details = { redis: { status: 'down' } };
+    const body = toErrorBody(
+      new HttpException({ status: 'error', message: 'Unhealthy', details }, 503),
+    );
+
+    expect(body).toEqual({ statusCode: 503, code: 'UNAVAILABLE', message: 'Unhealthy', details });
+  });
+
+  it('should map a 5xx HttpException without a code of its own to INTERNAL_ERROR', () => {
+    expect(toErrorBody(new InternalServerErrorException())).toMatchObject({
+      statusCode: 500,
+      code: 'INTERNAL_ERROR',
+    });
+  });
+
+  it('should map a Fastify body-too-large error to 413 PAYLOAD_TOO_LARGE', () => {
+    const error = Object.assign(new Error('Request body is too large'), {
+      statusCode: 413,
+      code: 'FST_ERR_CTP_BODY_TOO_LARGE',
+    });
+
+    expect(toErrorBody(error)).toEqual({
+      statusCode: 413,
+      code: 'PAYLOAD_TOO_LARGE',
+      message: 'Request body is too large',
+    });
+    expect(toErrorBody({ statusCode: 413, code: 'FST_ERR_CTP_BODY_TOO_LARGE' })).toMatchObject({
+      statusCode: 413,
+      code: 'PAYLOAD_TOO_LARGE',
+    });
+  });
+
+  it('should map a Fastify malformed-JSON error to 400 VALIDATION_FAILED', () => {
+    const body = toErrorBody({
+      statusCode: 400,
+      code: 'FST_ERR_CTP_INVALID_JSON_BODY',
+      message: 'Unexpected token } in JSON at position 7',
+    });
+
+    expect(body).toEqual({
+      statusCode: 400,
+      code: 'VALIDATION_FAILED',
+      message: 'Malformed JSON body',
+    });
+  });
+
+  it('should map a Fastify unsupported-media-type error to 415', () => {
+    expect(toErrorBody({ statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' })).toEqual({
+      statusCode: 415,
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      message: 'Unsupported content type',
+    });
+  });
+
+  it('should map an unknown Error to 500 INTERNAL_ERROR without leaking its message or stack', () => {
+    const error = new Error('password=hunter2 at db.internal:3306');
+
+    const body = toErrorBody(error);
+
+    expect(body).toEqual({
+      statusCode: 500,
+      code: 'INTERNAL_ERROR',
+      message: expect.any(String),
+    });
+    expect(body.message).not.toContain('hunter2');
+    expect(JSON.stringify(body)).not.toContain('hunter2');
+    expect(JSON.stringify(body)).not.toContain(error.stack!.split('\n')[1].trim());
+  });
+
+  it('should map a 5xx Fastify-style error and non-errors to 500 INTERNAL_ERROR', () => {
+    for (const exception of [
+      { statusCode: 502, message: 'upstream secret' },
+      'a string',
+      null,
+      undefined,
+    ]) {
+      const body = toErrorBody(exception);
+      expect(body).toEqual({
+        statusCode: 500,
+        code: 'INTERNAL_ERROR',
+        message: expect.any(String),
+      });
+      expect(body.message).not.toContain('secret');
+    }
+  });
+});

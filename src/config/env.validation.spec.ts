@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigValidationError, DEV_JWT_SECRET, validateEnv } from './env.validation.js';
+
+/** Runs validateEnv and returns what it threw, failing the test when it threw nothing. */
+function refusal(env: Record<string, string>): Error {
+  try {
+    validateEnv(env);
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error(`validateEnv accepted ${JSON.stringify(env)}`);
+}
+
+describe('validateEnv', () => {
+  it('should apply the contract defaults to an empty environment', () => {
+    const config = validateEnv({});
+
+    expect(config).toMatchObject({
+      nodeEnv: 'development',
+      port: 3000,
+      databaseUrl: 'mysql://root:@127.0.0.1:3306/seckill',
+      redisUrl: 'redis://127.0.0.1:6379/0',
+      rabbitmqUrl: 'amqp://guest:guest@127.0.0.1:5672/',
+      orderPaymentTimeoutMs: 900_000,
+      trustedProxies: [],
+      jwtSecret: DEV_JWT_SECRET,
+      jwtSecretIsDefault: true,
+    });
+  });
+
+  it('should treat blank values as unset', () => {
+    const config = validateEnv({ PORT: '  ', REDIS_URL: '', TRUSTED_PROXIES: ' ' });
+
+    expect(config.port).toBe(3000);
+    expect(config.redisUrl).toBe('redis://127.0.0.1:6379/0');
+    expect(config.trustedProxies).toEqual([]);
+  });
+
+  it('should read the values it is given', () => {
+    const config = validateEnv({
+      PORT: '8080',
+      DATABASE_URL: 'mariadb://app:pw@db:3306/shop',
+      REDIS_URL: 'rediss://cache:6380/2',
+      RABBITMQ_URL: 'amqps://user:pw@mq:5671/',
+      ORDER_PAYMENT_TIMEOUT_MS: '60000',
+      JWT_SECRET: 'a-real-secret',
+      PREHEAT_CRON_ENABLED: 'off',
+      LOG_LEVEL: 'debug',
+    });
+
+    expect(config).toMatchObject({
+      port: 8080,
+      databaseUrl: 'mariadb://app:pw@db:3306/shop',
+      redisUrl: 'rediss://cache:6380/2',
+      rabbitmqUrl: 'amqps://user:pw@mq:5671/',
+      orderPaymentTimeoutMs: 60_000,
+      jwtSecret: 'a-real-secret',
+      jwtSecretIsDefault: false,
+      preheatCronEnabled: false,
+      logLevel: 'debug',
+    });
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['DATABASE_URL', 'postgres://x'],
+    ['REDIS_URL', 'not a url'],
+    ['RABBITMQ_URL', 'http://mq:5672/'],
+    ['PREHEAT_CRON_ENABLED', 'maybe'],
+    ['LOG_LEVEL', 'loud'],
+    ['ORDER_PAYMENT_TIMEOUT_MS', '10'],
+    ['RABBITMQ_PREFIX', 'bad prefix!'],
+  ])('should refuse %s=%j with an error naming the variable', (name, value) => {
+    const error = refusal({ [name]: value });
+
+    expect(error).toBeInstanceOf(ConfigValidationError);
+    expect(error.message).toContain(name);
+  });
+
+  it('should refuse to run in production with the default JWT secret', () => {
+    const error = refusal({ NODE_ENV: 'production' });
+
+    expect(error).toBeInstanceOf(ConfigValidationError);
+    expect(error.message).toContain('JWT_SECRET');
+  });
+
+  it('should run in production with a JWT secret of its own', () => {
+    const config = validateEnv({ NODE_ENV: 'production', JWT_SECRET: 'a-real-secret' });
+
+    expect(config.nodeEnv).toBe('production');
+    expect(config.jwtSecretIsDefault).toBe(false);
+  });
+
+  it('should allow the default JWT secret outside production and say it is the default', () => {
+    expect(validateEnv({ NODE_ENV: 'test' }).jwtSecretIsDefault).toBe(true);
+  });
+
+  it('should parse TRUSTED_PROXIES as a comma-separated, trimmed list', () => {
+    const config = validateEnv({ TRUSTED_PROXIES: '127.0.0.1, 10.0.0.0/8' });
+
+    expect(config.trustedProxies).toEqual(['127.0.0.1', '10.0.0.0/8']);
+  });
+});

@@ -1,0 +1,595 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { encodeOrderMessage } from '../../modules/messaging/order-message.js';
+import { saleKeys, type SaleKeys } from './seckill-keys.js';
+import { DeductCode, ReleaseCode, SeckillScripts } from './seckill-scripts.js';
+
+const HOUR = 60 * 60 * 1000;
+
+interface Sale {
+  goodsId: number;
+  keys: SaleKeys;
+}
+
+interface Purchase {
+  requestId: string;
+  message: string;
+  code: DeductCode;
+  remaining: number;
+}
+
+describe('SeckillScripts (real Redis)', () => {
+  let redis: Redis;
+  let scripts: SeckillScripts;
+  // Goods ids far from anything the e2e tests create, unique per test of this run.
+  let nextGoodsId = 900_000_000 + Math.floor(Math.random() * 90_000) * 1_000;
+  let sales: Sale[] = [];
+
+  beforeAll(() => {
+    redis = new Redis(process.env.REDIS_URL!);
+    scripts = new SeckillScripts(redis);
+    scripts.onModuleInit();
+  });
+
+  afterEach(async () => {
+    const keys = sales.flatMap(({ keys }) =>
+      Object.values(keys).filter((key): key is string => typeof key === 'string'),
+    );
+    sales = [];
+    if (keys.length > 0) await redis.del(...keys);
+  });
+
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  /** A sale with no Redis state at all. */
+  function newSale(): Sale {
+    const goodsId = nextGoodsId++;
+    const sale = { goodsId, keys: saleKeys(goodsId) };
+    sales.push(sale);
+    return sale;
+  }
+
+  /** A sale preheated through the script itself; open for an hour either side of now by default. */
+  async function openSale(
+    options: { stock?: number; limit?: number; startAt?: Date; endAt?: Date } = {},
+  ): Promise<Sale> {
+    const sale = newSale();
+    const stock = options.stock ?? 10;
+    await scripts.preheat(sale.keys, {
+      totalStock: stock,
+      stock,
+      startAt: options.startAt ?? new Date(Date.now() - HOUR),
+      endAt: options.endAt ?? new Date(Date.now() + HOUR),
+      perUserLimit: options.limit ?? 5,
+    });
+    return sale;
+  }
+
+  async function buy(
+    sale: Sale,
+    userId: number,
+    quantity = 1,
+    requestId: string = randomUUID(),
+  ): Promise<Purchase> {
+    const message = encodeOrderMessage({
+      requestId,
+      orderNo: `SK${Date.now()}${requestId.slice(0, 8).toUpperCase()}`,
+      userId,
+      goodsId: sale.goodsId,
+      quantity,
+      acceptedAt: Date.now(),
+    });
+    const result = await scripts.deduct(sale.keys, userId, quantity, requestId, message);
+    return { requestId, message, ...result };
+  }
+
+  /** Everything the scripts may touch, to assert that a call changed nothing. */
+  async function snapshot({ keys }: Sale) {
+    return {
+      stock: await redis.get(keys.stock),
+      meta: await redis.hgetall(keys.meta),
+      buyers: await redis.hgetall(keys.buyers),
+      inflight: await redis.hgetall(keys.inflight),
+      outbox: await redis.zrange(keys.outbox, 0, -1, 'WITHSCORES'),
+      claims: await redis.hgetall(keys.claims),
+      voided: await redis.zrange(keys.voided, 0, -1, 'WITHSCORES'),
+      results: await redis.hgetall(keys.results),
+    };
+  }
+
+  async function resultOf({ keys }: Sale, userId: number): Promise<unknown> {
+    const raw = await redis.hget(keys.results, String(userId));
+    return raw === null ? null : JSON.parse(raw);
+  }
+
+  const stockOf = async ({ keys }: Sale) => Number(await redis.get(keys.stock));
+
+  describe('deduct', () => {
+    it('should accept a purchase: take the stock and record buyer, in-flight message, outbox and QUEUED result', async () => {
+      const sale = await openSale({ stock: 10 });
+      const before = Date.now();
+
+      const purchase = await buy(sale, 101, 2);
+
+      const after = Date.now();
+      expect(purchase).toMatchObject({ code: DeductCode.Accepted, remaining: 8 });
+      expect(await stockOf(sale)).toBe(8);
+      expect(await redis.hget(sale.keys.buyers, '101')).toBe('2');
+      expect(await redis.hget(sale.keys.inflight, purchase.requestId)).toBe(purchase.message);
+      const acceptedAt = Number(await redis.zscore(sale.keys.outbox, purchase.requestId));
+      expect(acceptedAt).toBeGreaterThanOrEqual(before - 1_000);
+      expect(acceptedAt).toBeLessThanOrEqual(after + 1_000);
+      expect(await resultOf(sale, 101)).toEqual({
+        status: 'QUEUED',
+        requestId: purchase.requestId,
+      });
+    });
+
+    it('should accept a quantity equal to the per-user limit', async () => {
+      const sale = await openSale({ stock: 10, limit: 3 });
+
+      expect(await buy(sale, 102, 3)).toMatchObject({ code: DeductCode.Accepted, remaining: 7 });
+    });
+
+    it('should accept the purchase that takes the last unit', async () => {
+      const sale = await openSale({ stock: 2 });
+
+      expect(await buy(sale, 103, 2)).toMatchObject({ code: DeductCode.Accepted, remaining: 0 });
+      expect(await stockOf(sale)).toBe(0);
+    });
+
+    it('should refuse a purchase as NOT_PREHEATED when the sale has no stock key', async () => {
+      const empty = newSale();
+      expect(await buy(empty, 104)).toMatchObject({ code: DeductCode.NotPreheated, remaining: 0 });
+      const { keys } = empty;
+      expect(
+        await redis.exists(keys.stock, keys.buyers, keys.inflight, keys.outbox, keys.results),
+      ).toBe(0);
+
+      const metaOnly = await openSale();
+      await redis.del(metaOnly.keys.stock);
+      const before = await snapshot(metaOnly);
+      expect(await buy(metaOnly, 104)).toMatchObject({
+        code: DeductCode.NotPreheated,
+        remaining: 0,
+      });
+      expect(await snapshot(metaOnly)).toEqual(before);
+    });
+
+    it('should refuse a purchase as NOT_PREHEATED when the stock is present but the meta is not', async () => {
+      const sale = newSale();
+      await redis.set(sale.keys.stock, '5');
+
+      expect(await buy(sale, 105)).toMatchObject({ code: DeductCode.NotPreheated, remaining: 0 });
+      expect(await stockOf(sale)).toBe(5);
+      expect(await redis.exists(sale.keys.buyers, sale.keys.inflight, sale.keys.results)).toBe(0);
+    });
+
+    it('should refuse a purchase as SALE_NOT_STARTED before the window opens', async () => {
+      const sale = await openSale({
+        stock: 10,
+        startAt: new Date(Date.now() + HOUR),
+        endAt: new Date(Date.now() + 2 * HOUR),
+      });
+      const before = await snapshot(sale);
+
+      expect(await buy(sale, 106)).toMatchObject({
+        code: DeductCode.SaleNotStarted,
+        remaining: 10,
+      });
+      expect(await snapshot(sale)).toEqual(before);
+    });
+
+    it('should refuse a purchase as SALE_ENDED after the window closed', async () => {
+      const sale = await openSale({
+        stock: 10,
+        startAt: new Date(Date.now() - 2 * HOUR),
+        endAt: new Date(Date.now() - HOUR),
+      });
+      const before = await snapshot(sale);
+
+      expect(await buy(sale, 107)).toMatchObject({ code: DeductCode.SaleEnded, remaining: 10 });
+      expect(await snapshot(sale)).toEqual(before);
+    });
+
+    it('should refuse a purchase as SOLD_OUT when no stock is left', async () => {
+      const sale = await openSale({ stock: 0 });
+      const before = await snapshot(sale);
+
+      expect(await buy(sale, 108)).toMatchObject({ code: DeductCode.SoldOut, remaining: 0 });
+      expect(await snapshot(sale)).toEqual(before);
+    });
+
+    it('should refuse a purchase as SOLD_OUT when less stock is left than asked for', async () => {
+      const sale = await openSale({ stock: 1, limit: 5 });
+      const before = await snapshot(sale);
+
+      expect(await buy(sale, 109, 2)).toMatchObject({ code: DeductCode.SoldOut, remaining: 1 });
+      expect(await snapshot(sale)).toEqual(before);
+    });
+
+    it('should refuse a second purchase by the same user as ALREADY_PURCHASED', async () => {
+      const sale = await openSale({ stock: 10 });
+      const first = await buy(sale, 110);
+      expect(first.code).toBe(DeductCode.Accepted);
+      const before = await snapshot(sale);
+
+      expect(await buy(sale, 110)).toMatchObject({
+        code: DeductCode.AlreadyPurchased,
+        remaining: 9,
+      });
+      expect(await snapshot(sale)).toEqual(before);
+    });
+
+    it('should refuse a quantity above the per-user limit as OVER_LIMIT', async () => {
+      const sale = await openSale({ stock: 10, limit: 2 });
+      const before = await snapshot(sale);
+
+      expect(await buy(sale, 111, 3)).toMatchObject({ code: DeductCode.OverLimit, remaining: 10 });
+      expect(await snapshot(sale)).toEqual(before);
+    });
+
+    it('should answer REPLAYED to a resent request id and change nothing', async () => {
+      const sale = await openSale({ stock: 10 });
+      const first = await buy(sale, 112, 1);
+      expect(first).toMatchObject({ code: DeductCode.Accepted, remaining: 9 });
+      const before = await snapshot(sale);
+
+      const replay = await buy(sale, 112, 1, first.requestId);
+
+      expect(replay).toMatchObject({ code: DeductCode.Replayed, remaining: 9 });
+      expect(await snapshot(sale)).toEqual(before);
+      expect(await stockOf(sale)).toBe(9);
+    });
+  });
+
+  describe('release', () => {
+    it('should give back the stock and buyer slot, void the request and report FAILED with the reason', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 201, 2);
+      await scripts.claim(sale.keys, [purchase.requestId]);
+
+      expect(await scripts.release(sale.keys, purchase.requestId, true, 'UNAVAILABLE')).toBe(
+        ReleaseCode.Released,
+      );
+
+      expect(await stockOf(sale)).toBe(10);
+      expect(await redis.hexists(sale.keys.buyers, '201')).toBe(0);
+      expect(await redis.hlen(sale.keys.inflight)).toBe(0);
+      expect(await redis.zcard(sale.keys.outbox)).toBe(0);
+      expect(await redis.hlen(sale.keys.claims)).toBe(0);
+      expect(await redis.zscore(sale.keys.voided, purchase.requestId)).not.toBeNull();
+      expect(await resultOf(sale, 201)).toEqual({
+        status: 'FAILED',
+        requestId: purchase.requestId,
+        reason: 'UNAVAILABLE',
+      });
+    });
+
+    it('should give back the buyer slot of a user id of 16 digits', async () => {
+      const sale = await openSale({ stock: 10 });
+      const userId = Number.MAX_SAFE_INTEGER;
+      const purchase = await buy(sale, userId);
+      expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
+        ReleaseCode.Released,
+      );
+      expect(await redis.hgetall(sale.keys.buyers)).toEqual({});
+      expect(await resultOf(sale, userId)).toMatchObject({ status: 'FAILED' });
+      expect((await buy(sale, userId)).code).toBe(DeductCode.Accepted);
+    });
+
+    it('should release an unclaimed request without force', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 202);
+
+      expect(await scripts.release(sale.keys, purchase.requestId, false, 'SOLD_OUT')).toBe(
+        ReleaseCode.Released,
+      );
+      expect(await stockOf(sale)).toBe(10);
+      expect(await resultOf(sale, 202)).toEqual({
+        status: 'FAILED',
+        requestId: purchase.requestId,
+        reason: 'SOLD_OUT',
+      });
+    });
+
+    it('should leave the result alone when it belongs to another request of the same user', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 203);
+      const newer = JSON.stringify({ status: 'QUEUED', requestId: randomUUID() });
+      await redis.hset(sale.keys.results, '203', newer);
+
+      expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
+        ReleaseCode.Released,
+      );
+      expect(await stockOf(sale)).toBe(10);
+      expect(await redis.hget(sale.keys.results, '203')).toBe(newer);
+    });
+
+    it('should answer NOT_IN_FLIGHT to a second release and give nothing back twice', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 204, 2);
+      expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
+        ReleaseCode.Released,
+      );
+      const before = await snapshot(sale);
+
+      expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
+        ReleaseCode.NotInFlight,
+      );
+      expect(await scripts.release(sale.keys, purchase.requestId, true, 'UNAVAILABLE')).toBe(
+        ReleaseCode.NotInFlight,
+      );
+      expect(await snapshot(sale)).toEqual(before);
+      expect(await stockOf(sale)).toBe(10);
+    });
+
+    it('should answer NOT_IN_FLIGHT for a request id it never accepted', async () => {
+      const sale = await openSale({ stock: 10 });
+      const before = await snapshot(sale);
+
+      expect(await scripts.release(sale.keys, randomUUID(), false, 'UNAVAILABLE')).toBe(
+        ReleaseCode.NotInFlight,
+      );
+      expect(await snapshot(sale)).toEqual(before);
+    });
+
+    it('should refuse to release a claimed request without force, and release it with force', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 205, 3);
+      expect(await scripts.claim(sale.keys, [purchase.requestId])).toEqual([true]);
+      const before = await snapshot(sale);
+
+      expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
+        ReleaseCode.Claimed,
+      );
+      expect(await snapshot(sale)).toEqual(before);
+      expect(await stockOf(sale)).toBe(7);
+
+      expect(await scripts.release(sale.keys, purchase.requestId, true, 'SOLD_OUT')).toBe(
+        ReleaseCode.Released,
+      );
+      expect(await stockOf(sale)).toBe(10);
+      expect(await redis.hlen(sale.keys.claims)).toBe(0);
+      expect(await redis.hexists(sale.keys.buyers, '205')).toBe(0);
+    });
+  });
+
+  describe('claim', () => {
+    it('should claim in-flight requests and record them in the claims hash', async () => {
+      const sale = await openSale({ stock: 10 });
+      const first = await buy(sale, 301);
+      const second = await buy(sale, 302);
+
+      expect(await scripts.claim(sale.keys, [first.requestId, second.requestId])).toEqual([
+        true,
+        true,
+      ]);
+      expect(await redis.hgetall(sale.keys.claims)).toEqual({
+        [first.requestId]: '1',
+        [second.requestId]: '1',
+      });
+    });
+
+    it('should refuse a voided request without claiming it', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 303);
+      await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE');
+
+      expect(await scripts.claim(sale.keys, [purchase.requestId])).toEqual([false]);
+      expect(await redis.hlen(sale.keys.claims)).toBe(0);
+    });
+
+    it('should allow an unknown request id without adding it to the claims', async () => {
+      const sale = await openSale({ stock: 10 });
+
+      expect(await scripts.claim(sale.keys, [randomUUID()])).toEqual([true]);
+      expect(await redis.exists(sale.keys.claims)).toBe(0);
+    });
+
+    it('should answer per request id in the order given', async () => {
+      const sale = await openSale({ stock: 10 });
+      const inflight = await buy(sale, 304);
+      const voided = await buy(sale, 305);
+      await scripts.release(sale.keys, voided.requestId, false, 'UNAVAILABLE');
+      const unknown = randomUUID();
+
+      expect(
+        await scripts.claim(sale.keys, [voided.requestId, inflight.requestId, unknown]),
+      ).toEqual([false, true, true]);
+      expect(await redis.hkeys(sale.keys.claims)).toEqual([inflight.requestId]);
+    });
+
+    it('should return an empty list without calling Redis', async () => {
+      const noRedis = new Proxy(
+        {},
+        {
+          get() {
+            throw new Error('Redis must not be called');
+          },
+        },
+      ) as Redis;
+
+      await expect(new SeckillScripts(noRedis).claim(newSale().keys, [])).resolves.toEqual([]);
+    });
+  });
+
+  describe('complete', () => {
+    it('should drop completed requests from the in-flight bookkeeping and report SUCCESS with the order number', async () => {
+      const sale = await openSale({ stock: 10 });
+      const first = await buy(sale, 401);
+      const second = await buy(sale, 402);
+      await scripts.claim(sale.keys, [first.requestId, second.requestId]);
+
+      const completed = await scripts.complete(sale.keys, [
+        { requestId: first.requestId, userId: 401, orderNo: 'SK0000000001' },
+        { requestId: second.requestId, userId: 402, orderNo: 'SK0000000002' },
+      ]);
+
+      expect(completed).toBe(2);
+      expect(await redis.hlen(sale.keys.inflight)).toBe(0);
+      expect(await redis.zcard(sale.keys.outbox)).toBe(0);
+      expect(await redis.hlen(sale.keys.claims)).toBe(0);
+      expect(await resultOf(sale, 401)).toEqual({
+        status: 'SUCCESS',
+        requestId: first.requestId,
+        orderNo: 'SK0000000001',
+      });
+      expect(await resultOf(sale, 402)).toEqual({
+        status: 'SUCCESS',
+        requestId: second.requestId,
+        orderNo: 'SK0000000002',
+      });
+      // The stock stays taken and the buyer keeps the slot: the order exists now.
+      expect(await stockOf(sale)).toBe(8);
+      expect(await redis.hget(sale.keys.buyers, '401')).toBe('1');
+    });
+
+    it('should count only the requests that were still in flight', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 403);
+      const other = await buy(sale, 404);
+
+      const completed = await scripts.complete(sale.keys, [
+        { requestId: purchase.requestId, userId: 403, orderNo: 'SK0000000003' },
+        { requestId: randomUUID(), userId: 405, orderNo: 'SK0000000005' },
+      ]);
+
+      expect(completed).toBe(1);
+      expect(await redis.hkeys(sale.keys.inflight)).toEqual([other.requestId]);
+      expect(await redis.zrange(sale.keys.outbox, 0, -1)).toEqual([other.requestId]);
+    });
+
+    it('should not overwrite the result of a newer request by the same user', async () => {
+      const sale = await openSale({ stock: 10 });
+      const old = await buy(sale, 406);
+      await scripts.release(sale.keys, old.requestId, false, 'UNAVAILABLE');
+      const newer = await buy(sale, 406);
+      expect(newer.code).toBe(DeductCode.Accepted);
+
+      const completed = await scripts.complete(sale.keys, [
+        { requestId: old.requestId, userId: 406, orderNo: 'SK0000000006' },
+      ]);
+
+      expect(completed).toBe(0);
+      expect(await resultOf(sale, 406)).toEqual({
+        status: 'QUEUED',
+        requestId: newer.requestId,
+      });
+      expect(await redis.hexists(sale.keys.inflight, newer.requestId)).toBe(1);
+    });
+
+    it('should write SUCCESS when the user has no result yet', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 407);
+      await redis.hdel(sale.keys.results, '407');
+
+      await scripts.complete(sale.keys, [
+        { requestId: purchase.requestId, userId: 407, orderNo: 'SK0000000007' },
+      ]);
+
+      expect(await resultOf(sale, 407)).toEqual({
+        status: 'SUCCESS',
+        requestId: purchase.requestId,
+        orderNo: 'SK0000000007',
+      });
+    });
+
+    it('should be idempotent: a second completion counts nothing and changes nothing', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 408);
+      const order = { requestId: purchase.requestId, userId: 408, orderNo: 'SK0000000008' };
+      expect(await scripts.complete(sale.keys, [order])).toBe(1);
+      const before = await snapshot(sale);
+
+      expect(await scripts.complete(sale.keys, [order])).toBe(0);
+      expect(await snapshot(sale)).toEqual(before);
+    });
+
+    it('should return 0 for an empty list without calling Redis', async () => {
+      const noRedis = new Proxy(
+        {},
+        {
+          get() {
+            throw new Error('Redis must not be called');
+          },
+        },
+      ) as Redis;
+
+      await expect(new SeckillScripts(noRedis).complete(newSale().keys, [])).resolves.toBe(0);
+    });
+  });
+
+  describe('preheat', () => {
+    it('should load the stock and the meta on the first call', async () => {
+      const sale = newSale();
+      const startAt = new Date(Date.now() - HOUR);
+      const endAt = new Date(Date.now() + HOUR);
+
+      const result = await scripts.preheat(sale.keys, {
+        totalStock: 12,
+        stock: 10,
+        startAt,
+        endAt,
+        perUserLimit: 3,
+      });
+
+      expect(result).toEqual({ loaded: true, stock: 10 });
+      expect(await redis.get(sale.keys.stock)).toBe('10');
+      expect(await redis.hgetall(sale.keys.meta)).toEqual({
+        total: '12',
+        startAt: String(startAt.getTime()),
+        endAt: String(endAt.getTime()),
+        limit: '3',
+      });
+    });
+
+    it('should keep the live stock on a later call but rewrite the meta', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      expect((await buy(sale, 501, 2)).code).toBe(DeductCode.Accepted);
+      const startAt = new Date(Date.now() - 2 * HOUR);
+      const endAt = new Date(Date.now() + 3 * HOUR);
+
+      const result = await scripts.preheat(sale.keys, {
+        totalStock: 50,
+        stock: 50,
+        startAt,
+        endAt,
+        perUserLimit: 1,
+      });
+
+      expect(result).toEqual({ loaded: false, stock: 8 });
+      expect(await redis.get(sale.keys.stock)).toBe('8');
+      expect(await redis.hgetall(sale.keys.meta)).toEqual({
+        total: '50',
+        startAt: String(startAt.getTime()),
+        endAt: String(endAt.getTime()),
+        limit: '1',
+      });
+    });
+  });
+
+  describe('NOSCRIPT resilience', () => {
+    it('should still deduct after the server lost its script cache', async () => {
+      const lua = readFileSync(
+        fileURLToPath(new URL('../../../lua/seckill-deduct.lua', import.meta.url)),
+        'utf8',
+      );
+      const sha = createHash('sha1').update(lua).digest('hex');
+      const sale = await openSale({ stock: 10 });
+      expect((await buy(sale, 601)).code).toBe(DeductCode.Accepted);
+      expect(await redis.script('EXISTS', sha)).toEqual([1]);
+
+      await redis.script('FLUSH');
+      expect(await redis.script('EXISTS', sha)).toEqual([0]);
+
+      expect(await buy(sale, 602)).toMatchObject({ code: DeductCode.Accepted, remaining: 8 });
+      expect(await redis.script('EXISTS', sha)).toEqual([1]);
+    });
+  });
+});

@@ -1,0 +1,204 @@
+import type { INestApplication } from '@nestjs/common';
+import amqp from 'amqplib';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
+import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.js';
+import { MetricsService } from '../src/modules/metrics/metrics.service.js';
+import { newOrderNo } from '../src/modules/seckill/purchase.service.js';
+import { StockService } from '../src/modules/stock/stock.service.js';
+import { bearer, createSale, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
+import { TcpProxy } from './support/tcp-proxy.js';
+
+const prefix = process.env.RABBITMQ_PREFIX!;
+
+async function counter(app: INestApplication, name: string, label: string): Promise<number> {
+  const metric = await app.get(MetricsService).registry.getSingleMetric(name)?.get();
+  return metric?.values.find((value) => Object.values(value.labels).includes(label))?.value ?? 0;
+}
+
+describe('messaging: confirms, redelivery, outbox', () => {
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    t = await startApp();
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await stores.close();
+  });
+
+  it('should write no second order when an order message is delivered again', async () => {
+    const goodsId = await createSale(t.http, { stock: 5 });
+    const accepted = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(201))
+      .expect(202);
+    const [order] = await waitFor(async () => {
+      const rows = await stores.orders(goodsId);
+      return rows.length === 1 ? rows : null;
+    });
+    expect(order.request_id).toBe(accepted.body.requestId);
+
+    const duplicatesBefore = await counter(t.app, 'seckill_order_messages_total', 'duplicate');
+    const connection = await amqp.connect(process.env.RABBITMQ_URL!);
+    const channel = await connection.createConfirmChannel();
+    const message = encodeOrderMessage({
+      requestId: order.request_id,
+      orderNo: order.order_no,
+      userId: 201,
+      goodsId,
+      quantity: 1,
+      acceptedAt: Date.now(),
+    });
+    // One at a time, so that each redelivery is consumed on its own (a batch would fold them).
+    for (let i = 1; i <= 2; i++) {
+      channel.publish(`${prefix}.orders`, 'order.created', Buffer.from(message), {
+        persistent: true,
+      });
+      await channel.waitForConfirms();
+      await waitFor(
+        async () =>
+          (await counter(t.app, 'seckill_order_messages_total', 'duplicate')) >=
+          duplicatesBefore + i,
+        { what: `redelivery ${i} consumed` },
+      );
+    }
+    await connection.close();
+    expect(await stores.orders(goodsId)).toHaveLength(1);
+    expect(await stores.mysqlStock(goodsId)).toBe(4);
+    expect(await stores.redisStock(goodsId)).toBe(4);
+  });
+
+  it('should dead-letter a malformed message instead of looping on it', async () => {
+    const before = await counter(t.app, 'seckill_order_messages_total', 'dead_lettered');
+    const connection = await amqp.connect(process.env.RABBITMQ_URL!);
+    const channel = await connection.createConfirmChannel();
+    channel.publish(`${prefix}.orders`, 'order.created', Buffer.from('{"not":"an order"'), {
+      persistent: true,
+    });
+    await channel.waitForConfirms();
+    await waitFor(
+      async () => (await counter(t.app, 'seckill_order_messages_total', 'dead_lettered')) > before,
+      { what: 'dead-lettering' },
+    );
+    const dead = await waitFor(async () => {
+      const message = await channel.get(`${prefix}.orders.dead`, { noAck: true });
+      return message || null;
+    });
+    expect(dead.content.toString()).toBe('{"not":"an order"');
+    await connection.close();
+  });
+
+  it('should republish from the outbox after a crash between the Lua step and the publish', async () => {
+    const goodsId = await createSale(t.http, { stock: 5 });
+    const stock = t.app.get(StockService);
+    const userId = 202;
+    const order = {
+      requestId: randomUUID(),
+      orderNo: newOrderNo(),
+      userId,
+      goodsId,
+      quantity: 1,
+      acceptedAt: Date.now(),
+    };
+    // The Lua step ran and the process died before publishing: only Redis knows the purchase.
+    const { code } = await stock.deduct(
+      goodsId,
+      userId,
+      1,
+      order.requestId,
+      encodeOrderMessage(order),
+    );
+    expect(code).toBe(0);
+    expect(await stores.redisStock(goodsId)).toBe(4);
+    expect(await stores.orders(goodsId)).toHaveLength(0);
+
+    const sweeper = t.app.get(OutboxSweeper);
+    expect(await sweeper.sweep(Date.now())).toBe(0); // not stale yet: its publish may be under way
+    expect(await sweeper.sweep(Date.now() + 60_000)).toBeGreaterThanOrEqual(1);
+
+    const [row] = await waitFor(async () => {
+      const rows = await stores.orders(goodsId);
+      return rows.length === 1 ? rows : null;
+    });
+    expect(row).toMatchObject({ request_id: order.requestId, order_no: order.orderNo });
+    const result = await waitFor(async () => {
+      const response = await t.http
+        .get(`/api/v1/seckill/${goodsId}/result`)
+        .set('Authorization', bearer(userId))
+        .expect(200);
+      return response.body.status === 'SUCCESS' ? response.body : null;
+    });
+    expect(result.orderNo).toBe(order.orderNo);
+    await waitFor(async () => (await stores.inflight(goodsId)) === 0, {
+      what: 'in-flight drained',
+    });
+    expect(await sweeper.sweep(Date.now() + 60_000)).toBe(0);
+    expect(await stores.mysqlStock(goodsId)).toBe(4);
+  });
+});
+
+describe('messaging: a broker that does not confirm', () => {
+  let proxy: TcpProxy;
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    const broker = new URL(process.env.RABBITMQ_URL!);
+    proxy = await TcpProxy.start(broker.hostname, Number(broker.port || 5672));
+    broker.host = `127.0.0.1:${proxy.port}`;
+    t = await startApp({ RABBITMQ_URL: broker.toString(), PUBLISH_CONFIRM_TIMEOUT_MS: '300' });
+  });
+
+  afterAll(async () => {
+    proxy.resume();
+    await t.close();
+    await proxy.close();
+    await stores.close();
+  });
+
+  it('should give the stock back and answer 503 when the publish is not confirmed, and drop the late message', async () => {
+    const goodsId = await createSale(t.http, { stock: 3 });
+    const userId = 301;
+    const voidedBefore = await counter(t.app, 'seckill_order_messages_total', 'voided');
+
+    proxy.stall();
+    const refused = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(userId))
+      .expect(503);
+    expect(refused.body).toEqual({
+      statusCode: 503,
+      code: 'UNAVAILABLE',
+      message: expect.any(String),
+    });
+    expect(await stores.redisStock(goodsId)).toBe(3);
+    expect(await stores.redisBuyers(goodsId)).toEqual({});
+    const result = await t.http
+      .get(`/api/v1/seckill/${goodsId}/result`)
+      .set('Authorization', bearer(userId))
+      .expect(200);
+    expect(result.body).toMatchObject({ status: 'FAILED', reason: 'UNAVAILABLE' });
+
+    // The held bytes now reach the broker: the late message must be dropped, not written.
+    proxy.resume();
+    await waitFor(
+      async () => (await counter(t.app, 'seckill_order_messages_total', 'voided')) > voidedBefore,
+      { what: 'the late message to be dropped' },
+    );
+    expect(await stores.orders(goodsId)).toHaveLength(0);
+    expect(await stores.mysqlStock(goodsId)).toBe(3);
+
+    // The user was not blocked: buying again works and becomes one order.
+    await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(userId))
+      .expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 1, { what: 'the order' });
+    expect(await stores.mysqlStock(goodsId)).toBe(2);
+    expect(await stores.redisStock(goodsId)).toBe(2);
+  });
+});
