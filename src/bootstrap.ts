@@ -19,7 +19,7 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
   const adapter = new FastifyAdapter({
     bodyLimit: config.bodyLimitBytes,
     // Long path parameters must reach the handlers, which answer them with contract errors.
-    maxParamLength: 4_096,
+    routerOptions: { maxParamLength: 4_096 },
     // X-Forwarded-For is believed only from these hops; anyone else's header is ignored.
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
   });
@@ -30,12 +30,31 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
     logger: ['fatal', ...LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(config.logLevel) + 1)],
   });
   configureApp(app, config);
+  const drain = keepAliveDrain(app);
   if (config.jwtSecretIsDefault) {
     new Logger('Bootstrap').warn(
       'JWT_SECRET is not set: using the public development secret. Anyone can forge tokens. Set JWT_SECRET before going live.',
     );
   }
-  return { app, config };
+  return { app, config, beginDrain: drain };
+}
+
+/**
+ * Keep-alive connections that are busy when the server starts closing would otherwise stay open
+ * (idle) after their last response and hold the close up until they time out. Once draining,
+ * every response says `Connection: close`.
+ */
+function keepAliveDrain(app: NestFastifyApplication): () => void {
+  let draining = false;
+  app
+    .getHttpAdapter()
+    .getInstance()
+    .addHook('onSend', async (_request, reply) => {
+      if (draining) void reply.header('Connection', 'close');
+    });
+  return () => {
+    draining = true;
+  };
 }
 
 function configureApp(app: NestFastifyApplication, config: AppConfig): void {
@@ -47,7 +66,6 @@ function configureApp(app: NestFastifyApplication, config: AppConfig): void {
     ],
   });
   app.useGlobalFilters(new AllExceptionsFilter());
-  app.enableShutdownHooks();
 
   const fastify = app.getHttpAdapter().getInstance();
   // An empty body is a valid purchase ("buy one") even when sent as application/json.

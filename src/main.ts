@@ -4,18 +4,45 @@ import { existsSync } from 'node:fs';
 import { createApp } from './bootstrap.js';
 import { ConfigValidationError } from './config/env.validation.js';
 
+const logger = new Logger('Bootstrap');
+
 async function main(): Promise<void> {
   if (existsSync('.env')) process.loadEnvFile('.env');
-  const { app, config } = await createApp();
+  const { app, config, beginDrain } = await createApp();
   await app.listen({ port: config.port, host: '0.0.0.0' });
-  new Logger('Bootstrap').log(`listening on port ${config.port}; API docs at /docs`);
+  logger.log(`listening on port ${config.port}; API docs at /docs`);
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.log(`${signal}: draining (HTTP in flight, publishes awaiting confirms, consumer batch)`);
+    // A drain that hangs must not keep a pod from being replaced.
+    setTimeout(() => {
+      logger.error('drain timed out; exiting with work left to redelivery');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 5_000).unref();
+    beginDrain();
+    app
+      .close()
+      .then(() => {
+        logger.log('drained; bye');
+        process.exit(0);
+      })
+      .catch((error: Error) => {
+        logger.error(`shutdown failed: ${error.message}`);
+        process.exit(1);
+      });
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
 }
 
 main().catch((error: unknown) => {
-  const message =
-    error instanceof ConfigValidationError ? `configuration: ${error.message}` : error;
-  new Logger('Bootstrap').error(
-    message instanceof Error ? (message.stack ?? message.message) : String(message),
-  );
+  if (error instanceof ConfigValidationError) {
+    logger.error(`configuration: ${error.message}`);
+  } else {
+    logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  }
   process.exit(1);
 });

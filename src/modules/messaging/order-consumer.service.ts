@@ -206,5 +206,6 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     if (remaining.length > 0) this.work = this.work.then(() => this.process(remaining));
     await Promise.race([this.work, sleep(this.config.shutdownTimeoutMs)]);
     await this.channel.close();
+    this.logger.log('consumer stopped');
   }
 }

@@ -77,5 +77,6 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
     const deadline = Date.now() + this.config.publishConfirmTimeoutMs + 500;
     while (this.pending > 0 && Date.now() < deadline) await sleep(20);
     await this.channel.close();
+    this.logger.log('publisher closed');
   }
 }

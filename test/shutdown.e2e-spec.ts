@@ -1,0 +1,77 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { adminAuth, bearer, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
+import { ChildApp } from './support/child-app.js';
+
+describe('graceful shutdown', () => {
+  const stores = new Stores();
+  let drainer: TestApp | undefined;
+
+  afterAll(async () => {
+    await drainer?.close();
+    await stores.close();
+  });
+
+  it('should exit 0 on SIGTERM mid-burst and lose none of the purchases it accepted', async () => {
+    const server = await ChildApp.start();
+    const call = (path: string, init: RequestInit & { auth: string }) =>
+      fetch(`${server.baseUrl}${path}`, {
+        ...init,
+        headers: { authorization: init.auth, 'content-type': 'application/json' },
+      });
+
+    const now = Date.now();
+    const created = await call('/api/v1/admin/goods', {
+      method: 'POST',
+      auth: adminAuth(),
+      body: JSON.stringify({
+        name: 'Shutdown phone',
+        price: 1,
+        stock: 150,
+        startAt: new Date(now - 1_000).toISOString(),
+        endAt: new Date(now + 3_600_000).toISOString(),
+      }),
+    });
+    expect(created.status).toBe(201);
+    const goodsId = ((await created.json()) as { id: number }).id;
+    expect(
+      (await call(`/api/v1/admin/goods/${goodsId}/preheat`, { method: 'POST', auth: adminAuth() }))
+        .status,
+    ).toBe(200);
+
+    let firstAccepted!: () => void;
+    const someAccepted = new Promise<void>((resolve) => (firstAccepted = resolve));
+    const burst = Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        call(`/api/v1/seckill/${goodsId}`, { method: 'POST', auth: bearer(70_000 + i) })
+          .then((response) => {
+            if (response.status === 202) firstAccepted();
+            return response.status;
+          })
+          .catch(() => 0),
+      ),
+    );
+    await someAccepted;
+    const exitCode = await server.stop('SIGTERM');
+    const statuses = await burst;
+
+    expect(exitCode, server.log).toBe(0);
+    expect(server.log).toContain('drained');
+    const accepted = statuses.filter((status) => status === 202).length;
+    expect(accepted).toBeGreaterThan(0);
+    // Every answer was a clean one: accepted, refused, unavailable, or never connected.
+    for (const status of statuses) expect([0, 202, 409, 503]).toContain(status);
+
+    // Whatever the stopped instance left in the queue, the next instance writes.
+    drainer = await startApp();
+    const orders = await waitFor(
+      async () => {
+        const rows = await stores.orders(goodsId);
+        return rows.length >= accepted ? rows : null;
+      },
+      { timeoutMs: 30_000, what: `${accepted} orders` },
+    );
+    expect(orders).toHaveLength(accepted);
+    expect(await stores.mysqlStock(goodsId)).toBe(150 - accepted);
+    expect(await stores.redisStock(goodsId)).toBe(150 - accepted);
+  });
+});
