@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { JwtModule } from '@nestjs/jwt';
+import { createSecretKey } from 'node:crypto';
 import { APP_CONFIG } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { AuthGuard } from './auth.guard.js';
@@ -10,7 +11,9 @@ import { AuthGuard } from './auth.guard.js';
     JwtModule.registerAsync({
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => ({
-        secret: config.jwtSecret,
+        // A KeyObject, not the string: given a string, jsonwebtoken first tries to parse it as a
+        // public key on every verify, which cost a third of the purchase route's CPU (profiled).
+        secret: createSecretKey(Buffer.from(config.jwtSecret, 'utf8')) as unknown as string,
         verifyOptions: { algorithms: ['HS256'] },
       }),
     }),
