@@ -666,7 +666,7 @@ function buildTable(report: Report): string {
     head: ['metric', 'value'],
     colAligns: ['left', 'right'],
     // No colour codes when the report is redirected to a file or CI log.
-    style: process.stdout.isTTY ? {} : { head: [], border: [] },
+    style: process.stdout.isTTY ? { compact: true } : { head: [], border: [], compact: true },
   });
   table.push(
     ['requests', burst.results.length],
