@@ -12,6 +12,7 @@ import { MessagingModule } from './modules/messaging/messaging.module.js';
 import { MetricsModule } from './modules/metrics/metrics.module.js';
 import { OrdersModule } from './modules/orders/orders.module.js';
 import { PreheatModule } from './modules/preheat/preheat.module.js';
+import { ReconcileModule } from './modules/reconcile/reconcile.module.js';
 import { SeckillModule } from './modules/seckill/seckill.module.js';
 import { StockModule } from './modules/stock/stock.module.js';
 
@@ -28,6 +29,7 @@ const FEATURES = [
   MessagingModule,
   PreheatModule,
   SeckillModule,
+  ReconcileModule,
   HealthModule,
 ];
 

@@ -9,6 +9,8 @@ const defaults: Record<string, string> = {
   JWT_SECRET: 'test-secret-for-e2e-only',
   PREHEAT_CRON_ENABLED: 'false',
   OUTBOX_SWEEP_ENABLED: 'false',
+  EXPIRY_SWEEP_ENABLED: 'false',
+  RECONCILE_ENABLED: 'false',
   SWAGGER_ENABLED: 'true',
   LOG_LEVEL: 'warn',
 };

@@ -30,6 +30,11 @@ export interface AppConfig {
   consumerBatchWaitMs: number;
   consumerMaxDeliveries: number;
   shutdownTimeoutMs: number;
+  expirySweepEnabled: boolean;
+  expirySweepIntervalMs: number;
+  expirySweepGraceMs: number;
+  reconcileEnabled: boolean;
+  reconcileIntervalMs: number;
 }
 
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
@@ -136,5 +141,10 @@ export function validateEnv(env: Env): AppConfig {
     consumerBatchWaitMs: readInt(env, 'CONSUMER_BATCH_WAIT_MS', 10, 0, 10_000),
     consumerMaxDeliveries: readInt(env, 'CONSUMER_MAX_DELIVERIES', 5, 1, 1_000),
     shutdownTimeoutMs: readInt(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
+    expirySweepEnabled: readBool(env, 'EXPIRY_SWEEP_ENABLED', true),
+    expirySweepIntervalMs: readInt(env, 'EXPIRY_SWEEP_INTERVAL_MS', 60_000, 1_000, 86_400_000),
+    expirySweepGraceMs: readInt(env, 'EXPIRY_SWEEP_GRACE_MS', 60_000, 0, 86_400_000),
+    reconcileEnabled: readBool(env, 'RECONCILE_ENABLED', true),
+    reconcileIntervalMs: readInt(env, 'RECONCILE_INTERVAL_MS', 60_000, 1_000, 86_400_000),
   };
 }

@@ -19,7 +19,7 @@ export class RabbitConnection implements OnApplicationShutdown {
   readonly names: TopologyNames;
 
   constructor(@InjectConfig() config: AppConfig) {
-    this.names = topologyNames(config.rabbitmqPrefix);
+    this.names = topologyNames(config.rabbitmqPrefix, config.orderPaymentTimeoutMs);
     this.connection = amqp.connect([config.rabbitmqUrl], {
       heartbeatIntervalInSeconds: 10,
       reconnectTimeInSeconds: 1,

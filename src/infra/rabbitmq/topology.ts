@@ -1,42 +1,77 @@
 import type { Channel } from 'amqplib';
 
 /** Every exchange and queue name, derived from one prefix so test runs can use their own. */
-export function topologyNames(prefix: string) {
+export function topologyNames(prefix: string, paymentTimeoutMs: number) {
   return {
     ordersExchange: `${prefix}.orders`,
     ordersQueue: `${prefix}.orders`,
     ordersRoutingKey: 'order.created',
     deadLetterExchange: `${prefix}.dlx`,
     deadLetterQueue: `${prefix}.orders.dead`,
+    /**
+     * Holds each new order's timeout message for the payment timeout, then dead-letters it to
+     * the timeout exchange. The timeout is in the name because a queue's arguments cannot
+     * change in place: a new timeout declares a new queue, and the old one drains by itself
+     * (delete it once empty).
+     */
+    delayQueue: `${prefix}.orders.delay.${paymentTimeoutMs}ms`,
+    paymentTimeoutMs,
+    timeoutExchange: `${prefix}.timeout`,
+    timeoutQueue: `${prefix}.orders.timeout`,
+    timeoutRoutingKey: 'order.timeout',
   };
 }
 
 export type TopologyNames = ReturnType<typeof topologyNames>;
 
+const QUORUM = { 'x-queue-type': 'quorum' };
+
 /**
  * Idempotent declaration, run on every (re)connect by each channel's setup.
  *
- * The orders queue is a quorum queue: replicated where the broker is a cluster, and it stamps
- * `x-delivery-count` on redeliveries, which the consumer uses to dead-letter a message that keeps
- * failing instead of looping. Queue arguments cannot change in place, so none here depends on
- * configuration that might change between deploys.
+ * Quorum queues: replicated where the broker is a cluster; they stamp `x-delivery-count` on
+ * redeliveries (the order consumer dead-letters a message that keeps failing instead of looping);
+ * and they dead-letter at least once, so an expiring timeout message cannot be lost on the way.
  */
 export async function assertTopology(channel: Channel, names: TopologyNames): Promise<void> {
   await channel.assertExchange(names.deadLetterExchange, 'direct', { durable: true });
-  await channel.assertQueue(names.deadLetterQueue, {
-    durable: true,
-    arguments: { 'x-queue-type': 'quorum' },
-  });
+  await channel.assertQueue(names.deadLetterQueue, { durable: true, arguments: QUORUM });
   await channel.bindQueue(names.deadLetterQueue, names.deadLetterExchange, names.ordersRoutingKey);
+  await channel.bindQueue(names.deadLetterQueue, names.deadLetterExchange, names.timeoutRoutingKey);
 
   await channel.assertExchange(names.ordersExchange, 'direct', { durable: true });
   await channel.assertQueue(names.ordersQueue, {
     durable: true,
     arguments: {
-      'x-queue-type': 'quorum',
+      ...QUORUM,
       'x-dead-letter-exchange': names.deadLetterExchange,
       'x-dead-letter-routing-key': names.ordersRoutingKey,
     },
   });
   await channel.bindQueue(names.ordersQueue, names.ordersExchange, names.ordersRoutingKey);
+
+  await channel.assertExchange(names.timeoutExchange, 'direct', { durable: true });
+  await channel.assertQueue(names.timeoutQueue, {
+    durable: true,
+    arguments: {
+      ...QUORUM,
+      'x-dead-letter-exchange': names.deadLetterExchange,
+      'x-dead-letter-routing-key': names.timeoutRoutingKey,
+    },
+  });
+  await channel.bindQueue(names.timeoutQueue, names.timeoutExchange, names.timeoutRoutingKey);
+
+  // Queue-level TTL, not per-message `expiration`: per-message TTLs only expire at the head of
+  // the queue, so one long one would hold back every shorter one behind it.
+  await channel.assertQueue(names.delayQueue, {
+    durable: true,
+    arguments: {
+      ...QUORUM,
+      'x-message-ttl': names.paymentTimeoutMs,
+      'x-dead-letter-exchange': names.timeoutExchange,
+      'x-dead-letter-routing-key': names.timeoutRoutingKey,
+      'x-dead-letter-strategy': 'at-least-once',
+      'x-overflow': 'reject-publish',
+    },
+  });
 }

@@ -15,6 +15,8 @@ export function saleKeys(goodsId: number) {
     claims: `${prefix}:claims`,
     voided: `${prefix}:voided`,
     results: `${prefix}:results`,
+    completed: `${prefix}:completed`,
+    restocked: `${prefix}:restocked`,
     userLock: (userId: number) => `${prefix}:lock:user:${userId}`,
   };
 }

@@ -12,8 +12,11 @@ const SCRIPTS = {
   seckillDeduct: { file: 'seckill-deduct.lua', keys: 6 },
   seckillRelease: { file: 'seckill-release.lua', keys: 7 },
   seckillClaim: { file: 'seckill-claim.lua', keys: 3 },
-  seckillComplete: { file: 'seckill-complete.lua', keys: 4 },
+  seckillComplete: { file: 'seckill-complete.lua', keys: 5 },
   seckillPreheat: { file: 'seckill-preheat.lua', keys: 2 },
+  seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
+  seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 3 },
+  seckillRebuild: { file: 'seckill-rebuild.lua', keys: 5 },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
@@ -34,6 +37,26 @@ export enum ReleaseCode {
   NotInFlight = 0,
   Released = 1,
   Claimed = 2,
+}
+
+export enum RestockCode {
+  AlreadyRestocked = 0,
+  Restocked = 1,
+  NotPreheated = 2,
+}
+
+export interface RedisSaleSnapshot {
+  /** null when Redis does not hold the sale */
+  stock: number | null;
+  buyersQuantity: number;
+  inFlightQuantity: number;
+  inFlightCount: number;
+}
+
+export interface ActiveOrderRef {
+  requestId: string;
+  userId: number;
+  quantity: number;
 }
 
 export interface CompletedOrder {
@@ -129,8 +152,55 @@ export class SeckillScripts implements OnModuleInit {
       keys.outbox,
       keys.claims,
       keys.results,
+      keys.completed,
       ...args,
     )) as number;
+  }
+
+  async restock(
+    keys: SaleKeys,
+    orderNo: string,
+    userId: number,
+    quantity: number,
+  ): Promise<RestockCode> {
+    return (await this.call(
+      'seckillRestock',
+      keys.stock,
+      keys.buyers,
+      keys.restocked,
+      orderNo,
+      userId,
+      quantity,
+    )) as RestockCode;
+  }
+
+  async snapshot(keys: SaleKeys): Promise<RedisSaleSnapshot> {
+    const [stock, buyersQuantity, inFlightQuantity, inFlightCount] = (await this.call(
+      'seckillSnapshot',
+      keys.stock,
+      keys.buyers,
+      keys.inflight,
+    )) as [number, number, number, number];
+    return { stock: stock < 0 ? null : stock, buyersQuantity, inFlightQuantity, inFlightCount };
+  }
+
+  /** Returns null when the sale is not preheated (no meta in Redis). */
+  async rebuild(
+    keys: SaleKeys,
+    totalStock: number,
+    activeOrders: ActiveOrderRef[],
+  ): Promise<{ stock: number; usedQuantity: number; buyerCount: number } | null> {
+    const [stock, usedQuantity, buyerCount] = (await this.call(
+      'seckillRebuild',
+      keys.stock,
+      keys.buyers,
+      keys.inflight,
+      keys.completed,
+      keys.meta,
+      totalStock,
+      ...activeOrders.flatMap((order) => [order.requestId, order.userId, order.quantity]),
+    )) as [number, number, number];
+    return stock < 0 ? null : { stock, usedQuantity, buyerCount };
   }
 
   async preheat(

@@ -11,6 +11,7 @@ import type { NewOrder } from '../orders/order.types.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { StockService } from '../stock/stock.service.js';
 import { parseOrderMessage } from './order-message.js';
+import { OrderPublisher } from './order-publisher.service.js';
 
 interface Delivery {
   channel: Channel;
@@ -43,6 +44,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly writer: OrderWriter,
     private readonly stock: StockService,
     private readonly metrics: MetricsService,
+    private readonly publisher: OrderPublisher,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
@@ -171,6 +173,14 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
         orderNo: order.orderNo,
       })),
     );
+    // The payment clock starts now. A duplicate gets its timeout again too: the first attempt
+    // may have died before publishing it, and the timeout consumer is idempotent.
+    if (
+      done.length > 0 &&
+      !(await this.publisher.publishTimeouts(done.map(({ order }) => order)))
+    ) {
+      throw new Error('payment timeout messages were not confirmed');
+    }
     for (const purchase of toWrite) this.ackAll(purchase);
     for (const outcome of outcomes) this.metrics.orderMessages.inc({ outcome: outcome.kind });
   }

@@ -9,6 +9,7 @@ import { assertTopology } from '../../infra/rabbitmq/topology.js';
 import type { NewOrder } from '../orders/order.types.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { encodeOrderMessage } from './order-message.js';
+import { encodeTimeoutMessage } from './timeout-message.js';
 
 /**
  * Publishes order messages on a confirm channel, persistent, to the durable orders queue.
@@ -70,6 +71,46 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
     } finally {
       this.pending--;
     }
+  }
+
+  /**
+   * Starts the payment clock of written orders: one message each into the delay queue. True
+   * when every one was confirmed; the caller then acks the order messages, never before.
+   */
+  async publishTimeouts(orders: { orderNo: string; goodsId: number }[]): Promise<boolean> {
+    this.pending++;
+    try {
+      await Promise.all(
+        orders.map((order) =>
+          this.channel.sendToQueue(
+            this.rabbit.names.delayQueue,
+            Buffer.from(encodeTimeoutMessage(order.orderNo, order.goodsId)),
+            { persistent: true, contentType: 'application/json', messageId: order.orderNo },
+          ),
+        ),
+      );
+      this.metrics.publishes.inc({ result: 'confirmed' }, orders.length);
+      return true;
+    } catch (error) {
+      this.metrics.publishes.inc({ result: 'unconfirmed' });
+      this.logger.warn(
+        `timeout publish not confirmed: n=${orders.length} ${(error as Error).message}`,
+      );
+      return false;
+    } finally {
+      this.pending--;
+    }
+  }
+
+  /** Messages ready in each of the service's queues (consumer lag). */
+  async queueDepths(): Promise<Record<string, number>> {
+    const names = this.rabbit.names;
+    const queues = [names.ordersQueue, names.timeoutQueue, names.delayQueue, names.deadLetterQueue];
+    const depths: Record<string, number> = {};
+    for (const queue of queues) {
+      depths[queue] = (await this.channel.checkQueue(queue)).messageCount;
+    }
+    return depths;
   }
 
   async onApplicationShutdown(): Promise<void> {

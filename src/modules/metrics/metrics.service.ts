@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 
 /** One registry per app instance (tests run several in one process). */
 @Injectable()
@@ -24,6 +24,41 @@ export class MetricsService {
     name: 'seckill_publishes_total',
     help: 'Order messages published, by result (confirmed, unconfirmed)',
     labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly timeoutMessages = new Counter({
+    name: 'seckill_timeout_messages_total',
+    help: 'Payment-timeout messages consumed, by outcome (cancelled, already_cancelled, paid, not_found, not_due, dead_lettered)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly orderTransitions = new Counter({
+    name: 'seckill_order_transitions_total',
+    help: 'Order state changes, by the status reached (PAID, CANCELLED)',
+    labelNames: ['to'] as const,
+    registers: [this.registry],
+  });
+
+  readonly ordersByStatus = new Gauge({
+    name: 'seckill_orders',
+    help: 'Ordered quantity per goods and status, as of the last reconcile run',
+    labelNames: ['goods', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly reconcileDrift = new Gauge({
+    name: 'seckill_reconcile_drift',
+    help: 'Units unaccounted for per goods and store (0 when consistent), as of the last reconcile run',
+    labelNames: ['goods', 'store'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queueDepth = new Gauge({
+    name: 'seckill_queue_messages',
+    help: 'Messages ready in a queue (consumer lag), as of the last reconcile run',
+    labelNames: ['queue'] as const,
     registers: [this.registry],
   });
 

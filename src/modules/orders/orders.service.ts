@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
-import { OrderEntity } from '../../infra/database/entities/order.entity.js';
+import { In, Repository } from 'typeorm';
+import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 
 /** Anything else cannot be an order number: answered 404 without a query. */
@@ -59,16 +59,59 @@ export class OrdersService {
     return this.orders.findOne({ where: { goodsId, userId }, order: { id: 'DESC' } });
   }
 
-  /** Users holding a not-cancelled order of this goods, with the quantity they hold. */
-  async activeBuyers(goodsId: number): Promise<{ userId: number; quantity: number }[]> {
-    const rows = await this.orders
-      .createQueryBuilder('o')
-      .select('o.user_id', 'userId')
-      .addSelect('SUM(o.quantity)', 'quantity')
-      .where('o.goods_id = :goodsId', { goodsId })
-      .andWhere("o.status <> 'CANCELLED'")
-      .groupBy('o.user_id')
-      .getRawMany<{ userId: string; quantity: string }>();
-    return rows.map((row) => ({ userId: Number(row.userId), quantity: Number(row.quantity) }));
+  /** What a rebuilt Redis must know: who holds the goods, and which orders gave stock back. */
+  async history(goodsId: number): Promise<{
+    buyers: { userId: number; quantity: number }[];
+    cancelledOrderNos: string[];
+  }> {
+    const active = await this.activeOrders(goodsId);
+    const buyers = new Map<number, number>();
+    for (const order of active) {
+      buyers.set(order.userId, (buyers.get(order.userId) ?? 0) + order.quantity);
+    }
+    const cancelled = await this.orders.find({
+      select: { orderNo: true },
+      where: { goodsId, status: 'CANCELLED' },
+    });
+    return {
+      buyers: [...buyers].map(([userId, quantity]) => ({ userId, quantity })),
+      cancelledOrderNos: cancelled.map((order) => order.orderNo),
+    };
+  }
+
+  /** The goods' orders that hold stock (not cancelled). */
+  async activeOrders(
+    goodsId: number,
+  ): Promise<{ requestId: string; userId: number; quantity: number }[]> {
+    const rows = await this.orders.find({
+      select: { requestId: true, userId: true, quantity: true },
+      where: { goodsId, status: In(['PENDING_PAYMENT', 'PAID']) },
+    });
+    return rows.map(({ requestId, userId, quantity }) => ({ requestId, userId, quantity }));
+  }
+
+  /**
+   * The goods' MySQL side in one snapshot (a REPEATABLE READ transaction): its stock and the
+   * ordered quantity by status, read together so that a cancel cannot land between them.
+   */
+  async ledger(goodsId: number): Promise<{
+    totalStock: number;
+    stock: number;
+    quantities: Record<OrderStatus, number>;
+  } | null> {
+    return this.orders.manager.transaction('REPEATABLE READ', async (manager) => {
+      const [goods] = await manager.query<{ total_stock: number; stock: number }[]>(
+        'SELECT total_stock, stock FROM seckill_goods WHERE id = ?',
+        [goodsId],
+      );
+      if (!goods) return null;
+      const rows = await manager.query<{ status: OrderStatus; quantity: string | number }[]>(
+        'SELECT status, COALESCE(SUM(quantity), 0) AS quantity FROM seckill_order WHERE goods_id = ? GROUP BY status',
+        [goodsId],
+      );
+      const quantities: Record<OrderStatus, number> = { PENDING_PAYMENT: 0, PAID: 0, CANCELLED: 0 };
+      for (const row of rows) quantities[row.status] = Number(row.quantity);
+      return { totalStock: Number(goods.total_stock), stock: Number(goods.stock), quantities };
+    });
   }
 }

@@ -25,9 +25,9 @@ export class PreheatService {
    */
   async preheat(goodsId: number): Promise<PreheatResult> {
     const goods = await this.goods.findOrThrow(goodsId);
-    const buyers = (await this.stock.isPreheated(goodsId))
-      ? []
-      : await this.orders.activeBuyers(goodsId);
+    const history = (await this.stock.isPreheated(goodsId))
+      ? { buyers: [], cancelledOrderNos: [] }
+      : await this.orders.history(goodsId);
     const result = await this.stock.preheat(
       goodsId,
       {
@@ -37,10 +37,12 @@ export class PreheatService {
         endAt: goods.endAt,
         perUserLimit: goods.perUserLimit,
       },
-      buyers,
+      history,
     );
     if (result.loaded) {
-      this.logger.log(`preheated: goods=${goodsId} stock=${result.stock} buyers=${buyers.length}`);
+      this.logger.log(
+        `preheated: goods=${goodsId} stock=${result.stock} buyers=${history.buyers.length}`,
+      );
     }
     return { goodsId, stock: result.stock, loaded: result.loaded };
   }

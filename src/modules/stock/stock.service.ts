@@ -2,15 +2,17 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import {
+  ActiveOrderRef,
   CompletedOrder,
   DeductCode,
   ReleaseCode,
+  RestockCode,
   SeckillScripts,
 } from '../../infra/redis/seckill-scripts.js';
 import { SALES_INDEX_KEY, saleKeys } from '../../infra/redis/seckill-keys.js';
 
-export { DeductCode, ReleaseCode };
-export type { CompletedOrder };
+export { DeductCode, ReleaseCode, RestockCode };
+export type { ActiveOrderRef, CompletedOrder };
 
 export interface PurchaseResult {
   status: 'QUEUED' | 'SUCCESS' | 'FAILED';
@@ -55,22 +57,29 @@ export class StockService {
     return this.scripts.complete(saleKeys(goodsId), orders);
   }
 
-  /** Loads the sale unless Redis already holds its stock; buyers are written before the stock. */
+  /**
+   * Loads the sale unless Redis already holds its stock. When MySQL already has orders (Redis
+   * lost the sale), their buyers and the cancelled orders' numbers are written before the stock
+   * key makes the sale purchasable again, so no buyer buys twice and no cancellation is
+   * restocked twice.
+   */
   async preheat(
     goodsId: number,
     sale: SaleSnapshot,
-    activeBuyers: { userId: number; quantity: number }[],
+    history: { buyers: { userId: number; quantity: number }[]; cancelledOrderNos: string[] },
   ): Promise<{ loaded: boolean; stock: number }> {
     const keys = saleKeys(goodsId);
-    if (activeBuyers.length > 0 && !(await this.isPreheated(goodsId))) {
-      // Rebuilding after Redis lost the sale: the buyers must be there before the stock key
-      // makes the sale purchasable again.
-      for (let i = 0; i < activeBuyers.length; i += 1_000) {
-        const chunk = activeBuyers.slice(i, i + 1_000);
+    const hasHistory = history.buyers.length > 0 || history.cancelledOrderNos.length > 0;
+    if (hasHistory && !(await this.isPreheated(goodsId))) {
+      for (let i = 0; i < history.buyers.length; i += 1_000) {
+        const chunk = history.buyers.slice(i, i + 1_000);
         await this.redis.hset(
           keys.buyers,
           Object.fromEntries(chunk.map((buyer) => [String(buyer.userId), buyer.quantity])),
         );
+      }
+      for (let i = 0; i < history.cancelledOrderNos.length; i += 1_000) {
+        await this.redis.sadd(keys.restocked, ...history.cancelledOrderNos.slice(i, i + 1_000));
       }
     }
     const result = await this.scripts.preheat(keys, sale);
@@ -80,6 +89,19 @@ export class StockService {
 
   async isPreheated(goodsId: number): Promise<boolean> {
     return (await this.redis.exists(saleKeys(goodsId).stock)) === 1;
+  }
+
+  /** Gives a cancelled order's stock back, once per order number. */
+  restock(goodsId: number, orderNo: string, userId: number, quantity: number) {
+    return this.scripts.restock(saleKeys(goodsId), orderNo, userId, quantity);
+  }
+
+  snapshot(goodsId: number) {
+    return this.scripts.snapshot(saleKeys(goodsId));
+  }
+
+  rebuild(goodsId: number, totalStock: number, activeOrders: ActiveOrderRef[]) {
+    return this.scripts.rebuild(saleKeys(goodsId), totalStock, activeOrders);
   }
 
   /** Remaining stock in Redis, or null when the sale is not preheated. */

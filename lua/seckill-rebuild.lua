@@ -1,0 +1,71 @@
+--[[
+  seckill-rebuild: set a sale's Redis stock and buyers from MySQL's active orders plus the
+  purchases still on their way there. Safe while the sale runs: a purchase is counted once
+  whether it is in MySQL's snapshot, still in flight, or landed after that snapshot was read
+  (the `completed` zset). An order cancelled after the snapshot is counted as active, which can
+  only leave the stock lower (never oversold) until the next repair.
+
+  KEYS[1] stock      seckill:{gid}:stock
+  KEYS[2] buyers     seckill:{gid}:buyers
+  KEYS[3] inflight   seckill:{gid}:inflight
+  KEYS[4] completed  seckill:{gid}:completed
+  KEYS[5] meta       seckill:{gid}:meta
+
+  ARGV[1] total stock
+  ARGV[2..] triples of MySQL's active orders: requestId, userId, quantity
+
+  Returns {stock, usedQuantity, buyerCount}, or {-1, 0, 0} when the sale is not preheated
+  (no meta): preheat it first.
+]]
+if redis.call('EXISTS', KEYS[5]) == 0 then
+  return {-1, 0, 0}
+end
+
+local counted = {}
+local buyers = {}
+local used = 0
+local function count(requestId, userId, quantity)
+  if counted[requestId] then
+    return
+  end
+  counted[requestId] = true
+  buyers[userId] = (buyers[userId] or 0) + quantity
+  used = used + quantity
+end
+
+for i = 2, #ARGV, 3 do
+  count(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]))
+end
+local inflight = redis.call('HGETALL', KEYS[3])
+for i = 1, #inflight, 2 do
+  local order = cjson.decode(inflight[i + 1])
+  count(inflight[i], string.format('%d', order.userId), tonumber(order.quantity))
+end
+for _, member in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+  local requestId, userId, quantity = string.match(member, '^([^|]+)|([^|]+)|([^|]+)$')
+  if requestId then
+    count(requestId, userId, tonumber(quantity))
+  end
+end
+
+local stock = tonumber(ARGV[1]) - used
+if stock < 0 then
+  stock = 0
+end
+redis.call('DEL', KEYS[2])
+local batch = {}
+local buyerCount = 0
+for userId, quantity in pairs(buyers) do
+  buyerCount = buyerCount + 1
+  batch[#batch + 1] = userId
+  batch[#batch + 1] = quantity
+  if #batch >= 1000 then
+    redis.call('HSET', KEYS[2], unpack(batch))
+    batch = {}
+  end
+end
+if #batch > 0 then
+  redis.call('HSET', KEYS[2], unpack(batch))
+end
+redis.call('SET', KEYS[1], stock)
+return {stock, used, buyerCount}

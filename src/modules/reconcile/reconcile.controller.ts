@@ -1,0 +1,71 @@
+import { Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProperty,
+  ApiPropertyOptional,
+  ApiTags,
+} from '@nestjs/swagger';
+import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
+import { AdminOnly } from '../auth/auth.decorators.js';
+import { ReconcileService } from './reconcile.service.js';
+
+class OrderQuantitiesDto {
+  @ApiProperty() pendingPayment: number;
+  @ApiProperty() paid: number;
+  @ApiProperty() cancelled: number;
+}
+
+class DriftDto {
+  @ApiPropertyOptional({ nullable: true }) redis: number | null;
+  @ApiProperty() db: number;
+}
+
+class ReconcileReportDto {
+  @ApiProperty() goodsId: number;
+  @ApiProperty() totalStock: number;
+  @ApiProperty() dbStock: number;
+  @ApiPropertyOptional({ nullable: true, description: 'null when Redis does not hold the sale' })
+  redisStock: number | null;
+  @ApiProperty({ description: 'Quantity Redis holds as bought' }) buyers: number;
+  @ApiProperty({ type: OrderQuantitiesDto }) orders: OrderQuantitiesDto;
+  @ApiProperty({ description: 'Accepted (202) but not yet written to MySQL' }) inFlight: number;
+  @ApiProperty() consistent: boolean;
+  @ApiProperty({ type: DriftDto }) drift: DriftDto;
+}
+
+class RepairReportDto {
+  @ApiProperty() goodsId: number;
+  @ApiProperty({ type: ReconcileReportDto }) before: ReconcileReportDto;
+  @ApiProperty({ type: ReconcileReportDto }) after: ReconcileReportDto;
+}
+
+@ApiTags('admin')
+@ApiBearerAuth()
+@Controller('admin/goods')
+export class ReconcileController {
+  constructor(private readonly reconcile: ReconcileService) {}
+
+  @Get(':goodsId/reconcile')
+  @AdminOnly()
+  @ApiOperation({
+    summary:
+      'Do MySQL and Redis agree? (redisStock + active + inFlight = total = dbStock + active)',
+  })
+  @ApiOkResponse({ type: ReconcileReportDto })
+  report(@Param('goodsId', PositiveIntPipe) goodsId: number) {
+    return this.reconcile.reconcile(goodsId);
+  }
+
+  @Post(':goodsId/reconcile/repair')
+  @HttpCode(200)
+  @AdminOnly()
+  @ApiOperation({
+    summary: 'Rebuild the Redis stock and buyers from MySQL plus what is in flight (safe live)',
+  })
+  @ApiOkResponse({ type: RepairReportDto })
+  repair(@Param('goodsId', PositiveIntPipe) goodsId: number) {
+    return this.reconcile.repair(goodsId);
+  }
+}

@@ -1,0 +1,31 @@
+import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { scheduleSingletonJob } from '../../common/scheduling/interval-job.js';
+import { PurchaseLockService } from '../stock/purchase-lock.service.js';
+import { ReconcileService } from './reconcile.service.js';
+
+/** Schedules only; ReconcileService does the work. Off with RECONCILE_ENABLED=false. */
+@Injectable()
+export class ReconcileCron implements OnApplicationBootstrap {
+  constructor(
+    @InjectConfig() private readonly config: AppConfig,
+    private readonly registry: SchedulerRegistry,
+    private readonly locks: PurchaseLockService,
+    private readonly reconcile: ReconcileService,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.config.reconcileEnabled) return;
+    scheduleSingletonJob({
+      registry: this.registry,
+      locks: this.locks,
+      name: 'reconcile',
+      intervalMs: this.config.reconcileIntervalMs,
+      run: async () => {
+        await this.reconcile.checkActiveSales();
+      },
+    });
+  }
+}

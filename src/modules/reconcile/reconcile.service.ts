@@ -1,0 +1,144 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DomainError } from '../../common/errors/domain-error.js';
+import { GoodsService } from '../goods/goods.service.js';
+import { OrderPublisher } from '../messaging/order-publisher.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { OrdersService } from '../orders/orders.service.js';
+import { PreheatService } from '../preheat/preheat.service.js';
+import { StockService } from '../stock/stock.service.js';
+
+export interface ReconcileReport {
+  goodsId: number;
+  totalStock: number;
+  dbStock: number;
+  /** null when Redis does not hold the sale */
+  redisStock: number | null;
+  buyers: number;
+  orders: { pendingPayment: number; paid: number; cancelled: number };
+  inFlight: number;
+  consistent: boolean;
+  /** Units unaccounted for: total − (stock + active [+ in flight]); 0 when consistent. */
+  drift: { redis: number | null; db: number };
+}
+
+export interface RepairReport {
+  goodsId: number;
+  before: ReconcileReport;
+  after: ReconcileReport;
+}
+
+/** How many times an inconsistent reading is taken again before it counts as drift. */
+const CONFIRM_READS = 3;
+const CONFIRM_PAUSE_MS = 200;
+
+/**
+ * Proves that MySQL and Redis agree: with active = pendingPayment + paid,
+ * redisStock + active + inFlight == totalStock and dbStock + active == totalStock.
+ */
+@Injectable()
+export class ReconcileService {
+  private readonly logger = new Logger(ReconcileService.name);
+
+  constructor(
+    private readonly goods: GoodsService,
+    private readonly orders: OrdersService,
+    private readonly stock: StockService,
+    private readonly preheat: PreheatService,
+    private readonly publisher: OrderPublisher,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  /**
+   * One reading: Redis in one atomic script, then MySQL in one snapshot. An order that lands
+   * between the two is counted both in flight and active, so a reading taken while orders land
+   * can show drift that is not there; `check` reads again before it believes one.
+   */
+  async reconcile(goodsId: number): Promise<ReconcileReport> {
+    const redis = await this.stock.snapshot(goodsId);
+    const ledger = await this.orders.ledger(goodsId);
+    if (!ledger) throw new DomainError('GOODS_NOT_FOUND', `Goods ${goodsId} not found`);
+    const { totalStock, stock: dbStock, quantities } = ledger;
+    const active = quantities.PENDING_PAYMENT + quantities.PAID;
+    const redisDrift =
+      redis.stock === null ? null : totalStock - (redis.stock + active + redis.inFlightQuantity);
+    const dbDrift = totalStock - (dbStock + active);
+    return {
+      goodsId,
+      totalStock,
+      dbStock,
+      redisStock: redis.stock,
+      buyers: redis.buyersQuantity,
+      orders: {
+        pendingPayment: quantities.PENDING_PAYMENT,
+        paid: quantities.PAID,
+        cancelled: quantities.CANCELLED,
+      },
+      inFlight: redis.inFlightQuantity,
+      consistent: redisDrift === 0 && dbDrift === 0,
+      drift: { redis: redisDrift, db: dbDrift },
+    };
+  }
+
+  /** A reading confirmed over a few tries, recorded in the metrics; logs an error on drift. */
+  async check(goodsId: number): Promise<ReconcileReport> {
+    let report = await this.reconcile(goodsId);
+    for (let read = 1; read < CONFIRM_READS && !report.consistent; read++) {
+      await sleep(CONFIRM_PAUSE_MS);
+      report = await this.reconcile(goodsId);
+    }
+    const goods = String(goodsId);
+    this.metrics.reconcileDrift.set(
+      { goods, store: 'redis' },
+      report.drift.redis ?? report.totalStock,
+    );
+    this.metrics.reconcileDrift.set({ goods, store: 'mysql' }, report.drift.db);
+    this.metrics.ordersByStatus.set(
+      { goods, status: 'PENDING_PAYMENT' },
+      report.orders.pendingPayment,
+    );
+    this.metrics.ordersByStatus.set({ goods, status: 'PAID' }, report.orders.paid);
+    this.metrics.ordersByStatus.set({ goods, status: 'CANCELLED' }, report.orders.cancelled);
+    if (!report.consistent) {
+      this.logger.error(
+        `reconcile drift: goods=${goodsId} redisDrift=${report.drift.redis} dbDrift=${report.drift.db} ` +
+          `redisStock=${report.redisStock} dbStock=${report.dbStock} inFlight=${report.inFlight} ` +
+          `active=${report.orders.pendingPayment + report.orders.paid} total=${report.totalStock}`,
+      );
+    }
+    return report;
+  }
+
+  /** Checks every sale that is open now, and records the queues' depths. */
+  async checkActiveSales(): Promise<ReconcileReport[]> {
+    const reports: ReconcileReport[] = [];
+    for (const sale of await this.goods.startingBefore(new Date())) {
+      reports.push(await this.check(sale.id));
+    }
+    for (const [queue, depth] of Object.entries(await this.publisher.queueDepths())) {
+      this.metrics.queueDepth.set({ queue }, depth);
+    }
+    return reports;
+  }
+
+  /**
+   * Rebuilds the sale's Redis stock and buyers from MySQL's active orders plus what is still in
+   * flight (see lua/seckill-rebuild.lua: safe while the sale runs).
+   */
+  async repair(goodsId: number): Promise<RepairReport> {
+    const before = await this.reconcile(goodsId);
+    const goods = await this.goods.findOrThrow(goodsId);
+    // Makes sure the window and limit are in Redis (and the stock, if Redis lost the sale).
+    await this.preheat.preheat(goodsId);
+    const rebuilt = await this.stock.rebuild(
+      goodsId,
+      goods.totalStock,
+      await this.orders.activeOrders(goodsId),
+    );
+    if (!rebuilt) throw new DomainError('NOT_PREHEATED', 'The sale could not be loaded into Redis');
+    this.logger.warn(
+      `redis rebuilt from mysql: goods=${goodsId} stock ${String(before.redisStock)} -> ${rebuilt.stock} buyers=${rebuilt.buyerCount}`,
+    );
+    return { goodsId, before, after: await this.reconcile(goodsId) };
+  }
+}
