@@ -2,7 +2,8 @@
   seckill-rebuild: set a sale's Redis stock and buyers from MySQL's active orders plus the
   purchases still on their way there. Safe while the sale runs: a purchase is counted once
   whether it is in MySQL's snapshot, still in flight, or landed after that snapshot was read
-  (the `completed` zset). An order cancelled after the snapshot is counted as active, which can
+  (the `completed` zset from ARGV[2] on; ARGV[2] is this server's TIME taken before the
+  snapshot, so every order that landed later is in it). An order cancelled after the snapshot is counted as active, which can
   only leave the stock lower (never oversold) until the next repair.
 
   KEYS[1] stock      seckill:{gid}:stock
@@ -12,7 +13,8 @@
   KEYS[5] meta       seckill:{gid}:meta
 
   ARGV[1] total stock
-  ARGV[2..] triples of MySQL's active orders: requestId, userId, quantity
+  ARGV[2] completed since (ms, Redis server time read before the MySQL snapshot)
+  ARGV[3..] triples of MySQL's active orders: requestId, userId, quantity
 
   Returns {stock, usedQuantity, buyerCount}, or {-1, 0, 0} when the sale is not preheated
   (no meta): preheat it first.
@@ -33,7 +35,7 @@ local function count(requestId, userId, quantity)
   used = used + quantity
 end
 
-for i = 2, #ARGV, 3 do
+for i = 3, #ARGV, 3 do
   count(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]))
 end
 local inflight = redis.call('HGETALL', KEYS[3])
@@ -41,7 +43,7 @@ for i = 1, #inflight, 2 do
   local order = cjson.decode(inflight[i + 1])
   count(inflight[i], string.format('%d', order.userId), tonumber(order.quantity))
 end
-for _, member in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], ARGV[2], '+inf')) do
   local requestId, userId, quantity = string.match(member, '^([^|]+)|([^|]+)|([^|]+)$')
   if requestId then
     count(requestId, userId, tonumber(quantity))

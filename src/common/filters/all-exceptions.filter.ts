@@ -99,7 +99,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const reply = context.getResponse<FastifyReply>();
     const request = context.getRequest<FastifyRequest>();
     const body = toErrorBody(exception);
-    if (body.statusCode >= 500) {
+    if (body.statusCode === 503) {
+      // A dependency outage is an expected outcome: one line; the cause is logged where it hit.
+      this.logger.warn(`${request.method} ${request.url} -> 503 ${body.message}`);
+    } else if (body.statusCode >= 500) {
       const reason =
         exception instanceof Error ? (exception.stack ?? exception.message) : exception;
       this.logger.error(

@@ -188,6 +188,7 @@ export class SeckillScripts implements OnModuleInit {
   async rebuild(
     keys: SaleKeys,
     totalStock: number,
+    completedSince: number,
     activeOrders: ActiveOrderRef[],
   ): Promise<{ stock: number; usedQuantity: number; buyerCount: number } | null> {
     const [stock, usedQuantity, buyerCount] = (await this.call(
@@ -198,6 +199,7 @@ export class SeckillScripts implements OnModuleInit {
       keys.completed,
       keys.meta,
       totalStock,
+      completedSince,
       ...activeOrders.flatMap((order) => [order.requestId, order.userId, order.quantity]),
     )) as [number, number, number];
     return stock < 0 ? null : { stock, usedQuantity, buyerCount };

@@ -130,9 +130,11 @@ export class ReconcileService {
     const goods = await this.goods.findOrThrow(goodsId);
     // Makes sure the window and limit are in Redis (and the stock, if Redis lost the sale).
     await this.preheat.preheat(goodsId);
+    const since = await this.stock.serverTimeMs();
     const rebuilt = await this.stock.rebuild(
       goodsId,
       goods.totalStock,
+      since,
       await this.orders.activeOrders(goodsId),
     );
     if (!rebuilt) throw new DomainError('NOT_PREHEATED', 'The sale could not be loaded into Redis');

@@ -100,8 +100,20 @@ export class StockService {
     return this.scripts.snapshot(saleKeys(goodsId));
   }
 
-  rebuild(goodsId: number, totalStock: number, activeOrders: ActiveOrderRef[]) {
-    return this.scripts.rebuild(saleKeys(goodsId), totalStock, activeOrders);
+  /** `completedSince`: serverTimeMs() read before MySQL's active orders were. */
+  rebuild(
+    goodsId: number,
+    totalStock: number,
+    completedSince: number,
+    activeOrders: ActiveOrderRef[],
+  ) {
+    return this.scripts.rebuild(saleKeys(goodsId), totalStock, completedSince, activeOrders);
+  }
+
+  /** Redis's clock (epoch ms): the clock the Lua scripts stamp their records with. */
+  async serverTimeMs(): Promise<number> {
+    const [seconds, micros] = await this.redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }
 
   /** Remaining stock in Redis, or null when the sale is not preheated. */

@@ -1,0 +1,330 @@
+import type { INestApplication } from '@nestjs/common';
+import amqp from 'amqplib';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeTimeoutMessage } from '../src/modules/messaging/timeout-message.js';
+import { MetricsService } from '../src/modules/metrics/metrics.service.js';
+import { OrderLifecycleService } from '../src/modules/orders/order-lifecycle.service.js';
+import {
+  adminAuth,
+  bearer,
+  createSale,
+  startApp,
+  Stores,
+  waitFor,
+  type TestApp,
+} from './support/harness.js';
+
+const PAYMENT_TIMEOUT_MS = 2_000;
+const prefix = process.env.RABBITMQ_PREFIX!;
+
+async function counter(app: INestApplication, name: string, label: string): Promise<number> {
+  const metric = await app.get(MetricsService).registry.getSingleMetric(name)?.get();
+  return metric?.values.find((value) => Object.values(value.labels).includes(label))?.value ?? 0;
+}
+
+describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    t = await startApp({ ORDER_PAYMENT_TIMEOUT_MS: String(PAYMENT_TIMEOUT_MS) });
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await stores.close();
+  });
+
+  /** Buys one unit and waits for the order row; returns its order number and deadline. */
+  async function buyAndWait(goodsId: number, userId: number) {
+    await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(userId))
+      .expect(202);
+    const orderNo = await waitFor(
+      async () => {
+        const rows = await stores.orders(goodsId);
+        return rows.find((row) => Number(row.user_id) === userId && row.status !== 'CANCELLED')
+          ?.order_no;
+      },
+      { what: `the order of user ${userId}` },
+    );
+    const order = await t.http
+      .get(`/api/v1/orders/${orderNo}`)
+      .set('Authorization', bearer(userId))
+      .expect(200);
+    return { orderNo, expireAt: Date.parse(order.body.expireAt) };
+  }
+
+  const statusOf = async (orderNo: string) =>
+    (await t.http.get(`/api/v1/orders/${orderNo}`).set('Authorization', adminAuth()).expect(200))
+      .body.status as string;
+
+  const reconcile = async (goodsId: number) =>
+    (
+      await t.http
+        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+        .set('Authorization', adminAuth())
+        .expect(200)
+    ).body;
+
+  async function publishTimeout(orderNo: string, goodsId: number): Promise<void> {
+    const connection = await amqp.connect(process.env.RABBITMQ_URL!);
+    const channel = await connection.createConfirmChannel();
+    channel.publish(
+      `${prefix}.timeout`,
+      'order.timeout',
+      Buffer.from(encodeTimeoutMessage(orderNo, goodsId)),
+      { persistent: true },
+    );
+    await channel.waitForConfirms();
+    await connection.close();
+  }
+
+  it('should cancel an unpaid order at its deadline and give its stock back to both stores once, even when the timeout comes twice', async () => {
+    const goodsId = await createSale(t.http, { stock: 3 });
+    const { orderNo, expireAt } = await buyAndWait(goodsId, 401);
+    expect(expireAt).toBeGreaterThan(Date.now());
+    expect(await stores.mysqlStock(goodsId)).toBe(2);
+
+    await waitFor(async () => (await statusOf(orderNo)) === 'CANCELLED', {
+      timeoutMs: PAYMENT_TIMEOUT_MS + 15_000,
+      what: 'the order to expire',
+    });
+    expect(Date.now()).toBeGreaterThanOrEqual(expireAt);
+    await waitFor(async () => (await stores.redisStock(goodsId)) === 3, { what: 'redis restock' });
+    expect(await stores.mysqlStock(goodsId)).toBe(3);
+    expect(await stores.redisBuyers(goodsId)).toEqual({});
+
+    const before = await counter(t.app, 'seckill_timeout_messages_total', 'already_cancelled');
+    for (let i = 1; i <= 2; i++) {
+      await publishTimeout(orderNo, goodsId);
+      await waitFor(
+        async () =>
+          (await counter(t.app, 'seckill_timeout_messages_total', 'already_cancelled')) >=
+          before + i,
+        { what: `duplicate timeout ${i} consumed` },
+      );
+    }
+    expect(await stores.mysqlStock(goodsId)).toBe(3);
+    expect(await stores.redisStock(goodsId)).toBe(3);
+    expect((await reconcile(goodsId)).consistent).toBe(true);
+  });
+
+  it('should keep an order paid just before its deadline and return nothing when the timeout fires', async () => {
+    const goodsId = await createSale(t.http, { stock: 3 });
+    const paidBefore = await counter(t.app, 'seckill_timeout_messages_total', 'paid');
+    const { orderNo, expireAt } = await buyAndWait(goodsId, 402);
+    await sleep(Math.max(0, expireAt - Date.now() - 300));
+    const paid = await t.http
+      .post(`/api/v1/orders/${orderNo}/pay`)
+      .set('Authorization', bearer(402))
+      .expect(200);
+    expect(paid.body).toEqual({ orderNo, status: 'PAID' });
+
+    await waitFor(
+      async () => (await counter(t.app, 'seckill_timeout_messages_total', 'paid')) > paidBefore,
+      { timeoutMs: PAYMENT_TIMEOUT_MS + 15_000, what: 'the timeout to find it paid' },
+    );
+    expect(await statusOf(orderNo)).toBe('PAID');
+    expect(await stores.mysqlStock(goodsId)).toBe(2);
+    expect(await stores.redisStock(goodsId)).toBe(2);
+    // Paying again is fine; cancelling a paid order is not.
+    await t.http
+      .post(`/api/v1/orders/${orderNo}/pay`)
+      .set('Authorization', bearer(402))
+      .expect(200);
+    const cancel = await t.http
+      .post(`/api/v1/orders/${orderNo}/cancel`)
+      .set('Authorization', bearer(402))
+      .expect(409);
+    expect(cancel.body).toEqual({
+      statusCode: 409,
+      code: 'ORDER_PAID',
+      message: expect.any(String),
+    });
+  });
+
+  it('should end many racing pay and cancel calls in exactly one outcome with at most one stock return', async () => {
+    const goodsId = await createSale(t.http, { stock: 5 });
+    for (const userId of [403, 404, 405]) {
+      const { orderNo } = await buyAndWait(goodsId, userId);
+      const calls = Array.from({ length: 20 }, (_, i) =>
+        t.http
+          .post(`/api/v1/orders/${orderNo}/${i % 2 === 0 ? 'pay' : 'cancel'}`)
+          .set('Authorization', bearer(userId))
+          .then((response) => ({ kind: i % 2 === 0 ? 'pay' : 'cancel', ...response })),
+      );
+      const responses = await Promise.all(calls);
+      const final = await statusOf(orderNo);
+      for (const response of responses) {
+        const won = (response.kind === 'pay') === (final === 'PAID');
+        expect(response.status, JSON.stringify(response.body)).toBe(won ? 200 : 409);
+      }
+    }
+    const report = await reconcile(goodsId);
+    const cancelled = report.orders.cancelled;
+    expect(report.orders.paid + cancelled).toBe(3);
+    expect(report.dbStock).toBe(5 - report.orders.paid);
+    expect(report.redisStock).toBe(5 - report.orders.paid);
+    expect(report.consistent).toBe(true);
+  });
+
+  it('should settle a payment racing the deadline as either paid or cancelled, never both', async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    const { orderNo, expireAt } = await buyAndWait(goodsId, 406);
+    await sleep(Math.max(0, expireAt - Date.now() - 5));
+    const pay = await t.http
+      .post(`/api/v1/orders/${orderNo}/pay`)
+      .set('Authorization', bearer(406));
+    const final = await statusOf(orderNo);
+    if (pay.status === 200) {
+      expect(final).toBe('PAID');
+    } else {
+      expect(pay.body.code).toBe('ORDER_CANCELLED');
+      expect(final).toBe('CANCELLED');
+    }
+    await waitFor(async () => (await reconcile(goodsId)).consistent, { what: 'consistency' });
+    const report = await reconcile(goodsId);
+    expect(report.dbStock).toBe(final === 'PAID' ? 1 : 2);
+    expect(report.redisStock).toBe(final === 'PAID' ? 1 : 2);
+  });
+
+  it('should let a user whose order was cancelled buy again, and return the stock once however often they cancel', async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    const first = await buyAndWait(goodsId, 407);
+    for (let i = 0; i < 3; i++) {
+      const cancelled = await t.http
+        .post(`/api/v1/orders/${first.orderNo}/cancel`)
+        .set('Authorization', bearer(407))
+        .expect(200);
+      expect(cancelled.body).toEqual({ orderNo: first.orderNo, status: 'CANCELLED' });
+    }
+    expect(await stores.mysqlStock(goodsId)).toBe(2);
+    expect(await stores.redisStock(goodsId)).toBe(2);
+    const paid = await t.http
+      .post(`/api/v1/orders/${first.orderNo}/pay`)
+      .set('Authorization', bearer(407))
+      .expect(409);
+    expect(paid.body.code).toBe('ORDER_CANCELLED');
+
+    const second = await buyAndWait(goodsId, 407);
+    expect(second.orderNo).not.toBe(first.orderNo);
+    const rows = await stores.orders(goodsId);
+    expect(rows.map((row) => row.status).sort()).toEqual(['CANCELLED', 'PENDING_PAYMENT']);
+    expect(await stores.mysqlStock(goodsId)).toBe(1);
+  });
+
+  it("should refuse to pay or cancel another user's order, and answer 404 for an unknown one", async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    const { orderNo } = await buyAndWait(goodsId, 408);
+    for (const action of ['pay', 'cancel']) {
+      const other = await t.http
+        .post(`/api/v1/orders/${orderNo}/${action}`)
+        .set('Authorization', bearer(409))
+        .expect(403);
+      expect(other.body.code).toBe('FORBIDDEN');
+      const unknown = await t.http
+        .post(`/api/v1/orders/SK404404/${action}`)
+        .set('Authorization', bearer(408))
+        .expect(404);
+      expect(unknown.body.code).toBe('ORDER_NOT_FOUND');
+    }
+    expect(await statusOf(orderNo)).toBe('PENDING_PAYMENT');
+  });
+
+  it('should cancel an overdue order whose timeout message was lost', async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    const connection = await amqp.connect(process.env.RABBITMQ_URL!);
+    const channel = await connection.createChannel();
+    const { orderNo, expireAt } = await buyAndWait(goodsId, 410);
+    // The broker loses the timeout message (a purge stands in for a lost disk).
+    await channel.purgeQueue(`${prefix}.orders.delay.${PAYMENT_TIMEOUT_MS}ms`);
+    await connection.close();
+    await sleep(Math.max(0, expireAt - Date.now() + 10));
+    expect(await t.app.get(OrderLifecycleService).expireOverdue(0, 100)).toBeGreaterThanOrEqual(1);
+    expect(await statusOf(orderNo)).toBe('CANCELLED');
+    expect(await stores.mysqlStock(goodsId)).toBe(2);
+    expect(await stores.redisStock(goodsId)).toBe(2);
+  });
+
+  it('should reconcile consistently after a mixed run, detect a corrupted Redis and repair it', async () => {
+    const goodsId = await createSale(t.http, { stock: 10 });
+    const users = [411, 412, 413, 414, 415, 416, 417, 418];
+    const orders: { userId: number; orderNo: string; expireAt: number }[] = [];
+    for (const userId of users) orders.push({ userId, ...(await buyAndWait(goodsId, userId)) });
+    for (const { userId, orderNo } of orders.slice(0, 3)) {
+      await t.http
+        .post(`/api/v1/orders/${orderNo}/pay`)
+        .set('Authorization', bearer(userId))
+        .expect(200);
+    }
+    for (const { userId, orderNo } of orders.slice(3, 5)) {
+      await t.http
+        .post(`/api/v1/orders/${orderNo}/cancel`)
+        .set('Authorization', bearer(userId))
+        .expect(200);
+    }
+    // The other three expire.
+    await waitFor(
+      async () => {
+        const statuses = await Promise.all(orders.slice(5).map(({ orderNo }) => statusOf(orderNo)));
+        return statuses.every((status) => status === 'CANCELLED');
+      },
+      { timeoutMs: PAYMENT_TIMEOUT_MS + 15_000, what: 'three orders to expire' },
+    );
+    const report = await waitFor(async () => {
+      const current = await reconcile(goodsId);
+      return current.consistent ? current : null;
+    });
+    expect(report).toEqual({
+      goodsId,
+      totalStock: 10,
+      dbStock: 7,
+      redisStock: 7,
+      buyers: 3,
+      orders: { pendingPayment: 0, paid: 3, cancelled: 5 },
+      inFlight: 0,
+      consistent: true,
+      drift: { redis: 0, db: 0 },
+    });
+
+    // Someone corrupts Redis: the stock is wrong and a paying buyer's slot is gone.
+    await stores.redis.set(`seckill:{${goodsId}}:stock`, 9);
+    await stores.redis.hdel(`seckill:{${goodsId}}:buyers`, '411');
+    const broken = await reconcile(goodsId);
+    expect(broken.consistent).toBe(false);
+    expect(broken.drift.redis).toBe(-2);
+
+    const forbidden = await t.http
+      .post(`/api/v1/admin/goods/${goodsId}/reconcile/repair`)
+      .set('Authorization', bearer(411))
+      .expect(403);
+    expect(forbidden.body.code).toBe('FORBIDDEN');
+    const repaired = await t.http
+      .post(`/api/v1/admin/goods/${goodsId}/reconcile/repair`)
+      .set('Authorization', adminAuth())
+      .expect(200);
+    expect(repaired.body.before.consistent).toBe(false);
+    expect(repaired.body.after).toMatchObject({ consistent: true, redisStock: 7, buyers: 3 });
+    const again = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(411))
+      .expect(409);
+    expect(again.body.code).toBe('ALREADY_PURCHASED');
+  });
+
+  it('should answer the reconcile route only to admins and 404 for unknown goods', async () => {
+    const goodsId = await createSale(t.http);
+    await t.http
+      .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+      .set('Authorization', bearer(420))
+      .expect(403);
+    const unknown = await t.http
+      .get('/api/v1/admin/goods/987654321/reconcile')
+      .set('Authorization', adminAuth())
+      .expect(404);
+    expect(unknown.body.code).toBe('GOODS_NOT_FOUND');
+  });
+});

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PreheatService } from '../src/modules/preheat/preheat.service.js';
+import { PurchaseLockService } from '../src/modules/stock/purchase-lock.service.js';
+import {
+  adminAuth,
+  bearer,
+  createSale,
+  startApp,
+  Stores,
+  waitFor,
+  type TestApp,
+} from './support/harness.js';
+
+describe('preheating', () => {
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    t = await startApp();
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await stores.close();
+  });
+
+  it('should preheat the sales that open within the look-ahead and leave later ones cold', async () => {
+    const soon = await createSale(t.http, { preheat: false, startsInMs: 60_000 });
+    const later = await createSale(t.http, { preheat: false, startsInMs: 3 * 3_600_000 });
+    const ended = await createSale(t.http, {
+      preheat: false,
+      startsInMs: -20_000,
+      lastsMs: 10_000,
+    });
+
+    const results = await t.app.get(PreheatService).preheatUpcoming(10 * 60_000);
+    expect(results.map((result) => result.goodsId)).toContain(soon);
+    expect(await stores.redisStock(soon)).toBe(10);
+    expect(await stores.redisStock(later)).toBeNull();
+    expect(await stores.redisStock(ended)).toBeNull();
+  });
+
+  it('should run the scheduled preheat on one instance at a time', async () => {
+    const locks = t.app.get(PurchaseLockService);
+    const held = await locks.tryLockJob('probe-job', 5_000);
+    expect(held).not.toBeNull();
+    expect(await locks.tryLockJob('probe-job', 5_000)).toBeNull();
+    await held!.release();
+    const again = await locks.tryLockJob('probe-job', 5_000);
+    expect(again).not.toBeNull();
+    await again!.release();
+  });
+
+  it('should preheat by itself when the cron job is on', async () => {
+    const cron = await startApp({ PREHEAT_CRON_ENABLED: 'true', PREHEAT_INTERVAL_MS: '1000' });
+    try {
+      const goodsId = await createSale(cron.http, { preheat: false, startsInMs: 30_000 });
+      await waitFor(async () => (await stores.redisStock(goodsId)) === 10, {
+        timeoutMs: 10_000,
+        what: 'the cron job to preheat the sale',
+      });
+    } finally {
+      await cron.close();
+    }
+  });
+
+  it('should rebuild buyers and stock from MySQL when Redis lost a sale, so nobody buys twice', async () => {
+    const goodsId = await createSale(t.http, { stock: 5 });
+    await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(601)).expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 1, { what: 'the order' });
+    await waitFor(async () => (await stores.inflight(goodsId)) === 0, {
+      what: 'in-flight drained',
+    });
+
+    // Redis forgets the sale (a restart without persistence).
+    const keys = await stores.redis.keys(`seckill:{${goodsId}}:*`);
+    await stores.redis.del(...keys);
+    const cold = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(602))
+      .expect(409);
+    expect(cold.body.code).toBe('NOT_PREHEATED');
+
+    const preheated = await t.http
+      .post(`/api/v1/admin/goods/${goodsId}/preheat`)
+      .set('Authorization', adminAuth())
+      .expect(200);
+    expect(preheated.body).toMatchObject({ goodsId, stock: 4 });
+    const again = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(601))
+      .expect(409);
+    expect(again.body.code).toBe('ALREADY_PURCHASED');
+    await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(602)).expect(202);
+  });
+});
