@@ -11,10 +11,15 @@
   KEYS[3] inflight   seckill:{gid}:inflight
   KEYS[4] completed  seckill:{gid}:completed
   KEYS[5] meta       seckill:{gid}:meta
+  KEYS[6] restocked  seckill:{gid}:restocked
 
   ARGV[1] total stock
   ARGV[2] completed since (ms, Redis server time read before the MySQL snapshot)
-  ARGV[3..] triples of MySQL's active orders: requestId, userId, quantity
+  ARGV[3] n, the number of active orders
+  ARGV[4 .. 3+3n] triples of MySQL's active orders: requestId, userId, quantity
+  ARGV[4+3n ..] order numbers MySQL has as cancelled in the same snapshot: marked as restocked,
+                because the rebuilt stock already holds their units (a late restock of one of
+                them must not add them again)
 
   Returns {stock, usedQuantity, buyerCount}, or {-1, 0, 0} when the sale is not preheated
   (no meta): preheat it first.
@@ -35,7 +40,8 @@ local function count(requestId, userId, quantity)
   used = used + quantity
 end
 
-for i = 3, #ARGV, 3 do
+local activeEnd = 3 + 3 * tonumber(ARGV[3])
+for i = 4, activeEnd, 3 do
   count(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]))
 end
 local inflight = redis.call('HGETALL', KEYS[3])
@@ -68,6 +74,9 @@ for userId, quantity in pairs(buyers) do
 end
 if #batch > 0 then
   redis.call('HSET', KEYS[2], unpack(batch))
+end
+for i = activeEnd + 1, #ARGV, 1000 do
+  redis.call('SADD', KEYS[6], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 redis.call('SET', KEYS[1], stock)
 return {stock, used, buyerCount}

@@ -5,9 +5,16 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { encodeOrderMessage } from '../../modules/messaging/order-message.js';
 import { saleKeys, type SaleKeys } from './seckill-keys.js';
-import { DeductCode, ReleaseCode, SeckillScripts } from './seckill-scripts.js';
+import {
+  DeductCode,
+  ReleaseCode,
+  RestockCode,
+  SeckillScripts,
+  type ActiveOrderRef,
+} from './seckill-scripts.js';
 
 const HOUR = 60 * 60 * 1000;
+const MINUTE = 60 * 1000;
 
 interface Sale {
   goodsId: number;
@@ -99,8 +106,20 @@ describe('SeckillScripts (real Redis)', () => {
       claims: await redis.hgetall(keys.claims),
       voided: await redis.zrange(keys.voided, 0, -1, 'WITHSCORES'),
       results: await redis.hgetall(keys.results),
+      completed: await redis.zrange(keys.completed, 0, -1, 'WITHSCORES'),
+      restocked: (await redis.smembers(keys.restocked)).sort(),
     };
   }
+
+  /** Redis's clock in epoch ms, as the scripts compute it. */
+  async function redisNowMs(): Promise<number> {
+    const [seconds, micros] = await redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
+  /** A member of the `completed` zset, as seckill-complete.lua writes it. */
+  const completedMember = (requestId: string, userId: number, quantity: number) =>
+    `${requestId}|${userId}|${quantity}`;
 
   async function resultOf({ keys }: Sale, userId: number): Promise<unknown> {
     const raw = await redis.hget(keys.results, String(userId));
@@ -523,6 +542,71 @@ describe('SeckillScripts (real Redis)', () => {
 
       await expect(new SeckillScripts(noRedis).complete(newSale().keys, [])).resolves.toBe(0);
     });
+
+    it('should record a request that was in flight in the completed zset as "requestId|userId|quantity" at the Redis time', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      const purchase = await buy(sale, 409, 3);
+      const unknown = randomUUID();
+      const before = await redisNowMs();
+
+      await scripts.complete(sale.keys, [
+        { requestId: purchase.requestId, userId: 409, orderNo: 'SK0000000009' },
+        { requestId: unknown, userId: 410, orderNo: 'SK0000000010' },
+      ]);
+
+      const after = await redisNowMs();
+      const entries = await redis.zrange(sale.keys.completed, 0, -1, 'WITHSCORES');
+      expect(entries).toHaveLength(2);
+      expect(entries[0]).toBe(completedMember(purchase.requestId, 409, 3));
+      expect(Number(entries[1])).toBeGreaterThanOrEqual(before);
+      expect(Number(entries[1])).toBeLessThanOrEqual(after);
+    });
+
+    it('should add nothing to the completed zset on a second completion of the same request', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 411, 2);
+      const order = { requestId: purchase.requestId, userId: 411, orderNo: 'SK0000000011' };
+      await scripts.complete(sale.keys, [order]);
+      const before = await redis.zrange(sale.keys.completed, 0, -1, 'WITHSCORES');
+      expect(before).toHaveLength(2);
+
+      await scripts.complete(sale.keys, [order]);
+
+      expect(await redis.zrange(sale.keys.completed, 0, -1, 'WITHSCORES')).toEqual(before);
+    });
+
+    it('should write a user id of 16 digits in full in the completed member', async () => {
+      const sale = await openSale({ stock: 10 });
+      const userId = Number.MAX_SAFE_INTEGER;
+      const purchase = await buy(sale, userId, 2);
+
+      await scripts.complete(sale.keys, [
+        { requestId: purchase.requestId, userId, orderNo: 'SK0000000012' },
+      ]);
+
+      expect(await redis.zrange(sale.keys.completed, 0, -1)).toEqual([
+        `${purchase.requestId}|9007199254740991|2`,
+      ]);
+    });
+
+    it('should trim completed members older than ten minutes and keep the recent ones', async () => {
+      const sale = await openSale({ stock: 10 });
+      const now = await redisNowMs();
+      const old = completedMember(randomUUID(), 413, 1);
+      const recent = completedMember(randomUUID(), 414, 1);
+      await redis.zadd(sale.keys.completed, now - 10 * MINUTE - 1, old, now - 9 * MINUTE, recent);
+      const purchase = await buy(sale, 415);
+
+      await scripts.complete(sale.keys, [
+        { requestId: purchase.requestId, userId: 415, orderNo: 'SK0000000015' },
+      ]);
+
+      expect(await redis.zscore(sale.keys.completed, old)).toBeNull();
+      expect(await redis.zscore(sale.keys.completed, recent)).toBe(String(now - 9 * MINUTE));
+      expect(
+        await redis.zscore(sale.keys.completed, completedMember(purchase.requestId, 415, 1)),
+      ).not.toBeNull();
+    });
   });
 
   describe('preheat', () => {
@@ -571,6 +655,342 @@ describe('SeckillScripts (real Redis)', () => {
         endAt: String(endAt.getTime()),
         limit: '1',
       });
+    });
+  });
+
+  describe('restock', () => {
+    it('should give the quantity back to the stock, free the buyer slot and mark the order number as RESTOCKED', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      expect((await buy(sale, 701, 3)).code).toBe(DeductCode.Accepted);
+
+      expect(await scripts.restock(sale.keys, 'SK0000000701', 701, 3)).toBe(RestockCode.Restocked);
+
+      expect(await stockOf(sale)).toBe(10);
+      expect(await redis.hexists(sale.keys.buyers, '701')).toBe(0);
+      expect(await redis.smembers(sale.keys.restocked)).toEqual(['SK0000000701']);
+      expect((await buy(sale, 701, 2)).code).toBe(DeductCode.Accepted);
+    });
+
+    it('should decrement the held quantity and keep the buyer while some is left', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      await redis.hset(sale.keys.buyers, '702', '3');
+
+      expect(await scripts.restock(sale.keys, 'SK0000000702', 702, 2)).toBe(RestockCode.Restocked);
+      expect(await redis.hget(sale.keys.buyers, '702')).toBe('1');
+      expect(await stockOf(sale)).toBe(12);
+
+      expect(await scripts.restock(sale.keys, 'SK0000000703', 702, 1)).toBe(RestockCode.Restocked);
+      expect(await redis.hexists(sale.keys.buyers, '702')).toBe(0);
+      expect(await stockOf(sale)).toBe(13);
+    });
+
+    it('should answer ALREADY_RESTOCKED to a second call with the same order number and change nothing', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      await buy(sale, 704, 2);
+      expect(await scripts.restock(sale.keys, 'SK0000000704', 704, 2)).toBe(RestockCode.Restocked);
+      await buy(sale, 705, 1);
+      const before = await snapshot(sale);
+
+      expect(await scripts.restock(sale.keys, 'SK0000000704', 704, 2)).toBe(
+        RestockCode.AlreadyRestocked,
+      );
+      // Even with other arguments: the order number alone decides.
+      expect(await scripts.restock(sale.keys, 'SK0000000704', 705, 1)).toBe(
+        RestockCode.AlreadyRestocked,
+      );
+      expect(await snapshot(sale)).toEqual(before);
+      expect(await stockOf(sale)).toBe(9);
+    });
+
+    it('should answer NOT_PREHEATED without a stock key, create no key and leave the order number unmarked', async () => {
+      const empty = newSale();
+      expect(await scripts.restock(empty.keys, 'SK0000000706', 706, 2)).toBe(
+        RestockCode.NotPreheated,
+      );
+      expect(await redis.exists(empty.keys.stock, empty.keys.buyers, empty.keys.restocked)).toBe(0);
+
+      const metaOnly = await openSale({ stock: 10 });
+      await redis.hset(metaOnly.keys.buyers, '706', '2');
+      await redis.del(metaOnly.keys.stock);
+      const before = await snapshot(metaOnly);
+      expect(await scripts.restock(metaOnly.keys, 'SK0000000706', 706, 2)).toBe(
+        RestockCode.NotPreheated,
+      );
+      expect(await snapshot(metaOnly)).toEqual(before);
+
+      // Not marked: once the sale is back in Redis, the same order can still be given back.
+      await redis.set(metaOnly.keys.stock, '8');
+      expect(await scripts.restock(metaOnly.keys, 'SK0000000706', 706, 2)).toBe(
+        RestockCode.Restocked,
+      );
+      expect(await stockOf(metaOnly)).toBe(10);
+    });
+
+    it('should free the buyer slot of a user id of 16 digits', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      const userId = Number.MAX_SAFE_INTEGER;
+      expect((await buy(sale, userId, 2)).code).toBe(DeductCode.Accepted);
+      expect(await redis.hgetall(sale.keys.buyers)).toEqual({ '9007199254740991': '2' });
+
+      expect(await scripts.restock(sale.keys, 'SK0000000707', userId, 2)).toBe(
+        RestockCode.Restocked,
+      );
+
+      expect(await redis.hgetall(sale.keys.buyers)).toEqual({});
+      expect(await stockOf(sale)).toBe(10);
+      expect((await buy(sale, userId)).code).toBe(DeductCode.Accepted);
+    });
+  });
+
+  describe('snapshot', () => {
+    it('should report a null stock and zero quantities when the sale is not preheated', async () => {
+      const sale = newSale();
+
+      expect(await scripts.snapshot(sale.keys)).toEqual({
+        stock: null,
+        buyersQuantity: 0,
+        inFlightQuantity: 0,
+        inFlightCount: 0,
+      });
+      expect(await redis.exists(sale.keys.stock, sale.keys.buyers, sale.keys.inflight)).toBe(0);
+    });
+
+    it('should report a stock of 0, not null, for a sold-out sale', async () => {
+      const sale = await openSale({ stock: 0 });
+
+      expect((await scripts.snapshot(sale.keys)).stock).toBe(0);
+    });
+
+    it('should report the stock, the buyers quantity and the in-flight quantity and count after purchases', async () => {
+      const sale = await openSale({ stock: 10, limit: 3 });
+      for (const [userId, quantity] of [
+        [801, 1],
+        [802, 2],
+        [803, 3],
+      ]) {
+        expect((await buy(sale, userId, quantity)).code).toBe(DeductCode.Accepted);
+      }
+
+      expect(await scripts.snapshot(sale.keys)).toEqual({
+        stock: 4,
+        buyersQuantity: 6,
+        inFlightQuantity: 6,
+        inFlightCount: 3,
+      });
+    });
+
+    it('should drop a completed request from the in-flight numbers but keep its stock and buyer', async () => {
+      const sale = await openSale({ stock: 10, limit: 3 });
+      await buy(sale, 804, 1);
+      const completed = await buy(sale, 805, 2);
+      await buy(sale, 806, 3);
+
+      await scripts.complete(sale.keys, [
+        { requestId: completed.requestId, userId: 805, orderNo: 'SK0000000805' },
+      ]);
+
+      expect(await scripts.snapshot(sale.keys)).toEqual({
+        stock: 4,
+        buyersQuantity: 6,
+        inFlightQuantity: 4,
+        inFlightCount: 2,
+      });
+    });
+  });
+
+  describe('rebuild', () => {
+    const activeOrder = (userId: number, quantity: number): ActiveOrderRef => ({
+      requestId: randomUUID(),
+      userId,
+      quantity,
+    });
+
+    it('should return null and write nothing when the sale has no meta', async () => {
+      const empty = newSale();
+      expect(await scripts.rebuild(empty.keys, 10, 0, [activeOrder(900, 1)])).toBeNull();
+      expect(await redis.exists(empty.keys.stock, empty.keys.buyers)).toBe(0);
+
+      const stockOnly = newSale();
+      await redis.set(stockOnly.keys.stock, '5');
+      expect(await scripts.rebuild(stockOnly.keys, 10, 0, [activeOrder(900, 1)])).toBeNull();
+      expect(await stockOf(stockOnly)).toBe(5);
+      expect(await redis.exists(stockOnly.keys.buyers)).toBe(0);
+    });
+
+    it("should mark the snapshot's cancelled orders as restocked so a late restock adds nothing", async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      const first = await buy(sale, 950, 2);
+      await scripts.complete(sale.keys, [
+        { requestId: first.requestId, userId: 950, orderNo: 'SK0000000950' },
+      ]);
+      // MySQL has cancelled that order; its Redis restock has not run yet when the repair reads.
+      const completedAt = await redisNowMs();
+      let since = completedAt;
+      while (since <= completedAt) since = await redisNowMs();
+      await scripts.rebuild(sale.keys, 10, since, [], ['SK0000000950', 'SK0000000951']);
+      expect(await stockOf(sale)).toBe(10);
+      expect(await redis.sismember(sale.keys.restocked, 'SK0000000950')).toBe(1);
+
+      expect((await buy(sale, 950, 2)).code).toBe(DeductCode.Accepted);
+      expect(await scripts.restock(sale.keys, 'SK0000000950', 950, 2)).toBe(
+        RestockCode.AlreadyRestocked,
+      );
+      expect(await stockOf(sale)).toBe(8);
+      expect(await redis.hget(sale.keys.buyers, '950')).toBe('2');
+    });
+
+    it('should count an active order that is also still in flight once', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      const purchase = await buy(sale, 901, 2);
+      const since = await redisNowMs();
+
+      const result = await scripts.rebuild(sale.keys, 10, since, [
+        { requestId: purchase.requestId, userId: 901, quantity: 2 },
+      ]);
+
+      expect(result).toEqual({ stock: 8, usedQuantity: 2, buyerCount: 1 });
+      expect(await stockOf(sale)).toBe(8);
+      expect(await redis.hgetall(sale.keys.buyers)).toEqual({ '901': '2' });
+      expect(await redis.hget(sale.keys.inflight, purchase.requestId)).toBe(purchase.message);
+    });
+
+    it('should rewrite the stock and the buyers hash exactly from the active and in-flight purchases', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      const inflight = await buy(sale, 902, 2);
+      await redis.hset(sale.keys.buyers, '902', '5', '904', '4');
+      await redis.set(sale.keys.stock, '0');
+      const since = await redisNowMs();
+
+      const result = await scripts.rebuild(sale.keys, 10, since, [activeOrder(903, 3)]);
+
+      expect(result).toEqual({ stock: 5, usedQuantity: 5, buyerCount: 2 });
+      expect(await stockOf(sale)).toBe(5);
+      // 902 is corrected from the in-flight message, 904 is in no source and goes.
+      expect(await redis.hgetall(sale.keys.buyers)).toEqual({ '902': '2', '903': '3' });
+      expect(await redis.hkeys(sale.keys.inflight)).toEqual([inflight.requestId]);
+    });
+
+    it('should count a request completed after completedSince that the active list misses, once even when the list has it', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      const since = await redisNowMs();
+      const missing = await buy(sale, 911, 2);
+      const listed = await buy(sale, 912, 1);
+      await scripts.complete(sale.keys, [
+        { requestId: missing.requestId, userId: 911, orderNo: 'SK0000000911' },
+        { requestId: listed.requestId, userId: 912, orderNo: 'SK0000000912' },
+      ]);
+      const score = Number(
+        await redis.zscore(sale.keys.completed, completedMember(missing.requestId, 911, 2)),
+      );
+      expect(score).toBeGreaterThanOrEqual(since);
+      await redis.hdel(sale.keys.buyers, '911', '912');
+
+      const result = await scripts.rebuild(sale.keys, 10, since, [
+        { requestId: listed.requestId, userId: 912, quantity: 1 },
+      ]);
+
+      expect(result).toEqual({ stock: 7, usedQuantity: 3, buyerCount: 2 });
+      expect(await redis.hgetall(sale.keys.buyers)).toEqual({ '911': '2', '912': '1' });
+    });
+
+    it('should not count a request completed before completedSince that the active list misses', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      const purchase = await buy(sale, 921, 2);
+      await scripts.complete(sale.keys, [
+        { requestId: purchase.requestId, userId: 921, orderNo: 'SK0000000921' },
+      ]);
+      const score = Number(
+        await redis.zscore(sale.keys.completed, completedMember(purchase.requestId, 921, 2)),
+      );
+      let since = await redisNowMs();
+      while (since <= score) since = await redisNowMs();
+
+      // Not in MySQL's active orders any more: it was cancelled since.
+      const result = await scripts.rebuild(sale.keys, 10, since, []);
+
+      expect(result).toEqual({ stock: 10, usedQuantity: 0, buyerCount: 0 });
+      expect(await stockOf(sale)).toBe(10);
+      expect(await redis.exists(sale.keys.buyers)).toBe(0);
+    });
+
+    it('should treat completedSince as inclusive', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      const since = await redisNowMs();
+      await redis.zadd(
+        sale.keys.completed,
+        since - 1,
+        completedMember(randomUUID(), 931, 1),
+        since,
+        completedMember(randomUUID(), 932, 2),
+      );
+
+      expect(await scripts.rebuild(sale.keys, 10, since, [])).toEqual({
+        stock: 8,
+        usedQuantity: 2,
+        buyerCount: 1,
+      });
+      expect(await redis.hgetall(sale.keys.buyers)).toEqual({ '932': '2' });
+    });
+
+    it('should never set the stock below 0 when more is used than the total', async () => {
+      const sale = await openSale({ stock: 3, limit: 5 });
+      expect((await buy(sale, 941, 1)).code).toBe(DeductCode.Accepted);
+      const since = await redisNowMs();
+
+      const result = await scripts.rebuild(sale.keys, 3, since, [
+        activeOrder(942, 2),
+        activeOrder(943, 2),
+      ]);
+
+      expect(result).toEqual({ stock: 0, usedQuantity: 5, buyerCount: 3 });
+      expect(await stockOf(sale)).toBe(0);
+      expect((await buy(sale, 944)).code).toBe(DeductCode.SoldOut);
+    });
+
+    it('should write the stock again when only the meta is left', async () => {
+      const sale = await openSale({ stock: 10 });
+      await redis.del(sale.keys.stock);
+
+      expect(
+        await scripts.rebuild(sale.keys, 10, await redisNowMs(), [activeOrder(951, 4)]),
+      ).toEqual({ stock: 6, usedQuantity: 4, buyerCount: 1 });
+      expect(await stockOf(sale)).toBe(6);
+    });
+
+    it('should key the buyers of 16-digit user ids in full from every source', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      const since = await redisNowMs();
+      const completedUser = Number.MAX_SAFE_INTEGER - 2;
+      const completed = await buy(sale, completedUser, 3);
+      await scripts.complete(sale.keys, [
+        { requestId: completed.requestId, userId: completedUser, orderNo: 'SK0000000961' },
+      ]);
+      await buy(sale, Number.MAX_SAFE_INTEGER, 1);
+
+      const result = await scripts.rebuild(sale.keys, 10, since, [
+        activeOrder(Number.MAX_SAFE_INTEGER - 1, 2),
+      ]);
+
+      expect(result).toEqual({ stock: 4, usedQuantity: 6, buyerCount: 3 });
+      expect(await redis.hgetall(sale.keys.buyers)).toEqual({
+        '9007199254740989': '3',
+        '9007199254740990': '2',
+        '9007199254740991': '1',
+      });
+    });
+
+    it('should write every buyer when there are more than 1000 of them', async () => {
+      const sale = await openSale({ stock: 10_000, limit: 5 });
+      const orders = Array.from({ length: 1_500 }, (_, i) => activeOrder(100_000 + i, (i % 3) + 1));
+      const used = orders.reduce((sum, order) => sum + order.quantity, 0);
+
+      const result = await scripts.rebuild(sale.keys, 10_000, await redisNowMs(), orders);
+
+      expect(result).toEqual({ stock: 10_000 - used, usedQuantity: used, buyerCount: 1_500 });
+      expect(await stockOf(sale)).toBe(10_000 - used);
+      expect(await redis.hgetall(sale.keys.buyers)).toEqual(
+        Object.fromEntries(orders.map((order) => [String(order.userId), String(order.quantity)])),
+      );
     });
   });
 

@@ -16,7 +16,7 @@ const SCRIPTS = {
   seckillPreheat: { file: 'seckill-preheat.lua', keys: 2 },
   seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
   seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 3 },
-  seckillRebuild: { file: 'seckill-rebuild.lua', keys: 5 },
+  seckillRebuild: { file: 'seckill-rebuild.lua', keys: 6 },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
@@ -190,6 +190,7 @@ export class SeckillScripts implements OnModuleInit {
     totalStock: number,
     completedSince: number,
     activeOrders: ActiveOrderRef[],
+    cancelledOrderNos: string[] = [],
   ): Promise<{ stock: number; usedQuantity: number; buyerCount: number } | null> {
     const [stock, usedQuantity, buyerCount] = (await this.call(
       'seckillRebuild',
@@ -198,9 +199,12 @@ export class SeckillScripts implements OnModuleInit {
       keys.inflight,
       keys.completed,
       keys.meta,
+      keys.restocked,
       totalStock,
       completedSince,
+      activeOrders.length,
       ...activeOrders.flatMap((order) => [order.requestId, order.userId, order.quantity]),
+      ...cancelledOrderNos,
     )) as [number, number, number];
     return stock < 0 ? null : { stock, usedQuantity, buyerCount };
   }

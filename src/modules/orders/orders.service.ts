@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { In, Repository } from 'typeorm';
+import { Repository } from 'typeorm';
 import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 
@@ -59,35 +59,35 @@ export class OrdersService {
     return this.orders.findOne({ where: { goodsId, userId }, order: { id: 'DESC' } });
   }
 
-  /** What a rebuilt Redis must know: who holds the goods, and which orders gave stock back. */
+  /**
+   * What a rebuilt Redis must know, read in one snapshot: the orders holding stock (not
+   * cancelled), their buyers, and the cancelled orders' numbers (their stock is back already).
+   */
   async history(goodsId: number): Promise<{
+    activeOrders: { requestId: string; userId: number; quantity: number }[];
     buyers: { userId: number; quantity: number }[];
     cancelledOrderNos: string[];
   }> {
-    const active = await this.activeOrders(goodsId);
-    const buyers = new Map<number, number>();
-    for (const order of active) {
-      buyers.set(order.userId, (buyers.get(order.userId) ?? 0) + order.quantity);
-    }
-    const cancelled = await this.orders.find({
-      select: { orderNo: true },
-      where: { goodsId, status: 'CANCELLED' },
+    return this.orders.manager.transaction('REPEATABLE READ', async (manager) => {
+      const orders = await manager.find(OrderEntity, {
+        select: { requestId: true, userId: true, quantity: true, orderNo: true, status: true },
+        where: { goodsId },
+      });
+      const activeOrders = orders
+        .filter((order) => order.status !== 'CANCELLED')
+        .map(({ requestId, userId, quantity }) => ({ requestId, userId, quantity }));
+      const buyers = new Map<number, number>();
+      for (const order of activeOrders) {
+        buyers.set(order.userId, (buyers.get(order.userId) ?? 0) + order.quantity);
+      }
+      return {
+        activeOrders,
+        buyers: [...buyers].map(([userId, quantity]) => ({ userId, quantity })),
+        cancelledOrderNos: orders
+          .filter((order) => order.status === 'CANCELLED')
+          .map((order) => order.orderNo),
+      };
     });
-    return {
-      buyers: [...buyers].map(([userId, quantity]) => ({ userId, quantity })),
-      cancelledOrderNos: cancelled.map((order) => order.orderNo),
-    };
-  }
-
-  /** The goods' orders that hold stock (not cancelled). */
-  async activeOrders(
-    goodsId: number,
-  ): Promise<{ requestId: string; userId: number; quantity: number }[]> {
-    const rows = await this.orders.find({
-      select: { requestId: true, userId: true, quantity: true },
-      where: { goodsId, status: In(['PENDING_PAYMENT', 'PAID']) },
-    });
-    return rows.map(({ requestId, userId, quantity }) => ({ requestId, userId, quantity }));
   }
 
   /**

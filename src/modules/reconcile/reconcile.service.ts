@@ -131,11 +131,13 @@ export class ReconcileService {
     // Makes sure the window and limit are in Redis (and the stock, if Redis lost the sale).
     await this.preheat.preheat(goodsId);
     const since = await this.stock.serverTimeMs();
+    const history = await this.orders.history(goodsId);
     const rebuilt = await this.stock.rebuild(
       goodsId,
       goods.totalStock,
       since,
-      await this.orders.activeOrders(goodsId),
+      history.activeOrders,
+      history.cancelledOrderNos,
     );
     if (!rebuilt) throw new DomainError('NOT_PREHEATED', 'The sale could not be loaded into Redis');
     this.logger.warn(

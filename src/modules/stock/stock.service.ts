@@ -106,8 +106,15 @@ export class StockService {
     totalStock: number,
     completedSince: number,
     activeOrders: ActiveOrderRef[],
+    cancelledOrderNos: string[],
   ) {
-    return this.scripts.rebuild(saleKeys(goodsId), totalStock, completedSince, activeOrders);
+    return this.scripts.rebuild(
+      saleKeys(goodsId),
+      totalStock,
+      completedSince,
+      activeOrders,
+      cancelledOrderNos,
+    );
   }
 
   /** Redis's clock (epoch ms): the clock the Lua scripts stamp their records with. */
