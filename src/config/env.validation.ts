@@ -35,6 +35,8 @@ export interface AppConfig {
   expirySweepGraceMs: number;
   reconcileEnabled: boolean;
   reconcileIntervalMs: number;
+  /** Test-only fault hook: SIGKILL the process right after the Nth accepted Lua step (0 = off). */
+  faultCrashAfterDeduct: number;
 }
 
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
@@ -85,6 +87,16 @@ function readUrl(env: Env, name: string, fallback: string, protocols: string[]):
     );
   }
   return value;
+}
+
+function readFaultHook(env: Env, nodeEnv: string): number {
+  const crashAfter = readInt(env, 'FAULT_CRASH_AFTER_DEDUCT', 0, 0, 1_000_000);
+  if (crashAfter > 0 && nodeEnv === 'production') {
+    throw new ConfigValidationError(
+      'FAULT_CRASH_AFTER_DEDUCT is for tests and refused in production',
+    );
+  }
+  return crashAfter;
 }
 
 export function validateEnv(env: Env): AppConfig {
@@ -146,5 +158,6 @@ export function validateEnv(env: Env): AppConfig {
     expirySweepGraceMs: readInt(env, 'EXPIRY_SWEEP_GRACE_MS', 60_000, 0, 86_400_000),
     reconcileEnabled: readBool(env, 'RECONCILE_ENABLED', true),
     reconcileIntervalMs: readInt(env, 'RECONCILE_INTERVAL_MS', 60_000, 1_000, 86_400_000),
+    faultCrashAfterDeduct: readFaultHook(env, nodeEnv),
   };
 }

@@ -60,7 +60,9 @@ export class ChildApp {
 
   /** Sends `signal` and resolves with the exit code (null when killed by a signal). */
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-    if (this.process.exitCode !== null) return this.process.exitCode;
+    if (this.process.exitCode !== null || this.process.signalCode !== null) {
+      return this.process.exitCode;
+    }
     const exited = once(this.process, 'exit');
     this.process.kill(signal);
     const [code] = (await exited) as [number | null];

@@ -41,6 +41,7 @@ async function orUnavailable<T>(what: string, action: () => Promise<T>): Promise
 @Injectable()
 export class PurchaseService {
   private readonly logger = new Logger(PurchaseService.name);
+  private acceptedDeducts = 0;
 
   constructor(
     private readonly stock: StockService,
@@ -108,6 +109,13 @@ export class PurchaseService {
     );
     if (code !== DeductCode.Accepted && code !== DeductCode.Replayed) {
       throw await this.refusal(code, goodsId);
+    }
+    if (
+      this.config.faultCrashAfterDeduct > 0 &&
+      ++this.acceptedDeducts >= this.config.faultCrashAfterDeduct
+    ) {
+      // Fault injection for the crash tests: die where only the Redis outbox knows the purchase.
+      process.kill(process.pid, 'SIGKILL');
     }
 
     if (await this.publisher.publish(order)) {

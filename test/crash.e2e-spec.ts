@@ -1,0 +1,157 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { adminAuth, bearer, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
+import { ChildApp } from './support/child-app.js';
+
+/**
+ * The process is killed outright (SIGKILL) in the middle of a burst: between Lua steps and
+ * publishes, with confirms outstanding and a consumer batch half done. The next instance must
+ * finish the job: every accepted purchase becomes exactly one order, none twice.
+ */
+describe('crash recovery', () => {
+  const stores = new Stores();
+  let survivor: TestApp | undefined;
+
+  afterAll(async () => {
+    await survivor?.close();
+    await stores.close();
+  });
+
+  it('should lose and duplicate nothing when the app is killed mid-burst', async () => {
+    const stock = 200;
+    const victim = await ChildApp.start({ CONSUMER_BATCH_WAIT_MS: '50' });
+    const call = (path: string, auth: string, body?: object) =>
+      fetch(`${victim.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: auth, 'content-type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+    const now = Date.now();
+    const created = await call('/api/v1/admin/goods', adminAuth(), {
+      name: 'Crash phone',
+      price: 1,
+      stock,
+      startAt: new Date(now - 1_000).toISOString(),
+      endAt: new Date(now + 3_600_000).toISOString(),
+    });
+    const goodsId = ((await created.json()) as { id: number }).id;
+    expect((await call(`/api/v1/admin/goods/${goodsId}/preheat`, adminAuth())).status).toBe(200);
+
+    let accepted = 0;
+    let killAfter!: () => void;
+    const enoughAccepted = new Promise<void>((resolve) => (killAfter = resolve));
+    const burst = Promise.all(
+      Array.from({ length: 400 }, (_, i) =>
+        call(`/api/v1/seckill/${goodsId}`, bearer(90_000 + i))
+          .then((response) => {
+            if (response.status === 202 && ++accepted >= 40) killAfter();
+            return response.status;
+          })
+          .catch(() => 0),
+      ),
+    );
+    await enoughAccepted;
+    expect(await victim.stop('SIGKILL')).toBeNull();
+    const statuses = await burst;
+    const acceptedBeforeKill = statuses.filter((status) => status === 202).length;
+    expect(acceptedBeforeKill).toBeGreaterThanOrEqual(40);
+
+    // A new instance, with the outbox sweeper on, takes over.
+    survivor = await startApp({
+      OUTBOX_SWEEP_ENABLED: 'true',
+      OUTBOX_SWEEP_INTERVAL_MS: '200',
+      OUTBOX_STALE_MS: '1000',
+    });
+    const settled = await waitFor(
+      async () => {
+        const inflight = await stores.inflight(goodsId);
+        const outbox = await stores.redis.zcard(`seckill:{${goodsId}}:outbox`);
+        return inflight === 0 && outbox === 0;
+      },
+      { timeoutMs: 30_000, what: 'every accepted purchase to settle' },
+    );
+    expect(settled).toBe(true);
+
+    const orders = await stores.orders(goodsId);
+    const soldInRedis = stock - (await stores.redisStock(goodsId))!;
+    // Each purchase Redis accepted (the 202s, plus any the kill cut off before the answer) is
+    // exactly one order.
+    expect(orders.length).toBe(soldInRedis);
+    expect(orders.length).toBeGreaterThanOrEqual(acceptedBeforeKill);
+    expect(new Set(orders.map((order) => order.request_id)).size).toBe(orders.length);
+    expect(new Set(orders.map((order) => order.user_id)).size).toBe(orders.length);
+    expect(await stores.mysqlStock(goodsId)).toBe(stock - orders.length);
+    const buyers = await stores.redisBuyers(goodsId);
+    expect(Object.keys(buyers)).toHaveLength(orders.length);
+
+    const report = await survivor.http
+      .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+      .set('Authorization', adminAuth())
+      .expect(200);
+    expect(report.body).toMatchObject({ consistent: true, inFlight: 0 });
+  });
+
+  it('should republish a purchase whose process died right after the Lua step', async () => {
+    const victim = await ChildApp.start({ FAULT_CRASH_AFTER_DEDUCT: '3' });
+    const post = (path: string, auth: string, body?: object) =>
+      fetch(`${victim.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: auth, 'content-type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+    const now = Date.now();
+    const created = await post('/api/v1/admin/goods', adminAuth(), {
+      name: 'Crash phone',
+      price: 1,
+      stock: 10,
+      startAt: new Date(now - 1_000).toISOString(),
+      endAt: new Date(now + 3_600_000).toISOString(),
+    });
+    const goodsId = ((await created.json()) as { id: number }).id;
+    await post(`/api/v1/admin/goods/${goodsId}/preheat`, adminAuth());
+
+    const answers: number[] = [];
+    for (const userId of [95_001, 95_002, 95_003]) {
+      answers.push(
+        await post(`/api/v1/seckill/${goodsId}`, bearer(userId)).then(
+          (r) => r.status,
+          () => 0,
+        ),
+      );
+    }
+    expect(answers).toEqual([202, 202, 0]); // the third never got an answer: the process died
+    await waitFor(() => victim.process.exitCode !== null || victim.process.signalCode !== null, {
+      what: 'the victim to die',
+    });
+    expect(await stores.redis.zcard(`seckill:{${goodsId}}:outbox`)).toBeGreaterThanOrEqual(1);
+
+    const next = await startApp({
+      OUTBOX_SWEEP_ENABLED: 'true',
+      OUTBOX_SWEEP_INTERVAL_MS: '200',
+      OUTBOX_STALE_MS: '500',
+    });
+    try {
+      const orders = await waitFor(
+        async () => {
+          const rows = await stores.orders(goodsId);
+          return rows.length === 3 ? rows : null;
+        },
+        { timeoutMs: 20_000, what: 'the orphaned purchase to become an order' },
+      );
+      expect(orders.map((order) => Number(order.user_id)).sort()).toEqual([95_001, 95_002, 95_003]);
+      const result = await waitFor(async () => {
+        const response = await next.http
+          .get(`/api/v1/seckill/${goodsId}/result`)
+          .set('Authorization', bearer(95_003))
+          .expect(200);
+        return response.body.status === 'SUCCESS' ? response.body : null;
+      });
+      expect(result.orderNo).toBe(
+        orders.find((order) => Number(order.user_id) === 95_003)!.order_no,
+      );
+      expect(await stores.mysqlStock(goodsId)).toBe(7);
+      expect(await stores.redisStock(goodsId)).toBe(7);
+    } finally {
+      await next.close();
+    }
+  });
+});
