@@ -1,6 +1,9 @@
 // End-to-end flash-sale demo: starts the server (unless --url), creates and preheats one goods,
 // fires a burst of concurrent purchases from many distinct users, waits for the queue to drain
-// into MySQL, and checks the stock invariants. Exit code 1 when any invariant is broken.
+// into MySQL, and checks the stock invariants. Then it follows the orders' lifecycle: pays a
+// share of them as their owners, waits for the rest to pass their payment deadline and be
+// cancelled (which gives their stock back), and checks the stores again, through the admin
+// reconcile route too. Exit code 1 when any invariant is broken.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, readFileSync, type WriteStream } from 'node:fs';
 import { createServer } from 'node:net';
@@ -26,6 +29,17 @@ const POLL_INTERVAL_MS = 100;
 // A single hung request must not hang the whole demo; it is recorded as a failure instead.
 const REQUEST_TIMEOUT_MS = 30_000;
 const LOG_TAIL_LINES = 40;
+// Slower than the drain poll: expiries take seconds, and each poll is two queries.
+const EXPIRY_POLL_INTERVAL_MS = 200;
+// Redis gets a cancelled order's stock back just after the MySQL commit, so a final reading taken
+// right as the last order expires can be a moment early: it is read again before it counts as drift.
+const SETTLE_READS = 5;
+const SETTLE_PAUSE_MS = 200;
+// Shorter than the burst plus the drain, orders would expire while the first table's stock
+// checks read them, and those checks would compare a moving target.
+const MIN_PAYMENT_TIMEOUT_SECONDS = 5;
+const MAX_PAYMENT_TIMEOUT_SECONDS = (2 ** 31 - 1) / 1000;
+const EXPIRY_TIMEOUT_SLACK_SECONDS = 60;
 const ADMIN_USER_ID = 1;
 const FIRST_BUYER_ID = 1_000_000;
 // Buyer addresses are 10.0.0.1 .. 10.255.255.254, one per buyer.
@@ -33,14 +47,20 @@ const MAX_BUYERS = 2 ** 24 - 2;
 
 const USAGE = `usage: npm run demo -- [options]
 
-  --stock <n>          units for sale (default 100)
-  --buyers <n>         distinct buyers (default 1000)
-  --clicks <n>         concurrent purchase requests per buyer (default 2)
-  --concurrency <n>    max requests in flight (default 200)
-  --port <n>           port for the server this demo starts (default: a free one)
-  --drain-timeout <s>  seconds to wait for accepted orders to reach MySQL (default 60)
-  --url <base>         use an already running server (e.g. http://127.0.0.1:3000) instead of starting one
-  --help               show this help
+  --stock <n>            units for sale (default 100)
+  --buyers <n>           distinct buyers (default 1000)
+  --clicks <n>           concurrent purchase requests per buyer (default 2)
+  --concurrency <n>      max requests in flight (default 200)
+  --port <n>             port for the server this demo starts (default: a free one)
+  --drain-timeout <s>    seconds to wait for accepted orders to reach MySQL (default 60)
+  --pay-share <f>        fraction of the orders paid by their owners, 0..1 (default 0.5);
+                         the others are left to expire
+  --payment-timeout <s>  ORDER_PAYMENT_TIMEOUT_MS of the server this demo starts, in seconds
+                         (default 10, at least 5); with --url the server's own timeout applies
+  --expiry-timeout <s>   seconds to wait for the unpaid orders to be cancelled
+                         (default: payment timeout + ${EXPIRY_TIMEOUT_SLACK_SECONDS})
+  --url <base>           use an already running server (e.g. http://127.0.0.1:3000) instead of starting one
+  --help                 show this help
 
 Environment: DATABASE_URL (default ${DEFAULT_DATABASE_URL}), JWT_SECRET; ./.env is read too.`;
 
@@ -53,6 +73,9 @@ interface DemoOptions {
   concurrency: number;
   port: number | undefined;
   drainTimeoutSeconds: number;
+  payShare: number;
+  paymentTimeoutSeconds: number;
+  expiryTimeoutSeconds: number;
   url: string | undefined;
 }
 
@@ -76,6 +99,30 @@ function parsePositiveSeconds(name: string, raw: string): number {
     throw new UsageError(
       `--${name} must be a positive number of seconds, got ${JSON.stringify(raw)}`,
     );
+  }
+  return value;
+}
+
+function parsePaymentTimeout(raw: string): number {
+  const value = Number(raw);
+  if (
+    raw.trim() === '' ||
+    !Number.isFinite(value) ||
+    value < MIN_PAYMENT_TIMEOUT_SECONDS ||
+    value > MAX_PAYMENT_TIMEOUT_SECONDS
+  ) {
+    throw new UsageError(
+      `--payment-timeout must be between ${MIN_PAYMENT_TIMEOUT_SECONDS} and ${Math.floor(MAX_PAYMENT_TIMEOUT_SECONDS)} seconds, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return value;
+}
+
+function parseFraction(name: string, raw: string): number {
+  // Plain decimals only, for the same reason as parsePositiveInteger ("0x1" would be 1).
+  const value = Number(raw);
+  if (!/^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$/.test(raw) || value > 1) {
+    throw new UsageError(`--${name} must be a number between 0 and 1, got ${JSON.stringify(raw)}`);
   }
   return value;
 }
@@ -105,6 +152,10 @@ function readFlags(argv: string[]) {
         concurrency: { type: 'string', default: '200' },
         port: { type: 'string' },
         'drain-timeout': { type: 'string', default: '60' },
+        'pay-share': { type: 'string', default: '0.5' },
+        'payment-timeout': { type: 'string', default: '10' },
+        // No default here: it follows --payment-timeout.
+        'expiry-timeout': { type: 'string' },
         url: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -119,6 +170,7 @@ function readFlags(argv: string[]) {
 function parseOptions(argv: string[]): DemoOptions | 'help' {
   const flags = readFlags(argv);
   if (flags.help) return 'help';
+  const paymentTimeoutSeconds = parsePaymentTimeout(flags['payment-timeout']);
   return {
     stock: parsePositiveInteger('stock', flags.stock),
     buyers: parsePositiveInteger('buyers', flags.buyers, MAX_BUYERS),
@@ -126,6 +178,12 @@ function parseOptions(argv: string[]): DemoOptions | 'help' {
     concurrency: parsePositiveInteger('concurrency', flags.concurrency, 100_000),
     port: flags.port === undefined ? undefined : parsePositiveInteger('port', flags.port, 65_535),
     drainTimeoutSeconds: parsePositiveSeconds('drain-timeout', flags['drain-timeout']),
+    payShare: parseFraction('pay-share', flags['pay-share']),
+    paymentTimeoutSeconds,
+    expiryTimeoutSeconds:
+      flags['expiry-timeout'] === undefined
+        ? paymentTimeoutSeconds + EXPIRY_TIMEOUT_SLACK_SECONDS
+        : parsePositiveSeconds('expiry-timeout', flags['expiry-timeout']),
     url: flags.url === undefined ? undefined : parseBaseUrl(flags.url),
   };
 }
@@ -215,6 +273,21 @@ function readLogTail(path: string, lines: number): string {
   return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
 }
 
+/** A bar on stderr, so that stdout keeps only the report; stopped by the cleanups on Ctrl+C too. */
+function startProgressBar(
+  format: string,
+  total: number,
+  payload: Record<string, string | number> = {},
+): cliProgress.SingleBar {
+  const bar = new cliProgress.SingleBar(
+    { stream: process.stderr, format },
+    cliProgress.Presets.shades_classic,
+  );
+  cleanups.push(() => bar.stop());
+  bar.start(total, 0, payload);
+  return bar;
+}
+
 // ---------------------------------------------------------------- HTTP
 
 interface JsonResponse {
@@ -282,15 +355,21 @@ function closeLog(log: WriteStream): Promise<void> {
   return new Promise((resolve) => log.end(resolve));
 }
 
-function startServer(port: number): ServerProcess {
+function startServer(port: number, paymentTimeoutMs: number): ServerProcess {
   const entry = join(REPO_ROOT, 'dist', 'main.js');
   if (!existsSync(entry)) throw new DemoError(`${entry} not found: run \`npm run build\` first`);
 
   const log = createWriteStream(SERVER_LOG_PATH, { flags: 'w' });
   const child = spawn(process.execPath, [entry], {
     cwd: REPO_ROOT,
-    // The buyers' X-Forwarded-For must be believed, or they would all share 127.0.0.1's rate limit.
-    env: { ...process.env, PORT: String(port), TRUSTED_PROXIES: '127.0.0.1,::1' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      // The buyers' X-Forwarded-For must be believed, or they would all share 127.0.0.1's rate limit.
+      TRUSTED_PROXIES: '127.0.0.1,::1',
+      // Short, so that the expiry phase sees the unpaid orders cancelled within the run.
+      ORDER_PAYMENT_TIMEOUT_MS: String(paymentTimeoutMs),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   startedServers.add(child);
@@ -353,10 +432,15 @@ async function stopServer(server: ServerProcess): Promise<void> {
   await server.closed;
 }
 
-async function launchServer(requestedPort: number | undefined): Promise<string> {
+async function launchServer(
+  requestedPort: number | undefined,
+  paymentTimeoutMs: number,
+): Promise<string> {
   const port = requestedPort ?? (await findFreePort());
-  console.log(`starting server on port ${port}, log: ${SERVER_LOG_PATH}`);
-  const server = startServer(port);
+  console.log(
+    `starting server on port ${port} (payment timeout ${paymentTimeoutMs / 1000} s), log: ${SERVER_LOG_PATH}`,
+  );
+  const server = startServer(port, paymentTimeoutMs);
   cleanups.push(() => stopServer(server));
   await waitForReady(server);
   console.log('server ready');
@@ -397,6 +481,45 @@ async function fetchRedisRemaining(baseUrl: string, goodsId: number): Promise<nu
   const response = await requestJson('GET', `${baseUrl}/api/v1/goods/${goodsId}`);
   expectStatus('get goods', response, 200);
   return nonNegativeIntegerField(response.body, 'remaining');
+}
+
+/** The parts of the admin reconcile answer that the demo reports; the order counts it reads from MySQL. */
+interface Reconcile {
+  consistent: boolean;
+  /** null when Redis does not hold the sale. */
+  redisDrift: number | null;
+  dbDrift: number;
+  inFlight: number;
+}
+
+function integerField(body: unknown, field: string): number | undefined {
+  const raw = isRecord(body) ? body[field] : undefined;
+  return typeof raw === 'number' && Number.isSafeInteger(raw) ? raw : undefined;
+}
+
+function parseReconcile(body: unknown): Reconcile | undefined {
+  if (!isRecord(body) || typeof body.consistent !== 'boolean') return undefined;
+  const drift = body.drift;
+  const redisDrift = isRecord(drift) && drift.redis === null ? null : integerField(drift, 'redis');
+  const dbDrift = integerField(drift, 'db');
+  const inFlight = nonNegativeIntegerField(body, 'inFlight');
+  if (redisDrift === undefined || dbDrift === undefined || inFlight === undefined) return undefined;
+  return { consistent: body.consistent, redisDrift, dbDrift, inFlight };
+}
+
+async function fetchReconcile(
+  baseUrl: string,
+  adminToken: string,
+  goodsId: number,
+): Promise<Reconcile> {
+  const response = await requestJson('GET', `${baseUrl}/api/v1/admin/goods/${goodsId}/reconcile`, {
+    token: adminToken,
+  });
+  expectStatus('reconcile', response, 200);
+  const reconcile = parseReconcile(response.body);
+  if (reconcile === undefined)
+    throw new DemoError(`reconcile: unexpected answer ${JSON.stringify(response.body)}`);
+  return reconcile;
 }
 
 // ---------------------------------------------------------------- the burst
@@ -492,15 +615,10 @@ async function runWithConcurrency<T, R>(
 }
 
 async function runBurst(requests: PurchaseRequest[], concurrency: number): Promise<BurstResult> {
-  const bar = new cliProgress.SingleBar(
-    {
-      stream: process.stderr,
-      format: 'buying [{bar}] {percentage}% | {value}/{total} requests | {duration}s',
-    },
-    cliProgress.Presets.shades_classic,
+  const bar = startProgressBar(
+    'buying [{bar}] {percentage}% | {value}/{total} requests | {duration}s',
+    requests.length,
   );
-  cleanups.push(() => bar.stop());
-  bar.start(requests.length, 0);
   const started = performance.now();
   const results = await runWithConcurrency(requests, concurrency, sendPurchase, () =>
     bar.increment(),
@@ -593,6 +711,83 @@ async function readDuplicateBuyers(db: Connection, goodsId: number): Promise<num
   return rows.map((row) => Number(row.user_id));
 }
 
+const ORDER_STATUSES = ['PENDING_PAYMENT', 'PAID', 'CANCELLED'] as const;
+type OrderStatus = (typeof ORDER_STATUSES)[number];
+
+interface OrderRow extends RowDataPacket {
+  order_no: string;
+  user_id: number | string;
+}
+
+interface StatusCountRow extends RowDataPacket {
+  status: string;
+  n: number | string;
+  q: number | string;
+}
+
+interface DeadlineRow extends RowDataPacket {
+  deadline_ms: number | string | null;
+}
+
+interface OrderRef {
+  orderNo: string;
+  userId: number;
+}
+
+interface StatusCount {
+  orders: number;
+  quantity: number;
+}
+
+type StatusCounts = Record<OrderStatus, StatusCount>;
+
+function isOrderStatus(value: string): value is OrderStatus {
+  return (ORDER_STATUSES as readonly string[]).includes(value);
+}
+
+async function readOrders(db: Connection, goodsId: number): Promise<OrderRef[]> {
+  const [rows] = await db.query<OrderRow[]>(
+    'SELECT order_no, user_id FROM seckill_order WHERE goods_id = ? ORDER BY id',
+    [goodsId],
+  );
+  return rows.map((row) => ({ orderNo: row.order_no, userId: Number(row.user_id) }));
+}
+
+async function countByStatus(db: Connection, goodsId: number): Promise<StatusCounts> {
+  const [rows] = await db.query<StatusCountRow[]>(
+    `SELECT status, COUNT(*) n, COALESCE(SUM(quantity),0) q
+       FROM seckill_order WHERE goods_id = ? GROUP BY status`,
+    [goodsId],
+  );
+  // Every status present, so that a status with no orders reads as 0 rather than missing.
+  const counts: StatusCounts = {
+    PENDING_PAYMENT: { orders: 0, quantity: 0 },
+    PAID: { orders: 0, quantity: 0 },
+    CANCELLED: { orders: 0, quantity: 0 },
+  };
+  for (const row of rows) {
+    if (isOrderStatus(row.status)) {
+      counts[row.status] = { orders: Number(row.n), quantity: Number(row.q) };
+    }
+  }
+  return counts;
+}
+
+/**
+ * The latest payment deadline among the goods' unpaid orders, in epoch ms (undefined when none
+ * is unpaid). The server writes expire_at in UTC; the arithmetic is done on the DATETIME itself,
+ * so that neither this connection's nor MySQL's time zone can shift it.
+ */
+async function readPaymentDeadline(db: Connection, goodsId: number): Promise<number | undefined> {
+  const [rows] = await db.query<DeadlineRow[]>(
+    `SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', MAX(expire_at)) DIV 1000 deadline_ms
+       FROM seckill_order WHERE goods_id = ? AND status = 'PENDING_PAYMENT'`,
+    [goodsId],
+  );
+  const raw = rows[0]?.deadline_ms;
+  return raw === null || raw === undefined ? undefined : Number(raw);
+}
+
 async function connectMysql(): Promise<Connection> {
   const url = process.env.DATABASE_URL || DEFAULT_DATABASE_URL;
   try {
@@ -606,6 +801,158 @@ async function connectMysql(): Promise<Connection> {
   }
 }
 
+// ---------------------------------------------------------------- payments and expiries
+
+interface PayPhase {
+  /** Orders of the goods in MySQL when the pays started. */
+  orders: number;
+  results: PurchaseResult[];
+}
+
+interface ExpiryPhase {
+  /** Epoch ms of the last unpaid order's payment deadline; undefined when none was left unpaid. */
+  deadline: number | undefined;
+  settled: boolean;
+  /** Epoch ms when no unpaid order was left, or when the wait gave up. */
+  endedAt: number;
+  timeoutSeconds: number;
+}
+
+function buildPayRequests(
+  baseUrl: string,
+  orders: readonly OrderRef[],
+  buyers: number,
+): PurchaseRequest[] {
+  return orders.map((order) => {
+    const index = order.userId - FIRST_BUYER_ID;
+    if (!Number.isSafeInteger(index) || index < 0 || index >= buyers) {
+      throw new DemoError(
+        `order ${order.orderNo} belongs to user ${order.userId}, not one of the demo's buyers`,
+      );
+    }
+    return {
+      url: `${baseUrl}/api/v1/orders/${encodeURIComponent(order.orderNo)}/pay`,
+      // The owner pays, from the address it bought from, as a buyer's own app would.
+      headers: {
+        authorization: `Bearer ${signToken({ userId: order.userId })}`,
+        'x-forwarded-for': buyerAddress(index),
+      },
+    };
+  });
+}
+
+async function runPays(
+  db: Connection,
+  baseUrl: string,
+  goodsId: number,
+  options: DemoOptions,
+): Promise<PayPhase> {
+  const orders = await readOrders(db, goodsId);
+  const toPay = orders.slice(0, Math.round(orders.length * options.payShare));
+  const requests = buildPayRequests(baseUrl, toPay, options.buyers);
+  const bar = startProgressBar(
+    'paying [{bar}] {percentage}% | {value}/{total} orders | {duration}s',
+    requests.length,
+  );
+  // A pay is the same bodiless POST as a purchase, so the purchase sender serves for both.
+  const results = await runWithConcurrency(requests, options.concurrency, sendPurchase, () =>
+    bar.increment(),
+  );
+  bar.stop();
+  return { orders: orders.length, results };
+}
+
+function countPaid(results: readonly PurchaseResult[]): number {
+  return results.filter((result) => result.status === 200).length;
+}
+
+/** Pays that lost the race with the payment deadline: expected with a very short timeout. */
+function countPaidTooLate(results: readonly PurchaseResult[]): number {
+  return results.filter((result) => result.status === 409 && result.code === 'ORDER_CANCELLED')
+    .length;
+}
+
+function deadlineClock(deadline: number | undefined, now: number): string {
+  if (deadline === undefined) return 'no deadline';
+  const seconds = (Math.abs(now - deadline) / 1000).toFixed(1);
+  return now < deadline ? `deadline in ${seconds} s` : `deadline passed ${seconds} s ago`;
+}
+
+/** Polls MySQL until no order of the goods is left unpaid, or the timeout passes. */
+async function waitForExpiry(
+  db: Connection,
+  goodsId: number,
+  timeoutSeconds: number,
+): Promise<ExpiryPhase> {
+  // Wall-clock time, not performance.now(): the deadlines in MySQL come from the server's Date.now().
+  const giveUpAt = Date.now() + timeoutSeconds * 1000;
+  const deadline = await readPaymentDeadline(db, goodsId);
+  let counts = await countByStatus(db, goodsId);
+  const unpaid = counts.PENDING_PAYMENT.orders;
+  const phase = { deadline, timeoutSeconds };
+  if (unpaid === 0) return { ...phase, settled: true, endedAt: Date.now() };
+  if (deadline !== undefined && deadline > giveUpAt) {
+    console.warn(
+      `warning: the last payment deadline is ${Math.ceil((deadline - Date.now()) / 1000)} s away, ` +
+        `beyond the expiry timeout of ${timeoutSeconds} s (see --expiry-timeout)`,
+    );
+  }
+
+  const bar = startProgressBar(
+    'expiring [{bar}] {value}/{total} unpaid orders settled | {pending} pending | {clock}',
+    unpaid,
+    { pending: unpaid, clock: deadlineClock(deadline, Date.now()) },
+  );
+  try {
+    for (;;) {
+      const now = Date.now();
+      const pending = counts.PENDING_PAYMENT.orders;
+      bar.update(Math.max(0, unpaid - pending), { pending, clock: deadlineClock(deadline, now) });
+      if (pending === 0) return { ...phase, settled: true, endedAt: now };
+      if (now >= giveUpAt) return { ...phase, settled: false, endedAt: now };
+      await sleep(EXPIRY_POLL_INTERVAL_MS);
+      counts = await countByStatus(db, goodsId);
+    }
+  } finally {
+    bar.stop();
+  }
+}
+
+interface FinalState {
+  counts: StatusCounts;
+  stock: StockRow;
+  redisRemaining: number | undefined;
+  reconcile: Reconcile;
+}
+
+function redisCaughtUp(state: FinalState): boolean {
+  const active = state.counts.PENDING_PAYMENT.quantity + state.counts.PAID.quantity;
+  return (
+    state.reconcile.consistent &&
+    state.redisRemaining !== undefined &&
+    state.redisRemaining + active === state.stock.total_stock
+  );
+}
+
+/** Reads both stores and the reconcile route, again for a moment while Redis trails MySQL. */
+async function readFinalState(
+  db: Connection,
+  baseUrl: string,
+  adminToken: string,
+  goodsId: number,
+): Promise<FinalState> {
+  for (let read = 1; ; read++) {
+    const state: FinalState = {
+      counts: await countByStatus(db, goodsId),
+      stock: await readStock(db, goodsId),
+      redisRemaining: await fetchRedisRemaining(baseUrl, goodsId),
+      reconcile: await fetchReconcile(baseUrl, adminToken, goodsId),
+    };
+    if (redisCaughtUp(state) || read >= SETTLE_READS) return state;
+    await sleep(SETTLE_PAUSE_MS);
+  }
+}
+
 // ---------------------------------------------------------------- report
 
 interface Report {
@@ -614,6 +961,15 @@ interface Report {
   stock: StockRow;
   duplicateBuyers: number[];
   redisRemaining: number | undefined;
+}
+
+interface LifecycleReport {
+  /** Purchases answered 202 in the burst. */
+  accepted: number;
+  payShare: number;
+  pays: PayPhase;
+  expiry: ExpiryPhase;
+  final: FinalState;
 }
 
 interface Check {
@@ -658,16 +1014,20 @@ function oversold(report: Report): number {
   return Math.max(0, report.drain.counts.activeQuantity - report.stock.total_stock);
 }
 
-function buildTable(report: Report): string {
-  const { burst, drain, stock } = report;
-  const latencies = burst.results.map((result) => result.latencyMs).sort((a, b) => a - b);
-  const seconds = burst.elapsedMs / 1000;
-  const table = new Table({
-    head: ['metric', 'value'],
+function newTable(title: string): InstanceType<typeof Table> {
+  return new Table({
+    head: [title, 'value'],
     colAligns: ['left', 'right'],
     // No colour codes when the report is redirected to a file or CI log.
     style: process.stdout.isTTY ? { compact: true } : { head: [], border: [], compact: true },
   });
+}
+
+function buildTable(report: Report): string {
+  const { burst, drain, stock } = report;
+  const latencies = burst.results.map((result) => result.latencyMs).sort((a, b) => a - b);
+  const seconds = burst.elapsedMs / 1000;
+  const table = newTable('metric');
   table.push(
     ['requests', burst.results.length],
     ['accepted (202)', countAccepted(burst.results)],
@@ -691,6 +1051,93 @@ function buildTable(report: Report): string {
     ],
   );
   return table.toString();
+}
+
+function payFailureLabel(result: PurchaseResult): string {
+  if (result.status === 0) return `pay failed: network error ${result.code ?? ''}`.trimEnd();
+  return `pay failed: ${result.code ?? `HTTP ${result.status}`}`;
+}
+
+/** Pays answered neither 200 nor "too late", most frequent first. */
+function payFailureRows(results: readonly PurchaseResult[]): [string, number][] {
+  const counts = new Map<string, number>();
+  for (const result of results) {
+    if (result.status === 200) continue;
+    if (result.status === 409 && result.code === 'ORDER_CANCELLED') continue;
+    const label = payFailureLabel(result);
+    counts.set(label, (counts.get(label) ?? 0) + 1);
+  }
+  return [...counts].sort(([a, x], [b, y]) => y - x || a.localeCompare(b));
+}
+
+function expiryTime(expiry: ExpiryPhase): string {
+  if (expiry.deadline === undefined) return 'n/a (none unpaid)';
+  if (!expiry.settled) return `timed out (${expiry.timeoutSeconds})`;
+  return ((expiry.endedAt - expiry.deadline) / 1000).toFixed(2);
+}
+
+function buildLifecycleTable(report: LifecycleReport): string {
+  const { pays, expiry, final } = report;
+  const { counts, stock, reconcile } = final;
+  const table = newTable('after payments and expiries');
+  table.push(
+    [`pays sent (${Math.round(report.payShare * 100)}% of ${pays.orders})`, pays.results.length],
+    ['paid (200)', countPaid(pays.results)],
+    ['too late (409 ORDER_CANCELLED)', countPaidTooLate(pays.results)],
+    ...payFailureRows(pays.results),
+    ['orders paid', counts.PAID.orders],
+    ['orders cancelled (expired)', counts.CANCELLED.orders],
+    ['still pending', counts.PENDING_PAYMENT.orders],
+    ['all expired, s after deadline', expiryTime(expiry)],
+    ['MySQL stock', `${stock.stock} / ${stock.total_stock}`],
+    ['Redis remaining', final.redisRemaining ?? 'n/a'],
+    ['reconcile consistent', reconcile.consistent ? 'yes' : 'no'],
+    ['drift redis / db', `${reconcile.redisDrift ?? 'n/a'} / ${reconcile.dbDrift}`],
+    ['in flight', reconcile.inFlight],
+  );
+  return table.toString();
+}
+
+function evaluateLifecycleChecks(report: LifecycleReport): Check[] {
+  const { counts, stock, redisRemaining, reconcile } = report.final;
+  const successfulPays = countPaid(report.pays.results);
+  const paid = counts.PAID.orders;
+  const paidQuantity = counts.PAID.quantity;
+  const pending = counts.PENDING_PAYMENT.orders;
+  const cancelled = counts.CANCELLED.orders;
+  const total = stock.total_stock;
+  return [
+    {
+      name: 'paid orders == successful pays',
+      ok: paid === successfulPays,
+      detail: `${paid} paid in MySQL, ${successfulPays} pays answered 200`,
+    },
+    {
+      name: 'no order left pending',
+      ok: pending === 0,
+      detail: `${pending} pending${report.expiry.settled ? '' : ` after ${report.expiry.timeoutSeconds} s`}`,
+    },
+    {
+      name: 'cancelled == accepted - paid',
+      ok: cancelled === report.accepted - paid,
+      detail: `${cancelled} vs ${report.accepted} - ${paid}`,
+    },
+    {
+      name: 'MySQL stock == total - paid',
+      ok: stock.stock === total - paidQuantity,
+      detail: `${stock.stock} vs ${total} - ${paidQuantity}`,
+    },
+    {
+      name: 'Redis remaining == total - paid',
+      ok: redisRemaining !== undefined && redisRemaining === total - paidQuantity,
+      detail: `${redisRemaining ?? 'n/a'} vs ${total} - ${paidQuantity}`,
+    },
+    {
+      name: 'reconcile consistent',
+      ok: reconcile.consistent,
+      detail: `drift redis ${reconcile.redisDrift ?? 'n/a'} / db ${reconcile.dbDrift}, ${reconcile.inFlight} in flight`,
+    },
+  ];
 }
 
 function evaluateChecks(report: Report): Check[] {
@@ -743,8 +1190,36 @@ function printChecks(checks: readonly Check[]): boolean {
 
 // ---------------------------------------------------------------- main
 
+/** Pays a share of the orders, waits for the rest to expire, and reads where the stores ended up. */
+async function runLifecycle(
+  db: Connection,
+  baseUrl: string,
+  adminToken: string,
+  goodsId: number,
+  accepted: number,
+  options: DemoOptions,
+): Promise<LifecycleReport> {
+  const pays = await runPays(db, baseUrl, goodsId, options);
+  const tooLate = countPaidTooLate(pays.results);
+  console.log(
+    `pays done: ${countPaid(pays.results)} of ${pays.results.length} paid` +
+      `${tooLate > 0 ? `, ${tooLate} too late (ORDER_CANCELLED)` : ''}; waiting for the unpaid orders to expire…`,
+  );
+  const expiry = await waitForExpiry(db, goodsId, options.expiryTimeoutSeconds);
+  const final = await readFinalState(db, baseUrl, adminToken, goodsId);
+  return { accepted, payShare: options.payShare, pays, expiry, final };
+}
+
 async function runDemo(options: DemoOptions): Promise<boolean> {
-  const baseUrl = options.url ?? (await launchServer(options.port));
+  if (options.url !== undefined) {
+    console.log(
+      `note: with --url the server's own ORDER_PAYMENT_TIMEOUT_MS applies (--payment-timeout is ` +
+        `not used); the expiry phase waits up to ${options.expiryTimeoutSeconds} s (--expiry-timeout)`,
+    );
+  }
+  const baseUrl =
+    options.url ??
+    (await launchServer(options.port, Math.round(options.paymentTimeoutSeconds * 1000)));
   const adminToken = signToken({ userId: ADMIN_USER_ID, admin: true });
   const goodsId = await createGoods(baseUrl, adminToken, options.stock);
   await preheatGoods(baseUrl, adminToken, goodsId);
@@ -774,7 +1249,14 @@ async function runDemo(options: DemoOptions): Promise<boolean> {
     redisRemaining: await fetchRedisRemaining(baseUrl, goodsId),
   };
   console.log(buildTable(report));
-  return printChecks(evaluateChecks(report));
+  const drainOk = printChecks(evaluateChecks(report));
+
+  // Straight after the drain, so that the pays land well before the payment deadline.
+  const lifecycle = await runLifecycle(db, baseUrl, adminToken, goodsId, accepted, options);
+  console.log(buildLifecycleTable(lifecycle));
+  // Both lists are printed whatever the first one says.
+  const lifecycleOk = printChecks(evaluateLifecycleChecks(lifecycle));
+  return drainOk && lifecycleOk;
 }
 
 async function main(): Promise<void> {

@@ -165,7 +165,8 @@ describe('messaging: a broker that does not confirm', () => {
     const userId = 301;
     const voidedBefore = await counter(t.app, 'seckill_order_messages_total', 'voided');
 
-    proxy.stall();
+    // The broker gets the message but its confirm (and every delivery) is held back.
+    proxy.stall('to-client');
     const refused = await t.http
       .post(`/api/v1/seckill/${goodsId}`)
       .set('Authorization', bearer(userId))
@@ -183,7 +184,7 @@ describe('messaging: a broker that does not confirm', () => {
       .expect(200);
     expect(result.body).toMatchObject({ status: 'FAILED', reason: 'UNAVAILABLE' });
 
-    // The held bytes now reach the broker: the late message must be dropped, not written.
+    // The held deliveries now reach the consumer: the late message must be dropped, not written.
     proxy.resume();
     await waitFor(
       async () => (await counter(t.app, 'seckill_order_messages_total', 'voided')) > voidedBefore,

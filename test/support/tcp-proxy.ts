@@ -13,7 +13,7 @@ import {
 export class TcpProxy {
   private readonly server: Server;
   private readonly pairs = new Set<[Socket, Socket]>();
-  private stalled = false;
+  private stalled: 'none' | 'both' | 'to-client' = 'none';
   private held: [Socket, Buffer][] = [];
 
   private constructor(
@@ -37,8 +37,8 @@ export class TcpProxy {
     const upstream = createConnection(this.targetPort, this.targetHost);
     const pair: [Socket, Socket] = [client, upstream];
     this.pairs.add(pair);
-    this.forward(client, upstream);
-    this.forward(upstream, client);
+    this.forward(client, upstream, 'both');
+    this.forward(upstream, client, 'to-client');
     const drop = () => {
       client.destroy();
       upstream.destroy();
@@ -49,20 +49,24 @@ export class TcpProxy {
   }
 
   /** Copies bytes in order; while stalled they wait in `held` and go out on resume. */
-  private forward(from: Socket, to: Socket): void {
+  private forward(from: Socket, to: Socket, direction: 'both' | 'to-client'): void {
     from.on('data', (chunk: Buffer) => {
-      if (this.stalled) this.held.push([to, chunk]);
+      const held = this.stalled === 'both' || this.stalled === direction;
+      if (held || this.held.some(([target]) => target === to)) this.held.push([to, chunk]);
       else to.write(chunk);
     });
   }
 
-  /** Holds every byte in both directions until `resume()`. */
-  stall(): void {
-    this.stalled = true;
+  /**
+   * Holds bytes until `resume()`: in both directions, or only those from the server to the
+   * client (the server receives everything but its answers, confirms included, wait).
+   */
+  stall(direction: 'both' | 'to-client' = 'both'): void {
+    this.stalled = direction;
   }
 
   resume(): void {
-    this.stalled = false;
+    this.stalled = 'none';
     for (const [to, chunk] of this.held.splice(0)) if (!to.destroyed) to.write(chunk);
   }
 

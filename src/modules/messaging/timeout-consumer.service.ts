@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import type { ChannelWrapper } from 'amqp-connection-manager';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffWithJitter } from '../../common/database/transient-errors.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
@@ -76,7 +77,7 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
         this.metrics.timeoutMessages.inc({ outcome });
         return;
       } catch (error) {
-        const backoff = Math.min(MAX_BACKOFF_MS, 100 * 2 ** attempt);
+        const backoff = backoffWithJitter(attempt, 100, MAX_BACKOFF_MS);
         this.logger.error(
           `order timeout failed, retrying in ${backoff} ms: order=${parsed.orderNo} ${(error as Error).message}`,
         );

@@ -1,6 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
 import { DataSource, LessThan, Repository } from 'typeorm';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -8,6 +10,8 @@ import { RestockCode, StockService } from '../stock/stock.service.js';
 
 export type CancelReason = 'USER' | 'EXPIRED';
 export type ExpireOutcome = 'cancelled' | 'already_cancelled' | 'paid' | 'not_found' | 'not_due';
+
+const MAX_TRANSIENT_RETRIES = 10;
 
 /** The payment deadline is judged with this much slack for clocks that disagree a little. */
 const CLOCK_SKEW_MS = 1_000;
@@ -139,8 +143,25 @@ export class OrderLifecycleService {
     }
   }
 
-  /** One conditional UPDATE; for a cancel, MySQL's stock comes back in the same transaction. */
-  private transition(order: OrderEntity, to: Exclude<OrderStatus, 'PENDING_PAYMENT'>) {
+  /**
+   * One conditional UPDATE; for a cancel, MySQL's stock comes back in the same transaction.
+   * A deadlock or lock timeout rolls the transaction back whole, so it is simply run again.
+   */
+  private async transition(
+    order: OrderEntity,
+    to: Exclude<OrderStatus, 'PENDING_PAYMENT'>,
+  ): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.transitionOnce(order, to);
+      } catch (error) {
+        if (!isTransientDbError(error) || attempt >= MAX_TRANSIENT_RETRIES) throw error;
+        await sleep(backoffWithJitter(attempt, 5, 200));
+      }
+    }
+  }
+
+  private transitionOnce(order: OrderEntity, to: Exclude<OrderStatus, 'PENDING_PAYMENT'>) {
     return this.dataSource.transaction(async (manager) => {
       const runner = manager.queryRunner!;
       const result = await runner.query(

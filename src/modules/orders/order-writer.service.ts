@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, EntityManager } from 'typeorm';
+import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -49,6 +50,10 @@ export class OrderWriter {
           this.writeInTransaction(manager, goodsId, orders),
         );
       } catch (error) {
+        if (isTransientDbError(error) && attempt < MAX_VERSION_ATTEMPTS) {
+          await sleep(backoffWithJitter(attempt, 5, 200));
+          continue;
+        }
         if (error instanceof VersionConflict && attempt < MAX_VERSION_ATTEMPTS) {
           this.metrics.versionConflicts.inc();
           // Jitter spreads competing writers apart so that one of them wins the next round.

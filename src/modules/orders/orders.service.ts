@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import { MoreThanOrEqual, Repository } from 'typeorm';
 import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 
@@ -87,6 +87,21 @@ export class OrdersService {
           .filter((order) => order.status === 'CANCELLED')
           .map((order) => order.orderNo),
       };
+    });
+  }
+
+  /** Orders of the goods cancelled in the last `withinMs` (their Redis restock may lag). */
+  async recentlyCancelled(
+    goodsId: number,
+    withinMs: number,
+  ): Promise<{ orderNo: string; quantity: number }[]> {
+    return this.orders.find({
+      select: { orderNo: true, quantity: true },
+      where: {
+        goodsId,
+        status: 'CANCELLED',
+        updatedAt: MoreThanOrEqual(new Date(Date.now() - withinMs)),
+      },
     });
   }
 

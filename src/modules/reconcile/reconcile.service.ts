@@ -31,6 +31,7 @@ export interface RepairReport {
 /** How many times an inconsistent reading is taken again before it counts as drift. */
 const CONFIRM_READS = 3;
 const CONFIRM_PAUSE_MS = 200;
+const RECENT_CANCEL_WINDOW_MS = 10 * 60_000;
 
 /**
  * Proves that MySQL and Redis agree: with active = pendingPayment + paid,
@@ -99,7 +100,9 @@ export class ReconcileService {
     );
     this.metrics.ordersByStatus.set({ goods, status: 'PAID' }, report.orders.paid);
     this.metrics.ordersByStatus.set({ goods, status: 'CANCELLED' }, report.orders.cancelled);
-    if (!report.consistent) {
+    if (!report.consistent && (await this.explainedByRestocksUnderWay(report))) {
+      this.logger.debug(`reconcile: goods=${goodsId} restocks under way, not drift`);
+    } else if (!report.consistent) {
       this.logger.error(
         `reconcile drift: goods=${goodsId} redisDrift=${report.drift.redis} dbDrift=${report.drift.db} ` +
           `redisStock=${report.redisStock} dbStock=${report.dbStock} inFlight=${report.inFlight} ` +
@@ -107,6 +110,26 @@ export class ReconcileService {
       );
     }
     return report;
+  }
+
+  /**
+   * During a wave of cancellations each reading can fall between a cancel's MySQL commit and
+   * its Redis restock (the Redis side then looks short by that order). True when exactly the
+   * quantity of recent cancels that Redis has not restocked yet accounts for the gap.
+   */
+  private async explainedByRestocksUnderWay(report: ReconcileReport): Promise<boolean> {
+    if (report.drift.db !== 0 || report.drift.redis === null || report.drift.redis <= 0) {
+      return false;
+    }
+    const recent = await this.orders.recentlyCancelled(report.goodsId, RECENT_CANCEL_WINDOW_MS);
+    const pending = await this.stock.notYetRestocked(
+      report.goodsId,
+      recent.map((order) => order.orderNo),
+    );
+    const pendingQuantity = recent
+      .filter((order) => pending.has(order.orderNo))
+      .reduce((sum, order) => sum + order.quantity, 0);
+    return pendingQuantity === report.drift.redis;
   }
 
   /** Checks every sale that is open now, and records the queues' depths. */

@@ -96,6 +96,17 @@ export class StockService {
     return this.scripts.restock(saleKeys(goodsId), orderNo, userId, quantity);
   }
 
+  /** Which of these cancelled orders Redis has not given back yet. */
+  async notYetRestocked(goodsId: number, orderNos: string[]): Promise<Set<string>> {
+    const pending = new Set<string>();
+    for (let i = 0; i < orderNos.length; i += 1_000) {
+      const chunk = orderNos.slice(i, i + 1_000);
+      const flags = await this.redis.smismember(saleKeys(goodsId).restocked, ...chunk);
+      chunk.forEach((orderNo, index) => flags[index] === 0 && pending.add(orderNo));
+    }
+    return pending;
+  }
+
   snapshot(goodsId: number) {
     return this.scripts.snapshot(saleKeys(goodsId));
   }
