@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { adminAuth, bearer, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
+import { adminAuth, bearer, createSale, startApp, Stores, waitFor } from './support/harness.js';
 import { ChildApp } from './support/child-app.js';
 
 /**
@@ -9,10 +9,7 @@ import { ChildApp } from './support/child-app.js';
  */
 describe('crash recovery', () => {
   const stores = new Stores();
-  let survivor: TestApp | undefined;
-
   afterAll(async () => {
-    await survivor?.close();
     await stores.close();
   });
 
@@ -56,42 +53,50 @@ describe('crash recovery', () => {
     expect(acceptedBeforeKill).toBeGreaterThanOrEqual(40);
 
     // A new instance, with the outbox sweeper on, takes over.
-    survivor = await startApp({
+    const survivor = await startApp({
       OUTBOX_SWEEP_ENABLED: 'true',
       OUTBOX_SWEEP_INTERVAL_MS: '200',
       OUTBOX_STALE_MS: '1000',
     });
-    const settled = await waitFor(
-      async () => {
-        const inflight = await stores.inflight(goodsId);
-        const outbox = await stores.redis.zcard(`seckill:{${goodsId}}:outbox`);
-        return inflight === 0 && outbox === 0;
-      },
-      { timeoutMs: 30_000, what: 'every accepted purchase to settle' },
-    );
-    expect(settled).toBe(true);
+    // Closed before the next test: its consumer must not drain that test's backlog.
+    try {
+      const settled = await waitFor(
+        async () => {
+          const inflight = await stores.inflight(goodsId);
+          const outbox = await stores.redis.zcard(`seckill:{${goodsId}}:outbox`);
+          return inflight === 0 && outbox === 0;
+        },
+        { timeoutMs: 30_000, what: 'every accepted purchase to settle' },
+      );
+      expect(settled).toBe(true);
 
-    const orders = await stores.orders(goodsId);
-    const soldInRedis = stock - (await stores.redisStock(goodsId))!;
-    // Each purchase Redis accepted (the 202s, plus any the kill cut off before the answer) is
-    // exactly one order.
-    expect(orders.length).toBe(soldInRedis);
-    expect(orders.length).toBeGreaterThanOrEqual(acceptedBeforeKill);
-    expect(new Set(orders.map((order) => order.request_id)).size).toBe(orders.length);
-    expect(new Set(orders.map((order) => order.user_id)).size).toBe(orders.length);
-    expect(await stores.mysqlStock(goodsId)).toBe(stock - orders.length);
-    const buyers = await stores.redisBuyers(goodsId);
-    expect(Object.keys(buyers)).toHaveLength(orders.length);
+      const orders = await stores.orders(goodsId);
+      const soldInRedis = stock - (await stores.redisStock(goodsId))!;
+      // Each purchase Redis accepted (the 202s, plus any the kill cut off before the answer) is
+      // exactly one order.
+      expect(orders.length).toBe(soldInRedis);
+      expect(orders.length).toBeGreaterThanOrEqual(acceptedBeforeKill);
+      expect(new Set(orders.map((order) => order.request_id)).size).toBe(orders.length);
+      expect(new Set(orders.map((order) => order.user_id)).size).toBe(orders.length);
+      expect(await stores.mysqlStock(goodsId)).toBe(stock - orders.length);
+      const buyers = await stores.redisBuyers(goodsId);
+      expect(Object.keys(buyers)).toHaveLength(orders.length);
 
-    const report = await survivor.http
-      .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
-      .set('Authorization', adminAuth())
-      .expect(200);
-    expect(report.body).toMatchObject({ consistent: true, inFlight: 0 });
+      const report = await survivor.http
+        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+        .set('Authorization', adminAuth())
+        .expect(200);
+      expect(report.body).toMatchObject({ consistent: true, inFlight: 0 });
+    } finally {
+      await survivor.close();
+    }
   });
 
   it('should republish a purchase whose process died right after the Lua step', async () => {
-    const victim = await ChildApp.start({ FAULT_CRASH_AFTER_DEDUCT: '3' });
+    const victim = await ChildApp.start({
+      FAULT_CRASH_POINT: 'after-deduct',
+      FAULT_CRASH_AFTER: '3',
+    });
     const post = (path: string, auth: string, body?: object) =>
       fetch(`${victim.baseUrl}${path}`, {
         method: 'POST',
@@ -119,7 +124,7 @@ describe('crash recovery', () => {
       );
     }
     expect(answers).toEqual([202, 202, 0]); // the third never got an answer: the process died
-    await waitFor(() => victim.process.exitCode !== null || victim.process.signalCode !== null, {
+    await waitFor(() => victim.exited, {
       what: 'the victim to die',
     });
     expect(await stores.redis.zcard(`seckill:{${goodsId}}:outbox`)).toBeGreaterThanOrEqual(1);
@@ -150,6 +155,63 @@ describe('crash recovery', () => {
       );
       expect(await stores.mysqlStock(goodsId)).toBe(7);
       expect(await stores.redisStock(goodsId)).toBe(7);
+    } finally {
+      await next.close();
+    }
+  });
+
+  it('should write no order twice when a consumer dies between the MySQL commit and the ack', async () => {
+    // Purchases pile up in RabbitMQ while no consumer runs.
+    const front = await startApp({ CONSUMER_ENABLED: 'false' });
+    let goodsId: number;
+    try {
+      goodsId = await createSale(front.http, { stock: 100 });
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          front.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(96_000 + i)),
+        ),
+      );
+      expect(answers.filter((answer) => answer.status === 202)).toHaveLength(100);
+    } finally {
+      await front.close();
+    }
+
+    // A consumer commits its second batch and dies before acking it.
+    const victim = await ChildApp.start(
+      {
+        FAULT_CRASH_POINT: 'after-commit',
+        FAULT_CRASH_AFTER: '2',
+        CONSUMER_BATCH_SIZE: '20',
+        CONSUMER_PREFETCH: '20',
+      },
+      { waitReady: false },
+    );
+    await waitFor(() => victim.exited, {
+      timeoutMs: 20_000,
+      what: 'the consumer to die mid-drain',
+    });
+    expect(victim.process.signalCode).toBe('SIGKILL');
+    const written = (await stores.orders(goodsId)).length;
+    expect(written).toBeGreaterThanOrEqual(40);
+    expect(written).toBeLessThan(100);
+
+    const next = await startApp();
+    try {
+      const orders = await waitFor(
+        async () => {
+          const rows = await stores.orders(goodsId);
+          return rows.length >= 100 && (await stores.inflight(goodsId)) === 0 ? rows : null;
+        },
+        { timeoutMs: 30_000, what: 'the rest of the orders' },
+      );
+      expect(orders).toHaveLength(100);
+      expect(new Set(orders.map((order) => order.request_id)).size).toBe(100);
+      expect(await stores.mysqlStock(goodsId)).toBe(0);
+      const report = await next.http
+        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+        .set('Authorization', adminAuth())
+        .expect(200);
+      expect(report.body).toMatchObject({ consistent: true, inFlight: 0, redisStock: 0 });
     } finally {
       await next.close();
     }

@@ -2,6 +2,7 @@ import { DynamicModule, Global, Module } from '@nestjs/common';
 import { ConfigModule } from '@nestjs/config';
 import { appConfigProvider, APP_CONFIG } from './app-config.js';
 import type { AppConfig } from './env.validation.js';
+import { FaultInjector } from './fault-injector.js';
 
 /**
  * Serves the configuration validated once at boot (createApp → validateEnv) through
@@ -22,8 +23,8 @@ export class AppConfigModule {
           load: [() => ({ app: config })],
         }),
       ],
-      providers: [appConfigProvider],
-      exports: [APP_CONFIG],
+      providers: [appConfigProvider, FaultInjector],
+      exports: [APP_CONFIG, FaultInjector],
     };
   }
 }

@@ -35,8 +35,8 @@ export interface AppConfig {
   expirySweepGraceMs: number;
   reconcileEnabled: boolean;
   reconcileIntervalMs: number;
-  /** Test-only fault hook: SIGKILL the process right after the Nth accepted Lua step (0 = off). */
-  faultCrashAfterDeduct: number;
+  /** Test-only fault hook: SIGKILL the process at this point, the Nth time it is reached. */
+  faultCrash: { point: FaultPoint; after: number } | null;
 }
 
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
@@ -89,14 +89,20 @@ function readUrl(env: Env, name: string, fallback: string, protocols: string[]):
   return value;
 }
 
-function readFaultHook(env: Env, nodeEnv: string): number {
-  const crashAfter = readInt(env, 'FAULT_CRASH_AFTER_DEDUCT', 0, 0, 1_000_000);
-  if (crashAfter > 0 && nodeEnv === 'production') {
-    throw new ConfigValidationError(
-      'FAULT_CRASH_AFTER_DEDUCT is for tests and refused in production',
-    );
+export const FAULT_POINTS = ['after-deduct', 'after-commit'] as const;
+export type FaultPoint = (typeof FAULT_POINTS)[number];
+
+/** FAULT_CRASH_POINT (after-deduct | after-commit) and FAULT_CRASH_AFTER (N, default 1). */
+function readFaultHook(env: Env, nodeEnv: string): AppConfig['faultCrash'] {
+  const point = readString(env, 'FAULT_CRASH_POINT', '');
+  if (point === '') return null;
+  if (!FAULT_POINTS.includes(point as FaultPoint)) {
+    throw new ConfigValidationError(`FAULT_CRASH_POINT must be one of ${FAULT_POINTS.join(', ')}`);
   }
-  return crashAfter;
+  if (nodeEnv === 'production') {
+    throw new ConfigValidationError('FAULT_CRASH_POINT is for tests and refused in production');
+  }
+  return { point: point as FaultPoint, after: readInt(env, 'FAULT_CRASH_AFTER', 1, 1, 1_000_000) };
 }
 
 export function validateEnv(env: Env): AppConfig {
@@ -158,6 +164,6 @@ export function validateEnv(env: Env): AppConfig {
     expirySweepGraceMs: readInt(env, 'EXPIRY_SWEEP_GRACE_MS', 60_000, 0, 86_400_000),
     reconcileEnabled: readBool(env, 'RECONCILE_ENABLED', true),
     reconcileIntervalMs: readInt(env, 'RECONCILE_INTERVAL_MS', 60_000, 1_000, 86_400_000),
-    faultCrashAfterDeduct: readFaultHook(env, nodeEnv),
+    faultCrash: readFaultHook(env, nodeEnv),
   };
 }

@@ -35,7 +35,11 @@ export class ChildApp {
     process.stderr?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
   }
 
-  static async start(env: Record<string, string> = {}): Promise<ChildApp> {
+  /** Starts it and (unless told not to) waits until it is ready. */
+  static async start(
+    env: Record<string, string> = {},
+    { waitReady = true } = {},
+  ): Promise<ChildApp> {
     const port = await freePort();
     const child = spawn(process.execPath, ['dist/main.js'], {
       cwd: ROOT,
@@ -43,9 +47,10 @@ export class ChildApp {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const app = new ChildApp(child, `http://127.0.0.1:${port}`);
+    if (!waitReady) return app;
     await waitFor(
       async () => {
-        if (child.exitCode !== null) throw new Error(`server exited early:\n${app.output}`);
+        if (app.exited) throw new Error(`server exited early:\n${app.output}`);
         const response = await fetch(`${app.baseUrl}/health/ready`).catch(() => null);
         return response?.status === 200;
       },
@@ -54,15 +59,17 @@ export class ChildApp {
     return app;
   }
 
+  get exited(): boolean {
+    return this.process.exitCode !== null || this.process.signalCode !== null;
+  }
+
   get log(): string {
     return this.output;
   }
 
   /** Sends `signal` and resolves with the exit code (null when killed by a signal). */
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-    if (this.process.exitCode !== null || this.process.signalCode !== null) {
-      return this.process.exitCode;
-    }
+    if (this.exited) return this.process.exitCode;
     const exited = once(this.process, 'exit');
     this.process.kill(signal);
     const [code] = (await exited) as [number | null];

@@ -14,6 +14,7 @@ export class TcpProxy {
   private readonly server: Server;
   private readonly pairs = new Set<[Socket, Socket]>();
   private stalled: 'none' | 'both' | 'to-client' = 'none';
+  private refusing = false;
   private held: [Socket, Buffer][] = [];
 
   private constructor(
@@ -34,6 +35,10 @@ export class TcpProxy {
   }
 
   private accept(client: Socket): void {
+    if (this.refusing) {
+      client.destroy();
+      return;
+    }
     const upstream = createConnection(this.targetPort, this.targetHost);
     const pair: [Socket, Socket] = [client, upstream];
     this.pairs.add(pair);
@@ -68,6 +73,26 @@ export class TcpProxy {
   resume(): void {
     this.stalled = 'none';
     for (const [to, chunk] of this.held.splice(0)) if (!to.destroyed) to.write(chunk);
+  }
+
+  /** The service "goes down": open connections are cut and new ones are refused until up(). */
+  down(): void {
+    this.refusing = true;
+    for (const [client, upstream] of this.pairs) {
+      client.destroy();
+      upstream.destroy();
+    }
+    this.pairs.clear();
+    this.held = [];
+  }
+
+  up(): void {
+    this.refusing = false;
+  }
+
+  /** How many client connections are open now. */
+  get connections(): number {
+    return this.pairs.size;
   }
 
   async close(): Promise<void> {

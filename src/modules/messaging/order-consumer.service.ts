@@ -4,6 +4,7 @@ import type { Channel, ConsumeMessage } from 'amqplib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter } from '../../common/database/transient-errors.js';
 import { InjectConfig } from '../../config/app-config.js';
+import { FaultInjector } from '../../config/fault-injector.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { assertTopology } from '../../infra/rabbitmq/topology.js';
@@ -46,6 +47,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly stock: StockService,
     private readonly metrics: MetricsService,
     private readonly publisher: OrderPublisher,
+    private readonly faults: FaultInjector,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
@@ -157,6 +159,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
       goodsId,
       toWrite.map((purchase) => purchase.order),
     );
+    this.faults.crashPoint('after-commit');
     const done = outcomes.filter((outcome) => outcome.kind !== 'rejected');
     for (const outcome of outcomes) {
       if (outcome.kind === 'rejected') {

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { InjectConfig } from '../../config/app-config.js';
+import { FaultInjector } from '../../config/fault-injector.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { DomainError, UnavailableError } from '../../common/errors/domain-error.js';
 import { GoodsService } from '../goods/goods.service.js';
@@ -41,7 +42,6 @@ async function orUnavailable<T>(what: string, action: () => Promise<T>): Promise
 @Injectable()
 export class PurchaseService {
   private readonly logger = new Logger(PurchaseService.name);
-  private acceptedDeducts = 0;
 
   constructor(
     private readonly stock: StockService,
@@ -50,6 +50,7 @@ export class PurchaseService {
     private readonly goods: GoodsService,
     private readonly orders: OrdersService,
     private readonly metrics: MetricsService,
+    private readonly faults: FaultInjector,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
@@ -110,13 +111,7 @@ export class PurchaseService {
     if (code !== DeductCode.Accepted && code !== DeductCode.Replayed) {
       throw await this.refusal(code, goodsId);
     }
-    if (
-      this.config.faultCrashAfterDeduct > 0 &&
-      ++this.acceptedDeducts >= this.config.faultCrashAfterDeduct
-    ) {
-      // Fault injection for the crash tests: die where only the Redis outbox knows the purchase.
-      process.kill(process.pid, 'SIGKILL');
-    }
+    this.faults.crashPoint('after-deduct');
 
     if (await this.publisher.publish(order)) {
       // Best effort: if this fails the sweeper republishes it, and the consumer dedups.
