@@ -189,7 +189,12 @@ describe('messaging: a broker that does not confirm', () => {
     await waitFor(
       async () => (await counter(t.app, 'seckill_order_messages_total', 'voided')) > voidedBefore,
       { what: 'the late message to be dropped' },
-    );
+    ).catch(async (error: Error) => {
+      // Rare in the full suite; say what the consumer saw, to tell where the message went.
+      const metrics = await t.app.get(MetricsService).registry.metrics();
+      const lines = metrics.split('\n').filter((line) => line.startsWith('seckill_'));
+      throw new Error(`${error.message}\n${lines.join('\n')}`);
+    });
     expect(await stores.orders(goodsId)).toHaveLength(0);
     expect(await stores.mysqlStock(goodsId)).toBe(3);
 

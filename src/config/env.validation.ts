@@ -35,6 +35,7 @@ export interface AppConfig {
   expirySweepGraceMs: number;
   reconcileEnabled: boolean;
   reconcileIntervalMs: number;
+  redisWatchIntervalMs: number;
   /** Test-only fault hook: SIGKILL the process at this point, the Nth time it is reached. */
   faultCrash: { point: FaultPoint; after: number } | null;
 }
@@ -164,6 +165,7 @@ export function validateEnv(env: Env): AppConfig {
     expirySweepGraceMs: readInt(env, 'EXPIRY_SWEEP_GRACE_MS', 60_000, 0, 86_400_000),
     reconcileEnabled: readBool(env, 'RECONCILE_ENABLED', true),
     reconcileIntervalMs: readInt(env, 'RECONCILE_INTERVAL_MS', 60_000, 1_000, 86_400_000),
+    redisWatchIntervalMs: readInt(env, 'REDIS_WATCH_INTERVAL_MS', 1_000, 100, 60_000),
     faultCrash: readFaultHook(env, nodeEnv),
   };
 }

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import type { AppConfig } from '../../config/env.validation.js';
 import { APP_CONFIG } from '../../config/app-config.js';
 import { REDIS_CLIENT } from './redis.constants.js';
+import { RedisWatchdog } from './redis-watchdog.js';
 import { SeckillScripts } from './seckill-scripts.js';
 
 @Global()
@@ -27,8 +28,9 @@ import { SeckillScripts } from './seckill-scripts.js';
       },
     },
     SeckillScripts,
+    RedisWatchdog,
   ],
-  exports: [REDIS_CLIENT, SeckillScripts],
+  exports: [REDIS_CLIENT, SeckillScripts, RedisWatchdog],
 })
 export class RedisModule implements OnApplicationShutdown {
   constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}

@@ -102,6 +102,11 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
+  /** Order messages waiting in RabbitMQ (ready, not yet delivered to a consumer). */
+  async ordersWaiting(): Promise<number> {
+    return (await this.channel.checkQueue(this.rabbit.names.ordersQueue)).messageCount;
+  }
+
   /** Messages ready in each of the service's queues (consumer lag). */
   async queueDepths(): Promise<Record<string, number>> {
     const names = this.rabbit.names;

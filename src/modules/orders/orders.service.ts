@@ -64,11 +64,17 @@ export class OrdersService {
    * cancelled), their buyers, and the cancelled orders' numbers (their stock is back already).
    */
   async history(goodsId: number): Promise<{
+    /** MySQL's remaining stock, in the same snapshot */
+    stock: number;
     activeOrders: { requestId: string; userId: number; quantity: number }[];
     buyers: { userId: number; quantity: number }[];
     cancelledOrderNos: string[];
   }> {
     return this.orders.manager.transaction('REPEATABLE READ', async (manager) => {
+      const [goods] = await manager.query<{ stock: number }[]>(
+        'SELECT stock FROM seckill_goods WHERE id = ?',
+        [goodsId],
+      );
       const orders = await manager.find(OrderEntity, {
         select: { requestId: true, userId: true, quantity: true, orderNo: true, status: true },
         where: { goodsId },
@@ -81,6 +87,7 @@ export class OrdersService {
         buyers.set(order.userId, (buyers.get(order.userId) ?? 0) + order.quantity);
       }
       return {
+        stock: Number(goods?.stock ?? 0),
         activeOrders,
         buyers: [...buyers].map(([userId, quantity]) => ({ userId, quantity })),
         cancelledOrderNos: orders
@@ -88,6 +95,10 @@ export class OrdersService {
           .map((order) => order.orderNo),
       };
     });
+  }
+
+  async hasOrders(goodsId: number): Promise<boolean> {
+    return (await this.orders.count({ where: { goodsId }, take: 1 })) > 0;
   }
 
   /** Orders of the goods cancelled in the last `withinMs` (their Redis restock may lag). */

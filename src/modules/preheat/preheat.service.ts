@@ -1,6 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { UnavailableError } from '../../common/errors/domain-error.js';
+import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { GoodsService } from '../goods/goods.service.js';
+import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { OrdersService } from '../orders/orders.service.js';
+import { PurchaseLockService } from '../stock/purchase-lock.service.js';
 import { StockService } from '../stock/stock.service.js';
 
 export interface PreheatResult {
@@ -8,6 +12,8 @@ export interface PreheatResult {
   stock: number;
   loaded: boolean;
 }
+
+const REBUILD_LOCK_TTL_MS = 30_000;
 
 @Injectable()
 export class PreheatService {
@@ -17,6 +23,8 @@ export class PreheatService {
     private readonly goods: GoodsService,
     private readonly orders: OrdersService,
     private readonly stock: StockService,
+    private readonly publisher: OrderPublisher,
+    private readonly locks: PurchaseLockService,
   ) {}
 
   /**
@@ -25,26 +33,57 @@ export class PreheatService {
    */
   async preheat(goodsId: number): Promise<PreheatResult> {
     const goods = await this.goods.findOrThrow(goodsId);
-    const history = (await this.stock.isPreheated(goodsId))
-      ? { buyers: [], cancelledOrderNos: [] }
-      : await this.orders.history(goodsId);
+    if (await this.stock.isPreheated(goodsId)) return this.load(goods, goods.stock, undefined);
+    if (goods.stock === goods.totalStock && (await this.orders.hasOrders(goodsId)) === false) {
+      return this.load(goods, goods.stock, undefined);
+    }
+    return this.rebuild(goods);
+  }
+
+  /**
+   * Redis lost a sale that has already sold. Its stock and buyers come back from MySQL, once the
+   * order messages the lost Redis had accepted are written there: until then MySQL's stock is
+   * too high by them, and the sale stays closed (503 UNAVAILABLE, nothing taken).
+   */
+  private async rebuild(goods: GoodsEntity): Promise<PreheatResult> {
+    const lock = await this.locks.tryLockJob(`rebuild:${goods.id}`, REBUILD_LOCK_TTL_MS);
+    if (!lock) throw new UnavailableError('The sale is being rebuilt; try again shortly');
+    try {
+      const waiting = await this.publisher.ordersWaiting();
+      if (waiting > 0) {
+        throw new UnavailableError(
+          `${waiting} order messages are still on their way to MySQL; the sale reopens once they are written`,
+        );
+      }
+      const history = await this.orders.history(goods.id);
+      const result = await this.load(goods, history.stock, history);
+      this.logger.warn(
+        `rebuilt from mysql: goods=${goods.id} stock=${result.stock} buyers=${history.buyers.length} cancelled=${history.cancelledOrderNos.length}`,
+      );
+      return result;
+    } finally {
+      await lock.release();
+    }
+  }
+
+  private async load(
+    goods: GoodsEntity,
+    stock: number,
+    history: Parameters<StockService['preheat']>[2] | undefined,
+  ): Promise<PreheatResult> {
     const result = await this.stock.preheat(
-      goodsId,
+      goods.id,
       {
         totalStock: goods.totalStock,
-        stock: goods.stock,
+        stock,
         startAt: goods.startAt,
         endAt: goods.endAt,
         perUserLimit: goods.perUserLimit,
       },
-      history,
+      history ?? { buyers: [], cancelledOrderNos: [] },
     );
-    if (result.loaded) {
-      this.logger.log(
-        `preheated: goods=${goodsId} stock=${result.stock} buyers=${history.buyers.length}`,
-      );
-    }
-    return { goodsId, stock: result.stock, loaded: result.loaded };
+    if (result.loaded) this.logger.log(`preheated: goods=${goods.id} stock=${result.stock}`);
+    return { goodsId: goods.id, stock: result.stock, loaded: result.loaded };
   }
 
   /** Preheats every sale that opens within `lookaheadMs` and has not ended. */

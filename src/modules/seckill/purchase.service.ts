@@ -10,6 +10,7 @@ import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import type { NewOrder } from '../orders/order.types.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OrdersService } from '../orders/orders.service.js';
+import { SaleRecovery } from '../preheat/sale-recovery.service.js';
 import { PurchaseLockService } from '../stock/purchase-lock.service.js';
 import { DeductCode, ReleaseCode, StockService } from '../stock/stock.service.js';
 
@@ -51,6 +52,7 @@ export class PurchaseService {
     private readonly orders: OrdersService,
     private readonly metrics: MetricsService,
     private readonly faults: FaultInjector,
+    private readonly recovery: SaleRecovery,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
@@ -72,6 +74,9 @@ export class PurchaseService {
     userId: number,
     quantity: number,
   ): Promise<PurchaseAccepted> {
+    if (this.recovery.recovering) {
+      throw new UnavailableError('Redis is being rebuilt after a restart; nothing was taken');
+    }
     if (!this.publisher.isReady()) {
       throw new UnavailableError('The order queue is unavailable; nothing was taken');
     }

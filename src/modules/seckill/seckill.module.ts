@@ -2,12 +2,13 @@ import { Module } from '@nestjs/common';
 import { GoodsModule } from '../goods/goods.module.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
+import { PreheatModule } from '../preheat/preheat.module.js';
 import { StockModule } from '../stock/stock.module.js';
 import { PurchaseService } from './purchase.service.js';
 import { SeckillController } from './seckill.controller.js';
 
 @Module({
-  imports: [StockModule, MessagingModule, GoodsModule, OrdersModule],
+  imports: [StockModule, MessagingModule, GoodsModule, OrdersModule, PreheatModule],
   controllers: [SeckillController],
   providers: [PurchaseService],
 })

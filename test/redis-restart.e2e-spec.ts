@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  adminAuth,
+  bearer,
+  createSale,
+  startApp,
+  Stores,
+  waitFor,
+  type TestApp,
+} from './support/harness.js';
+import { PrivateRedis } from './support/private-redis.js';
+
+describe('faults: Redis restarts empty during a sale', () => {
+  let redis: PrivateRedis;
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start();
+    t = await startApp({ REDIS_URL: redis.url, REDIS_WATCH_INTERVAL_MS: '200' });
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await redis.kill();
+    await stores.close();
+  });
+
+  it('should sell nothing until the sale is rebuilt from MySQL, then go on without selling twice', async () => {
+    const goodsId = await createSale(t.http, { stock: 20 });
+    for (const userId of [501, 502, 503, 504, 505]) {
+      await t.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(userId))
+        .expect(202);
+    }
+    await waitFor(async () => (await stores.orders(goodsId)).length === 5, { what: 'five orders' });
+
+    await redis.kill();
+    const down = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(506))
+      .expect(503);
+    expect(down.body.code).toBe('UNAVAILABLE');
+
+    await redis.up(); // empty: the sale, its buyers and its outbox are gone
+    const answers: string[] = [];
+    await waitFor(
+      async () => {
+        const response = await t.http
+          .post(`/api/v1/seckill/${goodsId}`)
+          .set('Authorization', bearer(506));
+        answers.push(`${response.status} ${response.body.code ?? ''}`.trim());
+        return response.status === 202;
+      },
+      { timeoutMs: 30_000, intervalMs: 100, what: 'purchases to reopen' },
+    );
+    // Until then every answer kept the sale closed and took nothing.
+    for (const answer of answers.slice(0, -1)) {
+      expect(['503 UNAVAILABLE', '409 NOT_PREHEATED']).toContain(answer);
+    }
+
+    const again = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(501))
+      .expect(409);
+    expect(again.body.code).toBe('ALREADY_PURCHASED');
+    const orders = await waitFor(async () => {
+      const rows = await stores.orders(goodsId);
+      return rows.length === 6 ? rows : null;
+    });
+    expect(new Set(orders.map((order) => Number(order.user_id))).size).toBe(6);
+    const report = await waitFor(async () => {
+      const response = await t.http
+        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+        .set('Authorization', adminAuth())
+        .expect(200);
+      return response.body.consistent ? response.body : null;
+    });
+    expect(report).toMatchObject({ redisStock: 14, dbStock: 14, buyers: 6, inFlight: 0 });
+  });
+});
