@@ -22,13 +22,16 @@ export default async function globalSetup(): Promise<void> {
 
   const connection = await amqp.connect(process.env.RABBITMQ_URL!);
   const channel = await connection.createChannel();
-  const prefix = process.env.RABBITMQ_PREFIX!;
-  for (const queue of [`${prefix}.orders`, `${prefix}.orders.dead`, `${prefix}.orders.timeout`]) {
-    await channel.deleteQueue(queue);
-  }
-  // Delay queues carry the payment timeout in their name; the tests use these two.
-  for (const timeoutMs of [900_000, 2_000]) {
-    await channel.deleteQueue(`${prefix}.orders.delay.${timeoutMs}ms`);
+  const base = process.env.RABBITMQ_PREFIX!;
+  // The messaging test runs one app on a prefix of its own, with a tiny queue length limit.
+  for (const prefix of [base, `${base}_small`]) {
+    for (const queue of [`${prefix}.orders`, `${prefix}.orders.dead`, `${prefix}.orders.timeout`]) {
+      await channel.deleteQueue(queue);
+    }
+    // Delay queues carry the payment timeout in their name; the tests use these two.
+    for (const timeoutMs of [900_000, 2_000]) {
+      await channel.deleteQueue(`${prefix}.orders.delay.${timeoutMs}ms`);
+    }
   }
   await connection.close();
 }

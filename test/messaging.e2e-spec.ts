@@ -208,3 +208,65 @@ describe('messaging: a broker that does not confirm', () => {
     expect(await stores.redisStock(goodsId)).toBe(2);
   });
 });
+
+describe('messaging: a full or unbound orders queue', () => {
+  const smallPrefix = `${prefix}_small`;
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    // No consumer: the queue only fills.
+    t = await startApp({
+      RABBITMQ_PREFIX: smallPrefix,
+      RABBITMQ_QUEUE_MAX_LENGTH: '3',
+      CONSUMER_ENABLED: 'false',
+    });
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await stores.close();
+  });
+
+  it('should refuse purchases with 503 and give their stock back once the orders queue is full', async () => {
+    const goodsId = await createSale(t.http, { stock: 10 });
+    const statuses: number[] = [];
+    for (let userId = 351; userId <= 358; userId++) {
+      const response = await t.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(userId));
+      statuses.push(response.status);
+      if (response.status === 503) expect(response.body.code).toBe('UNAVAILABLE');
+    }
+    // Quorum queues enforce the limit approximately: one message may go over.
+    const accepted = statuses.filter((status) => status === 202).length;
+    expect(accepted).toBeGreaterThanOrEqual(3);
+    expect(accepted).toBeLessThanOrEqual(4);
+    expect(statuses.slice(accepted).every((status) => status === 503)).toBe(true);
+    expect(await stores.redisStock(goodsId)).toBe(10 - accepted);
+    expect(Object.keys(await stores.redisBuyers(goodsId))).toHaveLength(accepted);
+  });
+
+  it('should refuse a purchase whose message no queue would take, instead of losing it', async () => {
+    const goodsId = await createSale(t.http, { stock: 10 });
+    const connection = await amqp.connect(process.env.RABBITMQ_URL!);
+    const channel = await connection.createChannel();
+    await channel.purgeQueue(`${smallPrefix}.orders`);
+    await channel.unbindQueue(`${smallPrefix}.orders`, `${smallPrefix}.orders`, 'order.created');
+    try {
+      const refused = await t.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(355))
+        .expect(503);
+      expect(refused.body.code).toBe('UNAVAILABLE');
+      expect(await stores.redisStock(goodsId)).toBe(10);
+      expect(await counter(t.app, 'seckill_publishes_total', 'unroutable')).toBeGreaterThanOrEqual(
+        1,
+      );
+    } finally {
+      await channel.bindQueue(`${smallPrefix}.orders`, `${smallPrefix}.orders`, 'order.created');
+      await connection.close();
+    }
+    await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(355)).expect(202);
+  });
+});

@@ -36,6 +36,7 @@ export interface AppConfig {
   reconcileEnabled: boolean;
   reconcileIntervalMs: number;
   redisWatchIntervalMs: number;
+  queueMaxLength: number;
   /** Test-only fault hook: SIGKILL the process at this point, the Nth time it is reached. */
   faultCrash: { point: FaultPoint; after: number } | null;
 }
@@ -166,6 +167,7 @@ export function validateEnv(env: Env): AppConfig {
     reconcileEnabled: readBool(env, 'RECONCILE_ENABLED', true),
     reconcileIntervalMs: readInt(env, 'RECONCILE_INTERVAL_MS', 60_000, 1_000, 86_400_000),
     redisWatchIntervalMs: readInt(env, 'REDIS_WATCH_INTERVAL_MS', 1_000, 100, 60_000),
+    queueMaxLength: readInt(env, 'RABBITMQ_QUEUE_MAX_LENGTH', 1_000_000, 1, 100_000_000),
     faultCrash: readFaultHook(env, nodeEnv),
   };
 }

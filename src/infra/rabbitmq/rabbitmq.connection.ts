@@ -19,7 +19,11 @@ export class RabbitConnection implements OnApplicationShutdown {
   readonly names: TopologyNames;
 
   constructor(@InjectConfig() config: AppConfig) {
-    this.names = topologyNames(config.rabbitmqPrefix, config.orderPaymentTimeoutMs);
+    this.names = topologyNames(
+      config.rabbitmqPrefix,
+      config.orderPaymentTimeoutMs,
+      config.queueMaxLength,
+    );
     this.connection = amqp.connect([config.rabbitmqUrl], {
       heartbeatIntervalInSeconds: 10,
       reconnectTimeInSeconds: 1,
@@ -39,7 +43,13 @@ export class RabbitConnection implements OnApplicationShutdown {
   }
 
   createChannel(options: CreateChannelOpts): ChannelWrapper {
-    return this.connection.createChannel(options);
+    const channel = this.connection.createChannel(options);
+    // A channel error (a failed setup, a closed channel) is retried by the manager; unheard,
+    // the 'error' event would end the process.
+    channel.on('error', (error: Error) =>
+      this.logger.warn(`channel ${options.name ?? ''} error: ${error.message}`),
+    );
+    return channel;
   }
 
   /** Resolves once connected; rejects after `timeoutMs` while reconnects go on behind. */

@@ -1,7 +1,7 @@
 import type { Channel } from 'amqplib';
 
 /** Every exchange and queue name, derived from one prefix so test runs can use their own. */
-export function topologyNames(prefix: string, paymentTimeoutMs: number) {
+export function topologyNames(prefix: string, paymentTimeoutMs: number, maxQueueLength: number) {
   return {
     ordersExchange: `${prefix}.orders`,
     ordersQueue: `${prefix}.orders`,
@@ -16,6 +16,13 @@ export function topologyNames(prefix: string, paymentTimeoutMs: number) {
      */
     delayQueue: `${prefix}.orders.delay.${paymentTimeoutMs}ms`,
     paymentTimeoutMs,
+    /**
+     * Length limit of the orders and timeout queues: a flood beyond it is refused at publish
+     * (x-overflow reject-publish → nack → the purchase answers 503 with its stock back)
+     * instead of filling the broker's memory. Part of the queues' identity: changing it means
+     * draining and deleting the queues (or setting a policy instead).
+     */
+    maxQueueLength,
     timeoutExchange: `${prefix}.timeout`,
     timeoutQueue: `${prefix}.orders.timeout`,
     timeoutRoutingKey: 'order.timeout',
@@ -46,6 +53,8 @@ export async function assertTopology(channel: Channel, names: TopologyNames): Pr
       ...QUORUM,
       'x-dead-letter-exchange': names.deadLetterExchange,
       'x-dead-letter-routing-key': names.ordersRoutingKey,
+      'x-max-length': names.maxQueueLength,
+      'x-overflow': 'reject-publish',
     },
   });
   await channel.bindQueue(names.ordersQueue, names.ordersExchange, names.ordersRoutingKey);
@@ -57,6 +66,8 @@ export async function assertTopology(channel: Channel, names: TopologyNames): Pr
       ...QUORUM,
       'x-dead-letter-exchange': names.deadLetterExchange,
       'x-dead-letter-routing-key': names.timeoutRoutingKey,
+      'x-max-length': names.maxQueueLength,
+      'x-overflow': 'reject-publish',
     },
   });
   await channel.bindQueue(names.timeoutQueue, names.timeoutExchange, names.timeoutRoutingKey);

@@ -20,6 +20,7 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(OrderPublisher.name);
   private channel: ChannelWrapper;
   private pending = 0;
+  private readonly returned = new Set<string>();
 
   constructor(
     private readonly rabbit: RabbitConnection,
@@ -32,7 +33,15 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
       name: 'order-publisher',
       confirm: true,
       publishTimeout: this.config.publishConfirmTimeoutMs,
-      setup: (channel: ConfirmChannel) => assertTopology(channel, this.rabbit.names),
+      setup: async (channel: ConfirmChannel) => {
+        // The broker acks a message it could not route (after returning it): without this,
+        // an unbound queue would swallow purchases that were answered 202.
+        channel.on('return', (message: { properties: { messageId?: unknown } }) => {
+          const id = message.properties.messageId;
+          if (typeof id === 'string') this.returned.add(id);
+        });
+        await assertTopology(channel, this.rabbit.names);
+      },
     });
   }
 
@@ -58,8 +67,17 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
           contentType: 'application/json',
           messageId: order.requestId,
           timestamp: Math.floor(order.acceptedAt / 1000),
+          mandatory: true,
         },
       );
+      // basic.return comes before the ack, so a returned message is known by now.
+      if (this.returned.delete(order.requestId)) {
+        this.metrics.publishes.inc({ result: 'unroutable' });
+        this.logger.error(
+          `publish unroutable (is ${this.rabbit.names.ordersQueue} bound?): request=${order.requestId} goods=${order.goodsId}`,
+        );
+        return false;
+      }
       this.metrics.publishes.inc({ result: 'confirmed' });
       return true;
     } catch (error) {
@@ -104,6 +122,9 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
 
   /** Order messages waiting in RabbitMQ (ready, not yet delivered to a consumer). */
   async ordersWaiting(): Promise<number> {
+    // After the setup has declared the topology: checking a queue that does not exist yet would
+    // make the broker close the channel.
+    await this.channel.waitForConnect();
     return (await this.channel.checkQueue(this.rabbit.names.ordersQueue)).messageCount;
   }
 
@@ -112,6 +133,7 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
     const names = this.rabbit.names;
     const queues = [names.ordersQueue, names.timeoutQueue, names.delayQueue, names.deadLetterQueue];
     const depths: Record<string, number> = {};
+    await this.channel.waitForConnect();
     for (const queue of queues) {
       depths[queue] = (await this.channel.checkQueue(queue)).messageCount;
     }

@@ -22,7 +22,7 @@ export class MetricsService {
 
   readonly publishes = new Counter({
     name: 'seckill_publishes_total',
-    help: 'Order messages published, by result (confirmed, unconfirmed)',
+    help: 'Messages published, by result (confirmed, unconfirmed, unroutable)',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
