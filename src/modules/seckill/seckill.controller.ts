@@ -11,6 +11,7 @@ import {
 } from '@nestjs/swagger';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
+import { RateLimit } from '../rate-limit/rate-limit.policy.js';
 import { PurchaseBodyDto, PurchaseBodyPipe } from './purchase-body.pipe.js';
 import { PurchaseService } from './purchase.service.js';
 
@@ -34,6 +35,7 @@ export class SeckillController {
 
   @Post(':goodsId')
   @HttpCode(202)
+  @RateLimit('purchase')
   @ApiOperation({
     summary: 'Buy: takes stock at once and queues the order (poll the result)',
     description:
@@ -50,6 +52,7 @@ export class SeckillController {
   }
 
   @Get(':goodsId/result')
+  @RateLimit('read')
   @ApiOperation({ summary: 'The outcome of your latest purchase of this goods' })
   @ApiOkResponse({ type: PurchaseResultDto })
   result(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {
