@@ -269,6 +269,7 @@ export class SeckillScripts implements OnModuleInit {
   async reserveIdempotencyKey(
     key: string,
     goodsId: number,
+    quantity: number,
     reservationId: string,
     reservationTtlMs: number,
   ): Promise<string | null> {
@@ -278,6 +279,7 @@ export class SeckillScripts implements OnModuleInit {
       goodsId,
       reservationId,
       reservationTtlMs,
+      quantity,
     )) as [number, string?];
     return reserved === 1 ? null : (stored ?? null);
   }
