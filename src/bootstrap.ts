@@ -1,3 +1,4 @@
+import helmet from '@fastify/helmet';
 import { Logger, RequestMethod } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -29,7 +30,7 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
     // 'fatal' always; then every level up to the configured one.
     logger: ['fatal', ...LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(config.logLevel) + 1)],
   });
-  configureApp(app, config);
+  await configureApp(app, config);
   const drain = keepAliveDrain(app);
   if (config.jwtSecretIsDefault) {
     new Logger('Bootstrap').warn(
@@ -57,7 +58,29 @@ function keepAliveDrain(app: NestFastifyApplication): () => void {
   };
 }
 
-function configureApp(app: NestFastifyApplication, config: AppConfig): void {
+async function configureApp(app: NestFastifyApplication, config: AppConfig): Promise<void> {
+  await app.register(helmet, {
+    // Swagger UI's own stylesheet and init script are the only non-JSON pages served.
+    contentSecurityPolicy: {
+      directives: {
+        defaultSrc: [`'self'`],
+        styleSrc: [`'self'`, `'unsafe-inline'`],
+        imgSrc: [`'self'`, 'data:', 'validator.swagger.io'],
+        scriptSrc: [`'self'`, `'unsafe-inline'`],
+      },
+    },
+  });
+  if (config.corsOrigins.length > 0) {
+    // Only listed origins may call from a browser; without the list no CORS header is sent and
+    // browsers refuse cross-origin calls.
+    app.enableCors({
+      origin: config.corsOrigins,
+      methods: ['GET', 'POST'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Seckill-Token'],
+      exposedHeaders: ['Retry-After'],
+      maxAge: 600,
+    });
+  }
   app.setGlobalPrefix(API_PREFIX, {
     exclude: [
       { path: 'health/live', method: RequestMethod.GET },

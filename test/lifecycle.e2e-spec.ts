@@ -272,7 +272,8 @@ describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
         const statuses = await Promise.all(orders.slice(5).map(({ orderNo }) => statusOf(orderNo)));
         return statuses.every((status) => status === 'CANCELLED');
       },
-      { timeoutMs: PAYMENT_TIMEOUT_MS + 15_000, what: 'three orders to expire' },
+      // Three reads a poll: a slower poll keeps within the per-user read limit.
+      { timeoutMs: PAYMENT_TIMEOUT_MS + 15_000, intervalMs: 250, what: 'three orders to expire' },
     );
     const report = await waitFor(async () => {
       const current = await reconcile(goodsId);

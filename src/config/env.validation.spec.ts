@@ -101,4 +101,70 @@ describe('validateEnv', () => {
 
     expect(config.trustedProxies).toEqual(['127.0.0.1', '10.0.0.0/8']);
   });
+
+  describe('security settings', () => {
+    it('should default to rate limits on, tokens off, CORS off and a 1 h idempotency retention', () => {
+      const config = validateEnv({});
+
+      expect(config.rateLimit).toEqual({
+        enabled: true,
+        windowMs: 1_000,
+        blockMs: 1_000,
+        purchaseUser: 5,
+        purchaseIp: 100,
+        purchaseGlobal: 0,
+        tokenUser: 5,
+        tokenIp: 100,
+        readUser: 30,
+        readIp: 300,
+      });
+      expect(config).toMatchObject({
+        corsOrigins: [],
+        seckillRequireToken: false,
+        seckillTokenTtlMs: 60_000,
+        seckillTokenEarlyMs: 0,
+        idempotencyRetentionMs: 3_600_000,
+      });
+    });
+
+    it('should read trusted proxies as addresses and CIDRs', () => {
+      expect(
+        validateEnv({ TRUSTED_PROXIES: '127.0.0.1, ::1,10.0.0.0/8,fd00::/8' }).trustedProxies,
+      ).toEqual(['127.0.0.1', '::1', '10.0.0.0/8', 'fd00::/8']);
+    });
+
+    it.each(['localhost', '10.0.0.0/33', '10.0.0.1/8/1', '300.1.1.1'])(
+      'should refuse TRUSTED_PROXIES entry %s, naming the variable',
+      (entry) => {
+        expect(refusal({ TRUSTED_PROXIES: entry }).message).toMatch(/^TRUSTED_PROXIES/);
+      },
+    );
+
+    it('should read CORS origins', () => {
+      expect(
+        validateEnv({ CORS_ORIGINS: 'https://shop.example.com, http://localhost:5173' })
+          .corsOrigins,
+      ).toEqual(['https://shop.example.com', 'http://localhost:5173']);
+    });
+
+    it.each(['*', 'https://shop.example.com/', 'shop.example.com', 'ftp://x.example'])(
+      'should refuse CORS_ORIGINS entry %s, naming the variable',
+      (entry) => {
+        expect(refusal({ CORS_ORIGINS: entry }).message).toMatch(/^CORS_ORIGINS/);
+      },
+    );
+
+    it('should name a bad rate limit', () => {
+      expect(refusal({ THROTTLE_PURCHASE_USER_LIMIT: '-1' }).message).toMatch(
+        /^THROTTLE_PURCHASE_USER_LIMIT/,
+      );
+    });
+
+    it('should make the block as long as the window unless told otherwise', () => {
+      expect(validateEnv({ THROTTLE_WINDOW_MS: '5000' }).rateLimit.blockMs).toBe(5_000);
+      expect(
+        validateEnv({ THROTTLE_WINDOW_MS: '5000', THROTTLE_BLOCK_MS: '60000' }).rateLimit.blockMs,
+      ).toBe(60_000);
+    });
+  });
 });

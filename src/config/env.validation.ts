@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+
 /**
  * The environment is read once, at boot, into a typed object. Anything wrong stops the process
  * with a message naming the variable, so a bad deploy fails before it takes traffic.
@@ -39,6 +41,28 @@ export interface AppConfig {
   queueMaxLength: number;
   /** Test-only fault hook: SIGKILL the process at this point, the Nth time it is reached. */
   faultCrash: { point: FaultPoint; after: number } | null;
+  rateLimit: RateLimitConfig;
+  /** Exact origins allowed by CORS; empty = CORS off (no Access-Control-* headers). */
+  corsOrigins: string[];
+  seckillRequireToken: boolean;
+  seckillTokenTtlMs: number;
+  seckillTokenEarlyMs: number;
+  /** How long after a sale's end an Idempotency-Key's answer is kept. */
+  idempotencyRetentionMs: number;
+}
+
+/** Requests per window; 0 turns that limit off. */
+export interface RateLimitConfig {
+  enabled: boolean;
+  windowMs: number;
+  blockMs: number;
+  purchaseUser: number;
+  purchaseIp: number;
+  purchaseGlobal: number;
+  tokenUser: number;
+  tokenIp: number;
+  readUser: number;
+  readIp: number;
 }
 
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
@@ -107,6 +131,66 @@ function readFaultHook(env: Env, nodeEnv: string): AppConfig['faultCrash'] {
   return { point: point as FaultPoint, after: readInt(env, 'FAULT_CRASH_AFTER', 1, 1, 1_000_000) };
 }
 
+function readRateLimits(env: Env): RateLimitConfig {
+  const limit = (name: string, fallback: number) => readInt(env, name, fallback, 0, 1_000_000);
+  const windowMs = readInt(env, 'THROTTLE_WINDOW_MS', 1_000, 100, 3_600_000);
+  return {
+    enabled: readBool(env, 'THROTTLE_ENABLED', true),
+    windowMs,
+    // 0: a client over a limit waits only for the rest of its window.
+    blockMs: readInt(env, 'THROTTLE_BLOCK_MS', 0, 0, 86_400_000) || windowMs,
+    purchaseUser: limit('THROTTLE_PURCHASE_USER_LIMIT', 5),
+    purchaseIp: limit('THROTTLE_PURCHASE_IP_LIMIT', 100),
+    purchaseGlobal: limit('THROTTLE_PURCHASE_GLOBAL_LIMIT', 0),
+    tokenUser: limit('THROTTLE_TOKEN_USER_LIMIT', 5),
+    tokenIp: limit('THROTTLE_TOKEN_IP_LIMIT', 100),
+    readUser: limit('THROTTLE_READ_USER_LIMIT', 30),
+    readIp: limit('THROTTLE_READ_IP_LIMIT', 300),
+  };
+}
+
+function readTrustedProxies(env: Env): string[] {
+  const entries = readString(env, 'TRUSTED_PROXIES', '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  for (const entry of entries) {
+    const [address, bits, ...rest] = entry.split('/');
+    const family = isIP(address);
+    const maxBits = family === 6 ? 128 : 32;
+    const badBits = bits !== undefined && (!/^[0-9]{1,3}$/.test(bits) || Number(bits) > maxBits);
+    // A typo here would silently make every client share the proxy's address (or trust anyone).
+    if (family === 0 || badBits || rest.length > 0) {
+      throw new ConfigValidationError(
+        `TRUSTED_PROXIES must list IP addresses or CIDRs (e.g. 127.0.0.1,10.0.0.0/8), got "${entry}"`,
+      );
+    }
+  }
+  return entries;
+}
+
+function readCorsOrigins(env: Env): string[] {
+  const origins = readString(env, 'CORS_ORIGINS', '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  for (const origin of origins) {
+    let url: URL | undefined;
+    try {
+      url = new URL(origin);
+    } catch {
+      url = undefined;
+    }
+    // Browsers send the origin as scheme://host[:port]; anything else would never match.
+    if (!url || !['http:', 'https:'].includes(url.protocol) || url.origin !== origin) {
+      throw new ConfigValidationError(
+        `CORS_ORIGINS must list origins like https://shop.example.com (no path, no "*"), got "${origin}"`,
+      );
+    }
+  }
+  return origins;
+}
+
 export function validateEnv(env: Env): AppConfig {
   const nodeEnv = readString(env, 'NODE_ENV', 'development');
   const jwtSecret = readString(env, 'JWT_SECRET', DEV_JWT_SECRET);
@@ -141,10 +225,7 @@ export function validateEnv(env: Env): AppConfig {
     jwtSecret,
     jwtSecretIsDefault,
     orderPaymentTimeoutMs: readInt(env, 'ORDER_PAYMENT_TIMEOUT_MS', 900_000, 1_000, 2 ** 31 - 1),
-    trustedProxies: readString(env, 'TRUSTED_PROXIES', '')
-      .split(',')
-      .map((entry) => entry.trim())
-      .filter(Boolean),
+    trustedProxies: readTrustedProxies(env),
     bodyLimitBytes: readInt(env, 'BODY_LIMIT_BYTES', 1_048_576, 1_024, 100 * 1_048_576),
     swaggerEnabled: readBool(env, 'SWAGGER_ENABLED', true),
     preheatCronEnabled: readBool(env, 'PREHEAT_CRON_ENABLED', true),
@@ -169,5 +250,17 @@ export function validateEnv(env: Env): AppConfig {
     redisWatchIntervalMs: readInt(env, 'REDIS_WATCH_INTERVAL_MS', 1_000, 100, 60_000),
     queueMaxLength: readInt(env, 'RABBITMQ_QUEUE_MAX_LENGTH', 1_000_000, 1, 100_000_000),
     faultCrash: readFaultHook(env, nodeEnv),
+    rateLimit: readRateLimits(env),
+    corsOrigins: readCorsOrigins(env),
+    seckillRequireToken: readBool(env, 'SECKILL_REQUIRE_TOKEN', false),
+    seckillTokenTtlMs: readInt(env, 'SECKILL_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
+    seckillTokenEarlyMs: readInt(env, 'SECKILL_TOKEN_EARLY_MS', 0, 0, 600_000),
+    idempotencyRetentionMs: readInt(
+      env,
+      'IDEMPOTENCY_RETENTION_MS',
+      3_600_000,
+      60_000,
+      30 * 86_400_000,
+    ),
   };
 }

@@ -46,3 +46,13 @@ export class UnavailableError extends DomainError {
     if (cause !== undefined) this.cause = cause;
   }
 }
+
+/** Runs a dependency call; a failure that is not already a contract answer becomes a 503. */
+export async function orUnavailable<T>(what: string, action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (error) {
+    if (error instanceof DomainError) throw error;
+    throw new UnavailableError(`${what} is unavailable; nothing was taken`, error);
+  }
+}

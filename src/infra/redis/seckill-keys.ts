@@ -18,6 +18,8 @@ export function saleKeys(goodsId: number) {
     completed: `${prefix}:completed`,
     restocked: `${prefix}:restocked`,
     userLock: (userId: number) => `${prefix}:lock:user:${userId}`,
+    /** A one-time purchase token, stored by its SHA-256 so Redis never holds usable tokens. */
+    purchaseToken: (tokenDigest: string) => `${prefix}:ptoken:${tokenDigest}`,
   };
 }
 
@@ -26,4 +28,19 @@ export type SaleKeys = ReturnType<typeof saleKeys>;
 /** Lock that lets one instance of many run a scheduled job. */
 export function jobLockKey(job: string): string {
   return `seckill:job-lock:${job}`;
+}
+
+/**
+ * A rate-limit counter and its block marker. The tag is the throttler and the tracker (user id,
+ * client IP, or "all" for the global ceiling), so a limit's two keys share a slot and different
+ * clients spread over the cluster.
+ */
+export function throttleKeys(throttler: string, tracker: string) {
+  const prefix = `seckill:throttle:{${throttler}:${tracker}}`;
+  return { hits: `${prefix}:hits`, block: `${prefix}:block` };
+}
+
+/** An Idempotency-Key's reservation or stored answer; scoped to the user, not the goods. */
+export function idempotencyKey(userId: number, key: string): string {
+  return `seckill:idem:{user:${userId}}:${key}`;
 }

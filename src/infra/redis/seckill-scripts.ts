@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { REDIS_CLIENT } from './redis.constants.js';
-import { SaleKeys } from './seckill-keys.js';
+import type { SaleKeys, throttleKeys } from './seckill-keys.js';
 
 // Same depth from src/infra/redis and dist/infra/redis: both reach the repo's lua/ folder.
 const LUA_DIR = fileURLToPath(new URL('../../../lua/', import.meta.url));
@@ -17,6 +17,10 @@ const SCRIPTS = {
   seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
   seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 3 },
   seckillRebuild: { file: 'seckill-rebuild.lua', keys: 6 },
+  throttleHit: { file: 'throttle-hit.lua', keys: 2 },
+  purchaseTokenConsume: { file: 'purchase-token-consume.lua', keys: 1 },
+  idempotencyReserve: { file: 'idempotency-reserve.lua', keys: 1 },
+  idempotencySettle: { file: 'idempotency-settle.lua', keys: 1 },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
@@ -43,6 +47,20 @@ export enum RestockCode {
   AlreadyRestocked = 0,
   Restocked = 1,
   NotPreheated = 2,
+}
+
+export enum TokenConsumeCode {
+  Unknown = 0,
+  Consumed = 1,
+  OtherUser = 2,
+  Used = 3,
+}
+
+export interface ThrottleHit {
+  totalHits: number;
+  msToWindowEnd: number;
+  blocked: boolean;
+  msToBlockEnd: number;
 }
 
 export interface RedisSaleSnapshot {
@@ -224,5 +242,55 @@ export class SeckillScripts implements OnModuleInit {
       sale.perUserLimit,
     )) as [number, number];
     return { loaded: loaded === 1, stock };
+  }
+
+  async throttleHit(
+    keys: ReturnType<typeof throttleKeys>,
+    windowMs: number,
+    limit: number,
+    blockMs: number,
+  ): Promise<ThrottleHit> {
+    const [totalHits, msToWindowEnd, blocked, msToBlockEnd] = (await this.call(
+      'throttleHit',
+      keys.hits,
+      keys.block,
+      windowMs,
+      limit,
+      blockMs,
+    )) as [number, number, number, number];
+    return { totalHits, msToWindowEnd, blocked: blocked === 1, msToBlockEnd };
+  }
+
+  async consumePurchaseToken(tokenKey: string, userId: number): Promise<TokenConsumeCode> {
+    return (await this.call('purchaseTokenConsume', tokenKey, userId)) as TokenConsumeCode;
+  }
+
+  /** Returns null when reserved for this attempt, else the JSON the key holds. */
+  async reserveIdempotencyKey(
+    key: string,
+    goodsId: number,
+    quantity: number,
+    reservationId: string,
+    reservationTtlMs: number,
+  ): Promise<string | null> {
+    const [reserved, stored] = (await this.call(
+      'idempotencyReserve',
+      key,
+      goodsId,
+      reservationId,
+      reservationTtlMs,
+      quantity,
+    )) as [number, string?];
+    return reserved === 1 ? null : (stored ?? null);
+  }
+
+  /** Stores `answer` (or frees the key when it is null); false if the reservation had expired. */
+  async settleIdempotencyKey(
+    key: string,
+    reservationId: string,
+    answer: string | null,
+    ttlMs: number,
+  ): Promise<boolean> {
+    return (await this.call('idempotencySettle', key, reservationId, answer ?? '', ttlMs)) === 1;
   }
 }

@@ -4,10 +4,13 @@ import { JwtModule } from '@nestjs/jwt';
 import { createSecretKey } from 'node:crypto';
 import { APP_CONFIG } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
+import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
 import { AuthGuard } from './auth.guard.js';
+import { EntryGuard } from './entry.guard.js';
 
 @Module({
   imports: [
+    RateLimitModule,
     JwtModule.registerAsync({
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => ({
@@ -18,6 +21,6 @@ import { AuthGuard } from './auth.guard.js';
       }),
     }),
   ],
-  providers: [{ provide: APP_GUARD, useClass: AuthGuard }],
+  providers: [AuthGuard, { provide: APP_GUARD, useClass: EntryGuard }],
 })
 export class AuthModule {}

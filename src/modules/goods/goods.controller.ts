@@ -9,6 +9,7 @@ import {
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { strictValidation } from '../../common/pipes/validation.pipe.js';
 import { AdminOnly, Public } from '../auth/auth.decorators.js';
+import { RateLimit } from '../rate-limit/rate-limit.policy.js';
 import { CreateGoodsDto, GoodsCreatedDto, GoodsViewDto } from './goods.dto.js';
 import { GoodsService } from './goods.service.js';
 
@@ -29,6 +30,7 @@ export class GoodsController {
 
   @Get('goods/:goodsId')
   @Public()
+  @RateLimit('read')
   @ApiOperation({ summary: 'A sale with its live remaining stock and status' })
   @ApiOkResponse({ type: GoodsViewDto })
   view(@Param('goodsId', PositiveIntPipe) goodsId: number): Promise<GoodsViewDto> {

@@ -13,6 +13,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly throttled = new Counter({
+    name: 'seckill_throttled_total',
+    help: 'Requests refused with 429, by the throttler that refused them (e.g. purchase-user)',
+    labelNames: ['throttler'] as const,
+    registers: [this.registry],
+  });
+
   readonly orderMessages = new Counter({
     name: 'seckill_order_messages_total',
     help: 'Order messages consumed, by outcome (written, duplicate, rejected, voided, dead_lettered)',

@@ -1,6 +1,7 @@
 import { Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
+import { RateLimit } from '../rate-limit/rate-limit.policy.js';
 import { OrderViewDto } from './orders.dto.js';
 import { OrderLifecycleService } from './order-lifecycle.service.js';
 import { OrdersService } from './orders.service.js';
@@ -12,6 +13,7 @@ class OrderStatusDto {
 
 @ApiTags('orders')
 @ApiBearerAuth()
+@RateLimit('read')
 @Controller('orders')
 export class OrdersController {
   constructor(

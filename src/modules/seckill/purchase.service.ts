@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { InjectConfig } from '../../config/app-config.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import type { AppConfig } from '../../config/env.validation.js';
-import { DomainError, UnavailableError } from '../../common/errors/domain-error.js';
+import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { encodeOrderMessage } from '../messaging/order-message.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
@@ -13,6 +13,8 @@ import { OrdersService } from '../orders/orders.service.js';
 import { SaleRecovery } from '../preheat/sale-recovery.service.js';
 import { PurchaseLockService } from '../stock/purchase-lock.service.js';
 import { DeductCode, ReleaseCode, StockService } from '../stock/stock.service.js';
+import { IdempotencyService } from './idempotency.service.js';
+import { PurchaseTokenService } from './purchase-token.service.js';
 
 export interface PurchaseAccepted {
   status: 'QUEUED';
@@ -31,15 +33,6 @@ export function newOrderNo(now = Date.now()): string {
   return `SK${now}${randomBytes(8).toString('hex').toUpperCase()}`;
 }
 
-async function orUnavailable<T>(what: string, action: () => Promise<T>): Promise<T> {
-  try {
-    return await action();
-  } catch (error) {
-    if (error instanceof DomainError) throw error;
-    throw new UnavailableError(`${what} is unavailable; nothing was taken`, error);
-  }
-}
-
 @Injectable()
 export class PurchaseService {
   private readonly logger = new Logger(PurchaseService.name);
@@ -53,8 +46,31 @@ export class PurchaseService {
     private readonly metrics: MetricsService,
     private readonly faults: FaultInjector,
     private readonly recovery: SaleRecovery,
+    private readonly tokens: PurchaseTokenService,
+    private readonly idempotency: IdempotencyService,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
+
+  /**
+   * The purchase route: an Idempotency-Key replay first (it needs no fresh token), then the
+   * one-time token when required, then the purchase. Rate limits ran before all of this.
+   */
+  submit(
+    goodsId: number,
+    userId: number,
+    quantity: number,
+    headers: { idempotencyKey?: string; token?: string },
+  ): Promise<PurchaseAccepted> {
+    const attempt = async () => {
+      if (this.config.seckillRequireToken) {
+        await this.tokens.consume(goodsId, userId, headers.token);
+      }
+      return this.purchase(goodsId, userId, quantity);
+    };
+    return headers.idempotencyKey
+      ? this.idempotency.run(userId, goodsId, quantity, headers.idempotencyKey, attempt)
+      : attempt();
+  }
 
   async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
     try {

@@ -1,8 +1,9 @@
-import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBearerAuth,
   ApiBody,
+  ApiHeader,
   ApiOkResponse,
   ApiOperation,
   ApiProperty,
@@ -11,12 +12,21 @@ import {
 } from '@nestjs/swagger';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
+import { RateLimit } from '../rate-limit/rate-limit.policy.js';
 import { PurchaseBodyDto, PurchaseBodyPipe } from './purchase-body.pipe.js';
+import { parseIdempotencyKey } from './idempotency.js';
+import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseService } from './purchase.service.js';
 
 class PurchaseAcceptedDto {
   @ApiProperty({ enum: ['QUEUED'] }) status: string;
   @ApiProperty({ format: 'uuid' }) requestId: string;
+}
+
+class PurchaseTokenDto {
+  @ApiProperty({ description: 'Send as X-Seckill-Token; good for one purchase of this goods' })
+  token: string;
+  @ApiProperty({ format: 'date-time' }) expiresAt: string;
 }
 
 class PurchaseResultDto {
@@ -30,14 +40,42 @@ class PurchaseResultDto {
 @ApiBearerAuth()
 @Controller('seckill')
 export class SeckillController {
-  constructor(private readonly purchases: PurchaseService) {}
+  constructor(
+    private readonly purchases: PurchaseService,
+    private readonly tokens: PurchaseTokenService,
+  ) {}
+
+  @Get(':goodsId/token')
+  @RateLimit('token')
+  @ApiOperation({
+    summary: 'A one-time purchase token for this goods (required when SECKILL_REQUIRE_TOKEN=true)',
+    description:
+      'Answers only during the sale window (or SECKILL_TOKEN_EARLY_MS before it): 409 SALE_NOT_STARTED / SALE_ENDED otherwise, 404 GOODS_NOT_FOUND. The token is bound to you and this goods, expires after SECKILL_TOKEN_TTL_MS, and is used up by one purchase.',
+  })
+  @ApiOkResponse({ type: PurchaseTokenDto })
+  token(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {
+    return this.tokens.issue(goodsId, user.userId);
+  }
 
   @Post(':goodsId')
   @HttpCode(202)
+  @RateLimit('purchase')
   @ApiOperation({
     summary: 'Buy: takes stock at once and queues the order (poll the result)',
     description:
-      'Errors: 409 SOLD_OUT, ALREADY_PURCHASED, DUPLICATE_REQUEST, SALE_NOT_STARTED, SALE_ENDED, NOT_PREHEATED; 503 UNAVAILABLE (nothing taken).',
+      "Errors: 409 SOLD_OUT, ALREADY_PURCHASED, DUPLICATE_REQUEST, SALE_NOT_STARTED, SALE_ENDED, NOT_PREHEATED; 403 FORBIDDEN (purchase token missing, invalid, another user's or used); 429 TOO_MANY_REQUESTS (Retry-After); 503 UNAVAILABLE (nothing taken).",
+  })
+  @ApiHeader({
+    name: 'X-Seckill-Token',
+    required: false,
+    description:
+      'One-time token from GET /api/v1/seckill/{goodsId}/token; required when SECKILL_REQUIRE_TOKEN=true',
+  })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description:
+      '1–64 of [A-Za-z0-9_-], scoped to you. A retry with the same key gets the first answer (202, or 409 SOLD_OUT / ALREADY_PURCHASED / SALE_ENDED) without buying again; while the first is still running, 409 DUPLICATE_REQUEST; the same key for another goods or quantity, 400.',
   })
   @ApiBody({ type: PurchaseBodyDto, required: false })
   @ApiAcceptedResponse({ type: PurchaseAcceptedDto })
@@ -45,11 +83,17 @@ export class SeckillController {
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @Body(PurchaseBodyPipe) quantity: number,
     @CurrentUser() user: AuthUser,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Headers('x-seckill-token') token: string | undefined,
   ) {
-    return this.purchases.purchase(goodsId, user.userId, quantity);
+    return this.purchases.submit(goodsId, user.userId, quantity, {
+      idempotencyKey: parseIdempotencyKey(idempotencyKey),
+      token,
+    });
   }
 
   @Get(':goodsId/result')
+  @RateLimit('read')
   @ApiOperation({ summary: 'The outcome of your latest purchase of this goods' })
   @ApiOkResponse({ type: PurchaseResultDto })
   result(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {

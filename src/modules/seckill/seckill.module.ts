@@ -4,12 +4,14 @@ import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { PreheatModule } from '../preheat/preheat.module.js';
 import { StockModule } from '../stock/stock.module.js';
+import { IdempotencyService } from './idempotency.service.js';
+import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseService } from './purchase.service.js';
 import { SeckillController } from './seckill.controller.js';
 
 @Module({
   imports: [StockModule, MessagingModule, GoodsModule, OrdersModule, PreheatModule],
   controllers: [SeckillController],
-  providers: [PurchaseService],
+  providers: [PurchaseService, PurchaseTokenService, IdempotencyService],
 })
 export class SeckillModule {}

@@ -135,6 +135,12 @@ export class StockService {
   }
 
   /** Remaining stock in Redis, or null when the sale is not preheated. */
+  /** The sale's end as Redis holds it (epoch ms), or null when it is not preheated. */
+  async saleEndAt(goodsId: number): Promise<number | null> {
+    const value = await this.redis.hget(saleKeys(goodsId).meta, 'endAt');
+    return value === null ? null : Number(value);
+  }
+
   async remaining(goodsId: number): Promise<number | null> {
     const value = await this.redis.get(saleKeys(goodsId).stock);
     return value === null ? null : Number(value);

@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/support/harness.js';
+import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
+import { RedisThrottlerStorage } from './redis-throttler.storage.js';
+
+describe('RedisThrottlerStorage (real Redis)', () => {
+  let redis: Redis;
+  let other: Redis;
+  let storage: RedisThrottlerStorage;
+  let otherInstance: RedisThrottlerStorage;
+
+  beforeAll(() => {
+    redis = new Redis(process.env.REDIS_URL!);
+    other = new Redis(process.env.REDIS_URL!);
+    const scripts = new SeckillScripts(redis);
+    scripts.onModuleInit();
+    const otherScripts = new SeckillScripts(other);
+    otherScripts.onModuleInit();
+    storage = new RedisThrottlerStorage(scripts);
+    otherInstance = new RedisThrottlerStorage(otherScripts);
+  });
+
+  afterAll(async () => {
+    await redis.quit();
+    await other.quit();
+  });
+
+  const tracker = () => `u:${randomUUID()}`;
+
+  it('should count hits up to the limit without blocking', async () => {
+    const who = tracker();
+
+    const first = await storage.increment(who, 60_000, 2, 60_000, 'spec');
+    const second = await storage.increment(who, 60_000, 2, 60_000, 'spec');
+
+    expect(first).toMatchObject({ totalHits: 1, isBlocked: false, timeToBlockExpire: 0 });
+    expect(second).toMatchObject({ totalHits: 2, isBlocked: false });
+    expect(second.timeToExpire).toBeGreaterThan(0);
+    expect(second.timeToExpire).toBeLessThanOrEqual(60);
+  });
+
+  it('should block the hit over the limit for the block duration, in whole seconds', async () => {
+    const who = tracker();
+    await storage.increment(who, 60_000, 1, 30_000, 'spec');
+
+    const over = await storage.increment(who, 60_000, 1, 30_000, 'spec');
+
+    expect(over).toMatchObject({ totalHits: 2, isBlocked: true, timeToBlockExpire: 30 });
+  });
+
+  it('should not count the hits of a blocked tracker', async () => {
+    const who = tracker();
+    await storage.increment(who, 60_000, 1, 60_000, 'spec');
+    await storage.increment(who, 60_000, 1, 60_000, 'spec');
+
+    const again = await storage.increment(who, 60_000, 1, 60_000, 'spec');
+
+    expect(again).toMatchObject({ totalHits: 2, isBlocked: true });
+  });
+
+  it('should share one budget between two instances', async () => {
+    const who = tracker();
+    await storage.increment(who, 60_000, 2, 60_000, 'spec');
+    await otherInstance.increment(who, 60_000, 2, 60_000, 'spec');
+
+    expect(await otherInstance.increment(who, 60_000, 2, 60_000, 'spec')).toMatchObject({
+      totalHits: 3,
+      isBlocked: true,
+    });
+  });
+
+  it('should keep budgets of different throttlers and trackers apart', async () => {
+    const who = tracker();
+    await storage.increment(who, 60_000, 1, 60_000, 'spec');
+
+    expect(await storage.increment(who, 60_000, 1, 60_000, 'spec-other')).toMatchObject({
+      totalHits: 1,
+      isBlocked: false,
+    });
+    expect(await storage.increment(tracker(), 60_000, 1, 60_000, 'spec')).toMatchObject({
+      totalHits: 1,
+    });
+  });
+
+  it('should let the tracker through again once its window and block have passed', async () => {
+    const who = tracker();
+    await storage.increment(who, 200, 1, 200, 'spec');
+    expect((await storage.increment(who, 200, 1, 200, 'spec')).isBlocked).toBe(true);
+
+    const fresh = await waitFor(
+      async () => {
+        const hit = await storage.increment(who, 200, 1, 200, 'spec');
+        return hit.isBlocked ? null : hit;
+      },
+      { timeoutMs: 5_000, what: 'a new window' },
+    );
+
+    expect(fresh.totalHits).toBe(1);
+  });
+
+  it('should let requests through when Redis is unreachable', async () => {
+    const down = new Redis({
+      port: 1,
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    down.on('error', () => undefined);
+    const scripts = new SeckillScripts(down);
+    scripts.onModuleInit();
+
+    const hit = await new RedisThrottlerStorage(scripts).increment(
+      tracker(),
+      1_000,
+      1,
+      1_000,
+      'spec',
+    );
+
+    expect(hit).toMatchObject({ isBlocked: false });
+    down.disconnect();
+  });
+});

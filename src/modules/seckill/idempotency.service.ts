@@ -1,0 +1,108 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { orUnavailable } from '../../common/errors/domain-error.js';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { idempotencyKey } from '../../infra/redis/seckill-keys.js';
+import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
+import { StockService } from '../stock/stock.service.js';
+import { isFinalRefusal, replay, type IdempotencyRecord } from './idempotency.js';
+import type { PurchaseAccepted } from './purchase.service.js';
+
+/** The floor of a stored answer's life, for a sale that ended long ago. */
+const MIN_RETENTION_MS = 60_000;
+
+/**
+ * Idempotency-Key on the purchase route. The key is reserved atomically before anything else,
+ * so concurrent retries cannot both attempt; the final answer is stored until the sale has been
+ * over for IDEMPOTENCY_RETENTION_MS and replayed, same status and body, to any retry.
+ */
+@Injectable()
+export class IdempotencyService {
+  private readonly logger = new Logger(IdempotencyService.name);
+
+  constructor(
+    private readonly scripts: SeckillScripts,
+    private readonly stock: StockService,
+    @InjectConfig() private readonly config: AppConfig,
+  ) {}
+
+  async run(
+    userId: number,
+    goodsId: number,
+    quantity: number,
+    key: string,
+    attempt: () => Promise<PurchaseAccepted>,
+  ): Promise<PurchaseAccepted> {
+    const redisKey = idempotencyKey(userId, key);
+    const owner = randomUUID();
+    // Outlives one attempt (lock plus broker confirm); frees the key if this process dies.
+    const reservationTtlMs =
+      this.config.purchaseLockTtlMs + this.config.publishConfirmTimeoutMs + 5_000;
+    const stored = await orUnavailable('Redis', () =>
+      this.scripts.reserveIdempotencyKey(redisKey, goodsId, quantity, owner, reservationTtlMs),
+    );
+    if (stored !== null) return replay(JSON.parse(stored) as IdempotencyRecord, goodsId, quantity);
+
+    let accepted: PurchaseAccepted;
+    try {
+      accepted = await attempt();
+    } catch (error) {
+      const record: IdempotencyRecord | null = isFinalRefusal(error)
+        ? {
+            state: 'DONE',
+            goodsId,
+            quantity,
+            status: 409,
+            code: error.code,
+            message: error.message,
+          }
+        : null;
+      await this.settle(redisKey, owner, goodsId, record, userId);
+      throw error;
+    }
+    await this.settle(
+      redisKey,
+      owner,
+      goodsId,
+      { state: 'DONE', goodsId, quantity, status: 202, body: accepted },
+      userId,
+    );
+    return accepted;
+  }
+
+  /** Never turns the attempt's answer into an error: a lost record only costs a later replay. */
+  private async settle(
+    redisKey: string,
+    owner: string,
+    goodsId: number,
+    record: IdempotencyRecord | null,
+    userId: number,
+  ): Promise<void> {
+    try {
+      const ttlMs = record ? await this.retentionMs(goodsId) : 0;
+      const settled = await this.scripts.settleIdempotencyKey(
+        redisKey,
+        owner,
+        record ? JSON.stringify(record) : null,
+        ttlMs,
+      );
+      if (!settled) {
+        this.logger.warn(
+          `idempotency reservation expired before its answer: user=${userId} goods=${goodsId}`,
+        );
+      }
+    } catch (error) {
+      this.logger.warn(
+        `idempotency answer not stored: user=${userId} goods=${goodsId} ${(error as Error).message}`,
+      );
+    }
+  }
+
+  private async retentionMs(goodsId: number): Promise<number> {
+    const endAt = await this.stock.saleEndAt(goodsId);
+    const retention = this.config.idempotencyRetentionMs;
+    if (endAt === null) return retention;
+    return Math.max(endAt + retention - Date.now(), MIN_RETENTION_MS);
+  }
+}
