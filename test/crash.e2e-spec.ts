@@ -220,4 +220,56 @@ describe('crash recovery', () => {
       await next.close();
     }
   });
+
+  it('should give the stock back exactly once when the timeout consumer dies between the cancel and its ack', async () => {
+    const victim = await ChildApp.start({
+      ORDER_PAYMENT_TIMEOUT_MS: '2000',
+      FAULT_CRASH_POINT: 'after-cancel-commit',
+    });
+    const post = (path: string, auth: string, body?: object) =>
+      fetch(`${victim.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: auth, 'content-type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+    const now = Date.now();
+    const created = await post('/api/v1/admin/goods', adminAuth(), {
+      name: 'Crash phone',
+      price: 1,
+      stock: 3,
+      startAt: new Date(now - 1_000).toISOString(),
+      endAt: new Date(now + 3_600_000).toISOString(),
+    });
+    const goodsId = ((await created.json()) as { id: number }).id;
+    await post(`/api/v1/admin/goods/${goodsId}/preheat`, adminAuth());
+    expect((await post(`/api/v1/seckill/${goodsId}`, bearer(97_001))).status).toBe(202);
+
+    // The order is written, expires, is cancelled in MySQL, and the process dies right there.
+    await waitFor(() => victim.exited, { timeoutMs: 20_000, what: 'the victim to die' });
+    const [order] = await stores.orders(goodsId);
+    expect(order.status).toBe('CANCELLED');
+    expect(await stores.mysqlStock(goodsId)).toBe(3);
+    expect(await stores.redisStock(goodsId)).toBe(2);
+
+    const next = await startApp({ ORDER_PAYMENT_TIMEOUT_MS: '2000' });
+    try {
+      // The unacked timeout message comes back and finishes the stock return, once.
+      await waitFor(async () => (await stores.redisStock(goodsId)) === 3, {
+        timeoutMs: 20_000,
+        what: 'redis to get the stock back',
+      });
+      expect(await stores.redisBuyers(goodsId)).toEqual({});
+      const report = await next.http
+        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+        .set('Authorization', adminAuth())
+        .expect(200);
+      expect(report.body).toMatchObject({ consistent: true, redisStock: 3, dbStock: 3 });
+      await next.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(97_001))
+        .expect(202);
+    } finally {
+      await next.close();
+    }
+  });
 });

@@ -115,10 +115,10 @@ function readUrl(env: Env, name: string, fallback: string, protocols: string[]):
   return value;
 }
 
-export const FAULT_POINTS = ['after-deduct', 'after-commit'] as const;
+export const FAULT_POINTS = ['after-deduct', 'after-commit', 'after-cancel-commit'] as const;
 export type FaultPoint = (typeof FAULT_POINTS)[number];
 
-/** FAULT_CRASH_POINT (after-deduct | after-commit) and FAULT_CRASH_AFTER (N, default 1). */
+/** FAULT_CRASH_POINT (one of FAULT_POINTS) and FAULT_CRASH_AFTER (N, default 1). */
 function readFaultHook(env: Env, nodeEnv: string): AppConfig['faultCrash'] {
   const point = readString(env, 'FAULT_CRASH_POINT', '');
   if (point === '') return null;

@@ -3,8 +3,9 @@ import { InjectConfig } from './app-config.js';
 import type { AppConfig, FaultPoint } from './env.validation.js';
 
 /**
- * Crash tests need the process to die at an exact point (only the Redis outbox knows a
- * purchase; an order is committed but not acked). Off unless FAULT_CRASH_POINT is set, which
+ * Crash tests need the process to die at an exact point: only the Redis outbox knows a
+ * purchase (after-deduct); an order is committed but its message not acked (after-commit); a
+ * cancel is committed in MySQL but its stock not yet back in Redis (after-cancel-commit). Off unless FAULT_CRASH_POINT is set, which
  * the config refuses in production.
  */
 @Injectable()

@@ -4,6 +4,7 @@ import { DataSource, LessThan, Repository } from 'typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
 import { DomainError } from '../../common/errors/domain-error.js';
+import { FaultInjector } from '../../config/fault-injector.js';
 import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { RestockCode, StockService } from '../stock/stock.service.js';
@@ -31,6 +32,7 @@ export class OrderLifecycleService {
     @InjectRepository(OrderEntity) private readonly orders: Repository<OrderEntity>,
     private readonly stock: StockService,
     private readonly metrics: MetricsService,
+    private readonly faults: FaultInjector,
   ) {}
 
   async pay(orderNo: string, userId: number): Promise<{ orderNo: string; status: 'PAID' }> {
@@ -116,6 +118,7 @@ export class OrderLifecycleService {
           `order cancelled: order=${current.orderNo} user=${current.userId} goods=${current.goodsId} reason=${reason}`,
         );
         this.metrics.orderTransitions.inc({ to: 'CANCELLED' });
+        this.faults.crashPoint('after-cancel-commit');
         break;
       }
       current = await this.reload(current);
