@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { recordChaos, secondsSince } from './support/chaos-report.js';
 import { adminAuth, bearer, createSale, startApp, Stores, waitFor } from './support/harness.js';
 import { ChildApp } from './support/child-app.js';
 
@@ -14,7 +15,7 @@ describe('crash recovery', () => {
   });
 
   it('should lose and duplicate nothing when the app is killed mid-burst', async () => {
-    const stock = 200;
+    const stock = 1_000;
     // One test machine plays a crowd of 400 here: its address must not hit the per-IP limit.
     const victim = await ChildApp.start({
       CONSUMER_BATCH_WAIT_MS: '50',
@@ -41,7 +42,7 @@ describe('crash recovery', () => {
     let killAfter!: () => void;
     const enoughAccepted = new Promise<void>((resolve) => (killAfter = resolve));
     const burst = Promise.all(
-      Array.from({ length: 400 }, (_, i) =>
+      Array.from({ length: 2_000 }, (_, i) =>
         call(`/api/v1/seckill/${goodsId}`, bearer(90_000 + i))
           .then((response) => {
             if (response.status === 202 && ++accepted >= 40) killAfter();
@@ -57,6 +58,7 @@ describe('crash recovery', () => {
     expect(acceptedBeforeKill).toBeGreaterThanOrEqual(40);
 
     // A new instance, with the outbox sweeper on, takes over.
+    const healedAt = Date.now();
     const survivor = await startApp({
       OUTBOX_SWEEP_ENABLED: 'true',
       OUTBOX_SWEEP_INTERVAL_MS: '200',
@@ -73,6 +75,15 @@ describe('crash recovery', () => {
         { timeoutMs: 30_000, what: 'every accepted purchase to settle' },
       );
       expect(settled).toBe(true);
+      // Accepted: every purchase Redis took, answered or not (the kill cuts answers off).
+      await recordChaos(stores, {
+        scenario: 'app SIGKILL mid-burst',
+        fault: `the server SIGKILLed mid-burst; ${acceptedBeforeKill} answers of 202 reached clients`,
+        goodsId,
+        requests: statuses.length,
+        accepted: stock - (await stores.redisStock(goodsId))!,
+        recoveredSeconds: secondsSince(healedAt),
+      });
 
       const orders = await stores.orders(goodsId);
       const soldInRedis = stock - (await stores.redisStock(goodsId))!;
@@ -133,6 +144,7 @@ describe('crash recovery', () => {
     });
     expect(await stores.redis.zcard(`seckill:{${goodsId}}:outbox`)).toBeGreaterThanOrEqual(1);
 
+    const healedAt = Date.now();
     const next = await startApp({
       OUTBOX_SWEEP_ENABLED: 'true',
       OUTBOX_SWEEP_INTERVAL_MS: '200',
@@ -146,6 +158,15 @@ describe('crash recovery', () => {
         },
         { timeoutMs: 20_000, what: 'the orphaned purchase to become an order' },
       );
+      await recordChaos(stores, {
+        scenario: 'app SIGKILL after the Lua step',
+        fault: 'the server SIGKILLed between taking the stock and publishing (the outbox only)',
+        goodsId,
+        requests: 3,
+        // The third purchase got no answer, but Redis had taken it: it must not be lost.
+        accepted: 3,
+        recoveredSeconds: secondsSince(healedAt),
+      });
       expect(orders.map((order) => Number(order.user_id)).sort()).toEqual([95_001, 95_002, 95_003]);
       const result = await waitFor(async () => {
         const response = await next.http
@@ -199,6 +220,7 @@ describe('crash recovery', () => {
     expect(written).toBeGreaterThanOrEqual(40);
     expect(written).toBeLessThan(100);
 
+    const healedAt = Date.now();
     const next = await startApp();
     try {
       const orders = await waitFor(
@@ -208,6 +230,14 @@ describe('crash recovery', () => {
         },
         { timeoutMs: 30_000, what: 'the rest of the orders' },
       );
+      await recordChaos(stores, {
+        scenario: 'consumer SIGKILL mid-drain',
+        fault: 'the consumer SIGKILLed between a batch commit and its ack',
+        goodsId,
+        requests: 100,
+        accepted: 100,
+        recoveredSeconds: secondsSince(healedAt),
+      });
       expect(orders).toHaveLength(100);
       expect(new Set(orders.map((order) => order.request_id)).size).toBe(100);
       expect(await stores.mysqlStock(goodsId)).toBe(0);
@@ -251,12 +281,21 @@ describe('crash recovery', () => {
     expect(await stores.mysqlStock(goodsId)).toBe(3);
     expect(await stores.redisStock(goodsId)).toBe(2);
 
+    const healedAt = Date.now();
     const next = await startApp({ ORDER_PAYMENT_TIMEOUT_MS: '2000' });
     try {
       // The unacked timeout message comes back and finishes the stock return, once.
       await waitFor(async () => (await stores.redisStock(goodsId)) === 3, {
         timeoutMs: 20_000,
         what: 'redis to get the stock back',
+      });
+      await recordChaos(stores, {
+        scenario: 'timeout consumer SIGKILL before ack',
+        fault: "killed between an expired order's cancel commit and its Redis restock",
+        goodsId,
+        requests: 1,
+        accepted: 1,
+        recoveredSeconds: secondsSince(healedAt),
       });
       expect(await stores.redisBuyers(goodsId)).toEqual({});
       const report = await next.http

@@ -8,6 +8,7 @@ import {
   waitFor,
   type TestApp,
 } from './support/harness.js';
+import { recordChaos, secondsSince } from './support/chaos-report.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 
 /**
@@ -59,6 +60,7 @@ describe('faults: broker connection lost', () => {
     expect(await stores.redisBuyers(goodsId)).not.toHaveProperty('799');
 
     proxy.up();
+    const healedAt = Date.now();
     await waitFor(async () => (await t.http.get('/health/ready')).status === 200, {
       timeoutMs: 30_000,
       what: 'the app to reconnect',
@@ -72,8 +74,16 @@ describe('faults: broker connection lost', () => {
         (await stores.redis.zcard(`seckill:{${goodsId}}:outbox`)) === 0,
       { timeoutMs: 30_000, what: 'in-flight purchases to settle' },
     );
-    const orders = await stores.orders(goodsId);
     const accepted = answers.filter((answer) => answer.status === 202).length + 1;
+    await recordChaos(stores, {
+      scenario: 'broker connection cut',
+      fault: 'RabbitMQ connection cut mid-publish, then refused until restored',
+      goodsId,
+      requests: answers.length + 2,
+      accepted,
+      recoveredSeconds: secondsSince(healedAt),
+    });
+    const orders = await stores.orders(goodsId);
     expect(orders.length).toBeGreaterThanOrEqual(accepted);
     expect(orders.length).toBe(50 - (await stores.redisStock(goodsId))!);
     expect(await stores.mysqlStock(goodsId)).toBe(50 - orders.length);
@@ -121,6 +131,7 @@ describe('faults: MySQL lost during the drain', () => {
     expect(await stores.inflight(goodsId)).toBe(30);
 
     proxy.up();
+    const healedAt = Date.now();
     const orders = await waitFor(
       async () => {
         const rows = await stores.orders(goodsId);
@@ -128,6 +139,14 @@ describe('faults: MySQL lost during the drain', () => {
       },
       { timeoutMs: 40_000, what: 'the orders to land after MySQL is back' },
     );
+    await recordChaos(stores, {
+      scenario: 'MySQL cut during the drain',
+      fault: 'MySQL connections cut and refused while 30 orders wait',
+      goodsId,
+      requests: answers.length,
+      accepted: answers.filter((answer) => answer.status === 202).length,
+      recoveredSeconds: secondsSince(healedAt),
+    });
     expect(orders).toHaveLength(30);
     expect(new Set(orders.map((order) => order.request_id)).size).toBe(30);
     expect(await stores.mysqlStock(goodsId)).toBe(0);

@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import amqp from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordChaos, secondsSince } from './support/chaos-report.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.js';
 import { MetricsService } from '../src/modules/metrics/metrics.service.js';
@@ -186,6 +187,7 @@ describe('messaging: a broker that does not confirm', () => {
 
     // The held deliveries now reach the consumer: the late message must be dropped, not written.
     proxy.resume();
+    const healedAt = Date.now();
     await waitFor(
       async () => (await counter(t.app, 'seckill_order_messages_total', 'voided')) > voidedBefore,
       { what: 'the late message to be dropped' },
@@ -197,6 +199,14 @@ describe('messaging: a broker that does not confirm', () => {
     });
     expect(await stores.orders(goodsId)).toHaveLength(0);
     expect(await stores.mysqlStock(goodsId)).toBe(3);
+    await recordChaos(stores, {
+      scenario: 'broker stalled past the confirm timeout',
+      fault: 'confirms and deliveries held back longer than PUBLISH_CONFIRM_TIMEOUT_MS',
+      goodsId,
+      requests: 1,
+      accepted: 0,
+      recoveredSeconds: secondsSince(healedAt),
+    });
 
     // The user was not blocked: buying again works and becomes one order.
     await t.http

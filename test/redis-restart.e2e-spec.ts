@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordChaos, secondsSince } from './support/chaos-report.js';
 import {
   adminAuth,
   bearer,
@@ -44,6 +45,7 @@ describe('faults: Redis restarts empty during a sale', () => {
     expect(down.body.code).toBe('UNAVAILABLE');
 
     await redis.up(); // empty: the sale, its buyers and its outbox are gone
+    const healedAt = Date.now();
     const answers: string[] = [];
     await waitFor(
       async () => {
@@ -61,6 +63,7 @@ describe('faults: Redis restarts empty during a sale', () => {
       expect(['503 UNAVAILABLE', '409 NOT_PREHEATED']).toContain(answer);
     }
 
+    const recoveredSeconds = secondsSince(healedAt);
     const again = await t.http
       .post(`/api/v1/seckill/${goodsId}`)
       .set('Authorization', bearer(501))
@@ -71,6 +74,14 @@ describe('faults: Redis restarts empty during a sale', () => {
       return rows.length === 6 ? rows : null;
     });
     expect(new Set(orders.map((order) => Number(order.user_id))).size).toBe(6);
+    await recordChaos(stores, {
+      scenario: 'Redis restarted empty',
+      fault: 'redis-server SIGKILLed mid-sale, restarted with no data',
+      goodsId,
+      requests: 5 + 1 + answers.length + 1,
+      accepted: 6,
+      recoveredSeconds,
+    });
     const report = await waitFor(async () => {
       const response = await t.http
         .get(`/api/v1/admin/goods/${goodsId}/reconcile`)

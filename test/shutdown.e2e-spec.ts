@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { recordChaos, secondsSince } from './support/chaos-report.js';
 import { adminAuth, bearer, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
 import { ChildApp } from './support/child-app.js';
 
@@ -52,7 +53,9 @@ describe('graceful shutdown', () => {
       ),
     );
     await someAccepted;
+    const stopAt = Date.now();
     const exitCode = await server.stop('SIGTERM');
+    const drainSeconds = secondsSince(stopAt);
     const statuses = await burst;
 
     expect(exitCode, server.log).toBe(0);
@@ -71,6 +74,14 @@ describe('graceful shutdown', () => {
       },
       { timeoutMs: 30_000, what: `${accepted} orders` },
     );
+    await recordChaos(stores, {
+      scenario: 'SIGTERM mid-burst',
+      fault: `graceful stop; the drain took ${drainSeconds} s`,
+      goodsId,
+      requests: statuses.length,
+      accepted,
+      recoveredSeconds: drainSeconds,
+    });
     expect(orders).toHaveLength(accepted);
     expect(await stores.mysqlStock(goodsId)).toBe(150 - accepted);
     expect(await stores.redisStock(goodsId)).toBe(150 - accepted);
