@@ -21,29 +21,15 @@ describe('crash recovery', () => {
       CONSUMER_BATCH_WAIT_MS: '50',
       THROTTLE_PURCHASE_IP_LIMIT: '0',
     });
-    const call = (path: string, auth: string, body?: object) =>
-      fetch(`${victim.baseUrl}${path}`, {
-        method: 'POST',
-        headers: { authorization: auth, 'content-type': 'application/json' },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-    const now = Date.now();
-    const created = await call('/api/v1/admin/goods', adminAuth(), {
-      name: 'Crash phone',
-      price: 1,
-      stock,
-      startAt: new Date(now - 1_000).toISOString(),
-      endAt: new Date(now + 3_600_000).toISOString(),
-    });
-    const goodsId = ((await created.json()) as { id: number }).id;
-    expect((await call(`/api/v1/admin/goods/${goodsId}/preheat`, adminAuth())).status).toBe(200);
+    const goodsId = await victim.createSale(stock);
 
     let accepted = 0;
     let killAfter!: () => void;
     const enoughAccepted = new Promise<void>((resolve) => (killAfter = resolve));
     const burst = Promise.all(
       Array.from({ length: 2_000 }, (_, i) =>
-        call(`/api/v1/seckill/${goodsId}`, bearer(90_000 + i))
+        victim
+          .post(`/api/v1/seckill/${goodsId}`, bearer(90_000 + i))
           .then((response) => {
             if (response.status === 202 && ++accepted >= 40) killAfter();
             return response.status;
@@ -112,27 +98,12 @@ describe('crash recovery', () => {
       FAULT_CRASH_POINT: 'after-deduct',
       FAULT_CRASH_AFTER: '3',
     });
-    const post = (path: string, auth: string, body?: object) =>
-      fetch(`${victim.baseUrl}${path}`, {
-        method: 'POST',
-        headers: { authorization: auth, 'content-type': 'application/json' },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-    const now = Date.now();
-    const created = await post('/api/v1/admin/goods', adminAuth(), {
-      name: 'Crash phone',
-      price: 1,
-      stock: 10,
-      startAt: new Date(now - 1_000).toISOString(),
-      endAt: new Date(now + 3_600_000).toISOString(),
-    });
-    const goodsId = ((await created.json()) as { id: number }).id;
-    await post(`/api/v1/admin/goods/${goodsId}/preheat`, adminAuth());
+    const goodsId = await victim.createSale(10);
 
     const answers: number[] = [];
     for (const userId of [95_001, 95_002, 95_003]) {
       answers.push(
-        await post(`/api/v1/seckill/${goodsId}`, bearer(userId)).then(
+        await victim.post(`/api/v1/seckill/${goodsId}`, bearer(userId)).then(
           (r) => r.status,
           () => 0,
         ),
@@ -256,23 +227,8 @@ describe('crash recovery', () => {
       ORDER_PAYMENT_TIMEOUT_MS: '2000',
       FAULT_CRASH_POINT: 'after-cancel-commit',
     });
-    const post = (path: string, auth: string, body?: object) =>
-      fetch(`${victim.baseUrl}${path}`, {
-        method: 'POST',
-        headers: { authorization: auth, 'content-type': 'application/json' },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-    const now = Date.now();
-    const created = await post('/api/v1/admin/goods', adminAuth(), {
-      name: 'Crash phone',
-      price: 1,
-      stock: 3,
-      startAt: new Date(now - 1_000).toISOString(),
-      endAt: new Date(now + 3_600_000).toISOString(),
-    });
-    const goodsId = ((await created.json()) as { id: number }).id;
-    await post(`/api/v1/admin/goods/${goodsId}/preheat`, adminAuth());
-    expect((await post(`/api/v1/seckill/${goodsId}`, bearer(97_001))).status).toBe(202);
+    const goodsId = await victim.createSale(3);
+    expect((await victim.post(`/api/v1/seckill/${goodsId}`, bearer(97_001))).status).toBe(202);
 
     // The order is written, expires, is cancelled in MySQL, and the process dies right there.
     await waitFor(() => victim.exited, { timeoutMs: 20_000, what: 'the victim to die' });

@@ -9,7 +9,7 @@ import {
   type TestApp,
 } from './support/harness.js';
 import { recordChaos, secondsSince } from './support/chaos-report.js';
-import { TcpProxy } from './support/tcp-proxy.js';
+import { proxyInFront, type TcpProxy } from './support/tcp-proxy.js';
 
 /**
  * Real faults between the app and real services: a TCP proxy in front of RabbitMQ or MySQL that
@@ -21,10 +21,9 @@ describe('faults: broker connection lost', () => {
   const stores = new Stores();
 
   beforeAll(async () => {
-    const broker = new URL(process.env.RABBITMQ_URL!);
-    proxy = await TcpProxy.start(broker.hostname, Number(broker.port || 5672));
-    broker.host = `127.0.0.1:${proxy.port}`;
-    t = await startApp({ RABBITMQ_URL: broker.toString(), PUBLISH_CONFIRM_TIMEOUT_MS: '500' });
+    const through = await proxyInFront(process.env.RABBITMQ_URL!, 5672);
+    proxy = through.proxy;
+    t = await startApp({ RABBITMQ_URL: through.url, PUBLISH_CONFIRM_TIMEOUT_MS: '500' });
   });
 
   afterAll(async () => {
@@ -101,10 +100,9 @@ describe('faults: MySQL lost during the drain', () => {
   const stores = new Stores();
 
   beforeAll(async () => {
-    const database = new URL(process.env.DATABASE_URL!);
-    proxy = await TcpProxy.start(database.hostname, Number(database.port || 3306));
-    database.host = `127.0.0.1:${proxy.port}`;
-    t = await startApp({ DATABASE_URL: database.toString() });
+    const through = await proxyInFront(process.env.DATABASE_URL!, 3306);
+    proxy = through.proxy;
+    t = await startApp({ DATABASE_URL: through.url });
   });
 
   afterAll(async () => {

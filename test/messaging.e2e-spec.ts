@@ -9,7 +9,7 @@ import { MetricsService } from '../src/modules/metrics/metrics.service.js';
 import { newOrderNo } from '../src/modules/seckill/purchase.service.js';
 import { StockService } from '../src/modules/stock/stock.service.js';
 import { bearer, createSale, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
-import { TcpProxy } from './support/tcp-proxy.js';
+import { proxyInFront, type TcpProxy } from './support/tcp-proxy.js';
 
 const prefix = process.env.RABBITMQ_PREFIX!;
 
@@ -148,10 +148,9 @@ describe('messaging: a broker that does not confirm', () => {
   const stores = new Stores();
 
   beforeAll(async () => {
-    const broker = new URL(process.env.RABBITMQ_URL!);
-    proxy = await TcpProxy.start(broker.hostname, Number(broker.port || 5672));
-    broker.host = `127.0.0.1:${proxy.port}`;
-    t = await startApp({ RABBITMQ_URL: broker.toString(), PUBLISH_CONFIRM_TIMEOUT_MS: '300' });
+    const through = await proxyInFront(process.env.RABBITMQ_URL!, 5672);
+    proxy = through.proxy;
+    t = await startApp({ RABBITMQ_URL: through.url, PUBLISH_CONFIRM_TIMEOUT_MS: '300' });
   });
 
   afterAll(async () => {

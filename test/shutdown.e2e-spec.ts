@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { recordChaos, secondsSince } from './support/chaos-report.js';
-import { adminAuth, bearer, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
+import { bearer, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
 import { ChildApp } from './support/child-app.js';
 
 describe('graceful shutdown', () => {
@@ -15,36 +15,14 @@ describe('graceful shutdown', () => {
   it('should exit 0 on SIGTERM mid-burst and lose none of the purchases it accepted', async () => {
     // One test machine plays a crowd of 300 here: its address must not hit the per-IP limit.
     const server = await ChildApp.start({ THROTTLE_PURCHASE_IP_LIMIT: '0' });
-    const call = (path: string, init: RequestInit & { auth: string }) =>
-      fetch(`${server.baseUrl}${path}`, {
-        ...init,
-        headers: { authorization: init.auth, 'content-type': 'application/json' },
-      });
-
-    const now = Date.now();
-    const created = await call('/api/v1/admin/goods', {
-      method: 'POST',
-      auth: adminAuth(),
-      body: JSON.stringify({
-        name: 'Shutdown phone',
-        price: 1,
-        stock: 150,
-        startAt: new Date(now - 1_000).toISOString(),
-        endAt: new Date(now + 3_600_000).toISOString(),
-      }),
-    });
-    expect(created.status).toBe(201);
-    const goodsId = ((await created.json()) as { id: number }).id;
-    expect(
-      (await call(`/api/v1/admin/goods/${goodsId}/preheat`, { method: 'POST', auth: adminAuth() }))
-        .status,
-    ).toBe(200);
+    const goodsId = await server.createSale(150);
 
     let firstAccepted!: () => void;
     const someAccepted = new Promise<void>((resolve) => (firstAccepted = resolve));
     const burst = Promise.all(
       Array.from({ length: 300 }, (_, i) =>
-        call(`/api/v1/seckill/${goodsId}`, { method: 'POST', auth: bearer(70_000 + i) })
+        server
+          .post(`/api/v1/seckill/${goodsId}`, bearer(70_000 + i))
           .then((response) => {
             if (response.status === 202) firstAccepted();
             return response.status;

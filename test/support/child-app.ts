@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { waitFor } from './harness.js';
+import { adminAuth, waitFor } from './harness.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -57,6 +57,32 @@ export class ChildApp {
       { timeoutMs: 30_000, intervalMs: 100, what: 'the child server to be ready' },
     );
     return app;
+  }
+
+  /** A POST with a bearer token and an optional JSON body. */
+  post(path: string, authorization: string, body?: object): Promise<Response> {
+    return fetch(`${this.baseUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json' },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+  }
+
+  /** Creates a sale open from now for an hour through the admin API, preheats it, returns its id. */
+  async createSale(stock: number): Promise<number> {
+    const now = Date.now();
+    const created = await this.post('/api/v1/admin/goods', adminAuth(), {
+      name: 'Test phone',
+      price: 1,
+      stock,
+      startAt: new Date(now - 1_000).toISOString(),
+      endAt: new Date(now + 3_600_000).toISOString(),
+    });
+    if (created.status !== 201) throw new Error(`create sale: ${created.status}`);
+    const goodsId = ((await created.json()) as { id: number }).id;
+    const preheated = await this.post(`/api/v1/admin/goods/${goodsId}/preheat`, adminAuth());
+    if (preheated.status !== 200) throw new Error(`preheat: ${preheated.status}`);
+    return goodsId;
   }
 
   get exited(): boolean {

@@ -104,3 +104,14 @@ export class TcpProxy {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }
+
+/** Starts a proxy in front of the service a URL names; returns it with the URL through it. */
+export async function proxyInFront(
+  serviceUrl: string,
+  defaultPort: number,
+): Promise<{ proxy: TcpProxy; url: string }> {
+  const url = new URL(serviceUrl);
+  const proxy = await TcpProxy.start(url.hostname, Number(url.port || defaultPort));
+  url.host = `127.0.0.1:${proxy.port}`;
+  return { proxy, url: url.toString() };
+}

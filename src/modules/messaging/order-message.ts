@@ -1,4 +1,5 @@
 import type { NewOrder } from '../orders/order.types.js';
+import { isPositiveInt, ORDER_NO, parseVersionedObject } from './message-payload.js';
 
 /** Wire format of the order message (JSON). `v` lets a later format coexist during a deploy. */
 export interface OrderMessageV1 extends NewOrder {
@@ -11,22 +12,11 @@ export function encodeOrderMessage(order: NewOrder): string {
 }
 
 const REQUEST_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ORDER_NO = /^[A-Z0-9]{8,32}$/;
-
-const isPositiveInt = (value: unknown): value is number =>
-  typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
 
 /** Returns the order, or a reason why the payload is not one (it then goes to the DLQ). */
 export function parseOrderMessage(content: Buffer | string): NewOrder | string {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(typeof content === 'string' ? content : content.toString('utf8'));
-  } catch {
-    return 'payload is not JSON';
-  }
-  if (typeof raw !== 'object' || raw === null) return 'payload is not an object';
-  const message = raw as Record<string, unknown>;
-  if (message.v !== 1) return `unknown message version ${String(message.v)}`;
+  const message = parseVersionedObject(content);
+  if (typeof message === 'string') return message;
   if (typeof message.requestId !== 'string' || !REQUEST_ID.test(message.requestId)) {
     return 'requestId is not a UUID';
   }
