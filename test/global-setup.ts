@@ -23,8 +23,8 @@ export default async function globalSetup(): Promise<void> {
   const connection = await amqp.connect(process.env.RABBITMQ_URL!);
   const channel = await connection.createChannel();
   const base = process.env.RABBITMQ_PREFIX!;
-  // The messaging test runs one app on a prefix of its own, with a tiny queue length limit.
-  for (const prefix of [base, `${base}_small`]) {
+  // The messaging tests run apps on prefixes of their own: a tiny length limit, classic queues.
+  for (const prefix of [base, `${base}_small`, `${base}_classic`]) {
     for (const queue of [`${prefix}.orders`, `${prefix}.orders.dead`, `${prefix}.orders.timeout`]) {
       await channel.deleteQueue(queue);
     }

@@ -279,3 +279,37 @@ describe('messaging: a full or unbound orders queue', () => {
     await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(355)).expect(202);
   });
 });
+
+describe('messaging: classic queues (RABBITMQ_QUEUE_TYPE=classic)', () => {
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    t = await startApp({
+      RABBITMQ_PREFIX: `${prefix}_classic`,
+      RABBITMQ_QUEUE_TYPE: 'classic',
+      ORDER_PAYMENT_TIMEOUT_MS: '2000',
+    });
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await stores.close();
+  });
+
+  it('should write orders and expire unpaid ones on classic queues too', async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(361)).expect(202);
+    const [order] = await waitFor(async () => {
+      const rows = await stores.orders(goodsId);
+      return rows.length === 1 ? rows : null;
+    });
+    expect(order.status).toBe('PENDING_PAYMENT');
+    await waitFor(async () => (await stores.orders(goodsId))[0].status === 'CANCELLED', {
+      timeoutMs: 20_000,
+      what: 'the order to expire through the classic delay queue',
+    });
+    await waitFor(async () => (await stores.redisStock(goodsId)) === 2, { what: 'the restock' });
+    expect(await stores.mysqlStock(goodsId)).toBe(2);
+  });
+});

@@ -39,6 +39,7 @@ export interface AppConfig {
   reconcileIntervalMs: number;
   redisWatchIntervalMs: number;
   queueMaxLength: number;
+  queueType: 'quorum' | 'classic';
   /** Test-only fault hook: SIGKILL the process at this point, the Nth time it is reached. */
   faultCrash: { point: FaultPoint; after: number } | null;
   rateLimit: RateLimitConfig;
@@ -113,6 +114,14 @@ function readUrl(env: Env, name: string, fallback: string, protocols: string[]):
     );
   }
   return value;
+}
+
+function readQueueType(env: Env): AppConfig['queueType'] {
+  const type = readString(env, 'RABBITMQ_QUEUE_TYPE', 'quorum');
+  if (type !== 'quorum' && type !== 'classic') {
+    throw new ConfigValidationError('RABBITMQ_QUEUE_TYPE must be quorum or classic');
+  }
+  return type;
 }
 
 export const FAULT_POINTS = ['after-deduct', 'after-commit', 'after-cancel-commit'] as const;
@@ -249,6 +258,7 @@ export function validateEnv(env: Env): AppConfig {
     reconcileIntervalMs: readInt(env, 'RECONCILE_INTERVAL_MS', 60_000, 1_000, 86_400_000),
     redisWatchIntervalMs: readInt(env, 'REDIS_WATCH_INTERVAL_MS', 1_000, 100, 60_000),
     queueMaxLength: readInt(env, 'RABBITMQ_QUEUE_MAX_LENGTH', 1_000_000, 1, 100_000_000),
+    queueType: readQueueType(env),
     faultCrash: readFaultHook(env, nodeEnv),
     rateLimit: readRateLimits(env),
     corsOrigins: readCorsOrigins(env),

@@ -19,11 +19,11 @@ export class RabbitConnection implements OnApplicationShutdown {
   readonly names: TopologyNames;
 
   constructor(@InjectConfig() config: AppConfig) {
-    this.names = topologyNames(
-      config.rabbitmqPrefix,
-      config.orderPaymentTimeoutMs,
-      config.queueMaxLength,
-    );
+    this.names = topologyNames(config.rabbitmqPrefix, {
+      paymentTimeoutMs: config.orderPaymentTimeoutMs,
+      maxQueueLength: config.queueMaxLength,
+      queueType: config.queueType,
+    });
     this.connection = amqp.connect([config.rabbitmqUrl], {
       heartbeatIntervalInSeconds: 10,
       reconnectTimeInSeconds: 1,

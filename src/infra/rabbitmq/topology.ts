@@ -1,7 +1,13 @@
 import type { Channel } from 'amqplib';
 
 /** Every exchange and queue name, derived from one prefix so test runs can use their own. */
-export function topologyNames(prefix: string, paymentTimeoutMs: number, maxQueueLength: number) {
+export type QueueType = 'quorum' | 'classic';
+
+export function topologyNames(
+  prefix: string,
+  options: { paymentTimeoutMs: number; maxQueueLength: number; queueType: QueueType },
+) {
+  const { paymentTimeoutMs, maxQueueLength, queueType } = options;
   return {
     ordersExchange: `${prefix}.orders`,
     ordersQueue: `${prefix}.orders`,
@@ -26,21 +32,30 @@ export function topologyNames(prefix: string, paymentTimeoutMs: number, maxQueue
     timeoutExchange: `${prefix}.timeout`,
     timeoutQueue: `${prefix}.orders.timeout`,
     timeoutRoutingKey: 'order.timeout',
+    /**
+     * Quorum unless the broker cannot have them (RabbitMQ before 3.10 for the TTL and
+     * at-least-once dead-lettering used here). Also part of the queues' identity.
+     */
+    queueType,
   };
 }
 
 export type TopologyNames = ReturnType<typeof topologyNames>;
 
-const QUORUM = { 'x-queue-type': 'quorum' };
-
 /**
  * Idempotent declaration, run on every (re)connect by each channel's setup.
  *
- * Quorum queues: replicated where the broker is a cluster; they stamp `x-delivery-count` on
- * redeliveries (the order consumer dead-letters a message that keeps failing instead of looping);
+ * Quorum queues (RABBITMQ_QUEUE_TYPE, the default): replicated where the broker is a cluster;
+ * they stamp `x-delivery-count` on redeliveries (the order consumer dead-letters a message that keeps failing instead of looping);
  * and they dead-letter at least once, so an expiring timeout message cannot be lost on the way.
  */
 export async function assertTopology(channel: Channel, names: TopologyNames): Promise<void> {
+  const QUORUM = { 'x-queue-type': names.queueType };
+  // Classic queues dead-letter at most once and cannot refuse a dead-lettered message.
+  const deadLetterSafety =
+    names.queueType === 'quorum'
+      ? { 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' }
+      : {};
   await channel.assertExchange(names.deadLetterExchange, 'direct', { durable: true });
   await channel.assertQueue(names.deadLetterQueue, { durable: true, arguments: QUORUM });
   await channel.bindQueue(names.deadLetterQueue, names.deadLetterExchange, names.ordersRoutingKey);
@@ -81,8 +96,7 @@ export async function assertTopology(channel: Channel, names: TopologyNames): Pr
       'x-message-ttl': names.paymentTimeoutMs,
       'x-dead-letter-exchange': names.timeoutExchange,
       'x-dead-letter-routing-key': names.timeoutRoutingKey,
-      'x-dead-letter-strategy': 'at-least-once',
-      'x-overflow': 'reject-publish',
+      ...deadLetterSafety,
     },
   });
 }
