@@ -73,14 +73,19 @@ describe('messaging: confirms, redelivery, outbox', () => {
     expect(await stores.redisStock(goodsId)).toBe(4);
   });
 
-  it('should dead-letter a malformed message instead of looping on it', async () => {
+  it('should dead-letter a malformed message instead of looping on it, and keep the queue moving', async () => {
+    const goodsId = await createSale(t.http, { stock: 5 });
     const before = await counter(t.app, 'seckill_order_messages_total', 'dead_lettered');
     const connection = await amqp.connect(process.env.RABBITMQ_URL!);
     const channel = await connection.createConfirmChannel();
+    const poisonedAt = Date.now();
     channel.publish(`${prefix}.orders`, 'order.created', Buffer.from('{"not":"an order"'), {
       persistent: true,
+      messageId: 'poison-1',
     });
     await channel.waitForConfirms();
+    // A real purchase right behind the poison one still becomes an order.
+    await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(203)).expect(202);
     await waitFor(
       async () => (await counter(t.app, 'seckill_order_messages_total', 'dead_lettered')) > before,
       { what: 'dead-lettering' },
@@ -90,7 +95,18 @@ describe('messaging: confirms, redelivery, outbox', () => {
       return message || null;
     });
     expect(dead.content.toString()).toBe('{"not":"an order"');
+    expect(dead.properties.messageId).toBe('poison-1');
+    expect(dead.properties.headers?.['x-death']?.[0]).toMatchObject({ reason: 'rejected' });
     await connection.close();
+    await waitFor(async () => (await stores.orders(goodsId)).length === 1, { what: 'the order' });
+    await recordChaos(stores, {
+      scenario: 'poison message',
+      fault: 'a malformed message ahead of a real purchase in the orders queue',
+      goodsId,
+      requests: 1,
+      accepted: 1,
+      recoveredSeconds: secondsSince(poisonedAt),
+    });
   });
 
   it('should republish from the outbox after a crash between the Lua step and the publish', async () => {
