@@ -1,11 +1,10 @@
-import type { INestApplication } from '@nestjs/common';
 import amqp from 'amqplib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeTimeoutMessage } from '../src/modules/messaging/timeout-message.js';
-import { MetricsService } from '../src/modules/metrics/metrics.service.js';
 import { OrderLifecycleService } from '../src/modules/orders/order-lifecycle.service.js';
 import {
+  counter,
   adminAuth,
   bearer,
   createSale,
@@ -17,11 +16,6 @@ import {
 
 const PAYMENT_TIMEOUT_MS = 2_000;
 const prefix = process.env.RABBITMQ_PREFIX!;
-
-async function counter(app: INestApplication, name: string, label: string): Promise<number> {
-  const metric = await app.get(MetricsService).registry.getSingleMetric(name)?.get();
-  return metric?.values.find((value) => Object.values(value.labels).includes(label))?.value ?? 0;
-}
 
 describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
   let t: TestApp;

@@ -1,4 +1,3 @@
-import type { INestApplication } from '@nestjs/common';
 import amqp from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,15 +7,18 @@ import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.j
 import { MetricsService } from '../src/modules/metrics/metrics.service.js';
 import { newOrderNo } from '../src/modules/seckill/purchase.service.js';
 import { StockService } from '../src/modules/stock/stock.service.js';
-import { bearer, createSale, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
+import {
+  counter,
+  bearer,
+  createSale,
+  startApp,
+  Stores,
+  waitFor,
+  type TestApp,
+} from './support/harness.js';
 import { proxyInFront, type TcpProxy } from './support/tcp-proxy.js';
 
 const prefix = process.env.RABBITMQ_PREFIX!;
-
-async function counter(app: INestApplication, name: string, label: string): Promise<number> {
-  const metric = await app.get(MetricsService).registry.getSingleMetric(name)?.get();
-  return metric?.values.find((value) => Object.values(value.labels).includes(label))?.value ?? 0;
-}
 
 describe('messaging: confirms, redelivery, outbox', () => {
   let t: TestApp;

@@ -6,6 +6,7 @@ import { createPool, type Pool, type RowDataPacket } from 'mysql2/promise';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { createApp } from '../../src/bootstrap.js';
+import { MetricsService } from '../../src/modules/metrics/metrics.service.js';
 
 export interface TestApp {
   app: NestFastifyApplication;
@@ -151,4 +152,14 @@ export class Stores {
     this.redis.disconnect();
     await this.mysql.end();
   }
+}
+
+/** The value of one labelled series of a counter in the app's own metrics registry. */
+export async function counter(
+  app: NestFastifyApplication,
+  name: string,
+  label: string,
+): Promise<number> {
+  const metric = await app.get(MetricsService).registry.getSingleMetric(name)?.get();
+  return metric?.values.find((value) => Object.values(value.labels).includes(label))?.value ?? 0;
 }
