@@ -202,6 +202,9 @@ describe('messaging: a broker that does not confirm', () => {
       .expect(200);
     expect(result.body).toMatchObject({ status: 'FAILED', reason: 'UNAVAILABLE' });
 
+    // Connected but not confirming: not ready.
+    expect((await t.http.get('/health/ready')).status).toBe(503);
+
     // The held deliveries now reach the consumer: the late message must be dropped, not written.
     proxy.resume();
     const healedAt = Date.now();
@@ -216,6 +219,9 @@ describe('messaging: a broker that does not confirm', () => {
     });
     expect(await stores.orders(goodsId)).toHaveLength(0);
     expect(await stores.mysqlStock(goodsId)).toBe(3);
+    await waitFor(async () => (await t.http.get('/health/ready')).status === 200, {
+      what: 'readiness once the broker confirms again',
+    });
     await recordChaos(stores, {
       scenario: 'broker stalled past the confirm timeout',
       fault: 'confirms and deliveries held back longer than PUBLISH_CONFIRM_TIMEOUT_MS',

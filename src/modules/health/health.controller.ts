@@ -8,6 +8,7 @@ import {
 } from '@nestjs/terminus';
 import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { Public } from '../auth/auth.decorators.js';
+import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { StockService } from '../stock/stock.service.js';
 
 const CHECK_TIMEOUT_MS = 2_000;
@@ -21,6 +22,7 @@ export class HealthController {
     private readonly database: TypeOrmHealthIndicator,
     private readonly stock: StockService,
     private readonly rabbit: RabbitConnection,
+    private readonly publisher: OrderPublisher,
   ) {}
 
   @Get('live')
@@ -44,7 +46,11 @@ export class HealthController {
           .withTimeout(CHECK_TIMEOUT_MS),
       () => {
         const rabbitmq = this.indicators.check('rabbitmq');
-        return this.rabbit.isConnected() ? rabbitmq.up() : rabbitmq.down('not connected');
+        if (!this.rabbit.isConnected()) return rabbitmq.down('not connected');
+        // Connected is not enough: a stalled broker holds confirms, and purchases would 503.
+        return rabbitmq
+          .attempt(() => this.publisher.probeConfirms(CHECK_TIMEOUT_MS))
+          .withTimeout(CHECK_TIMEOUT_MS);
       },
     ]);
   }

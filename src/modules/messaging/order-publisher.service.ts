@@ -120,6 +120,21 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
+  /**
+   * Proves the broker confirms publishes now (a connection can be up while the broker stalls):
+   * an empty message to no queue, which a healthy broker acks at once. Rejects on timeout.
+   */
+  async probeConfirms(timeoutMs: number): Promise<void> {
+    await this.channel.publish(
+      '',
+      `${this.rabbit.names.ordersQueue}.health-probe`,
+      Buffer.alloc(0),
+      {
+        timeout: timeoutMs,
+      },
+    );
+  }
+
   /** Order messages waiting in RabbitMQ (ready, not yet delivered to a consumer). */
   async ordersWaiting(): Promise<number> {
     // After the setup has declared the topology: checking a queue that does not exist yet would
