@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { PreheatService } from '../src/modules/preheat/preheat.service.js';
+import { newOrderNo } from '../src/modules/seckill/purchase.service.js';
+import { StockService } from '../src/modules/stock/stock.service.js';
 import { PurchaseLockService } from '../src/modules/stock/purchase-lock.service.js';
 import {
   adminAuth,
@@ -92,5 +96,30 @@ describe('preheating', () => {
       .expect(409);
     expect(again.body.code).toBe('ALREADY_PURCHASED');
     await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(602)).expect(202);
+  });
+
+  it('should evict an ended sale from Redis, but not while purchases are in flight', async () => {
+    const ended = await createSale(t.http, { startsInMs: -20_000, lastsMs: 10_000 });
+    const open = await createSale(t.http, { stock: 5 });
+    // A purchase Redis took whose order is not in MySQL yet (only the outbox knows it).
+    const requestId = randomUUID();
+    const order = {
+      requestId,
+      orderNo: newOrderNo(),
+      userId: 610,
+      goodsId: open,
+      quantity: 1,
+      acceptedAt: Date.now(),
+    };
+    await t.app.get(StockService).deduct(open, 610, 1, requestId, encodeOrderMessage(order));
+
+    const preheat = t.app.get(PreheatService);
+    // Two hours on, both sales are over; only the one with nothing in flight goes.
+    const evicted = await preheat.evictEnded(0, Date.now() + 2 * 3_600_000);
+    expect(evicted).toContain(ended);
+    expect(evicted).not.toContain(open);
+    expect(await stores.redis.keys(`seckill:{${ended}}:*`)).toEqual([]);
+    expect(await stores.redis.sismember('seckill:sales', String(ended))).toBe(0);
+    expect(await stores.redisStock(open)).toBe(4);
   });
 });

@@ -11,6 +11,7 @@ const defaults: Record<string, string> = {
   OUTBOX_SWEEP_ENABLED: 'false',
   EXPIRY_SWEEP_ENABLED: 'false',
   RECONCILE_ENABLED: 'false',
+  SALE_EVICTION_ENABLED: 'false',
   SWAGGER_ENABLED: 'true',
   LOG_LEVEL: 'warn',
 };

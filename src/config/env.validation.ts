@@ -40,6 +40,9 @@ export interface AppConfig {
   redisWatchIntervalMs: number;
   queueMaxLength: number;
   queueType: 'quorum' | 'classic';
+  saleEvictionEnabled: boolean;
+  saleEvictionIntervalMs: number;
+  saleKeysRetentionMs: number;
   /** Test-only fault hook: SIGKILL the process at this point, the Nth time it is reached. */
   faultCrash: { point: FaultPoint; after: number } | null;
   rateLimit: RateLimitConfig;
@@ -259,6 +262,9 @@ export function validateEnv(env: Env): AppConfig {
     redisWatchIntervalMs: readInt(env, 'REDIS_WATCH_INTERVAL_MS', 1_000, 100, 60_000),
     queueMaxLength: readInt(env, 'RABBITMQ_QUEUE_MAX_LENGTH', 1_000_000, 1, 100_000_000),
     queueType: readQueueType(env),
+    saleEvictionEnabled: readBool(env, 'SALE_EVICTION_ENABLED', true),
+    saleEvictionIntervalMs: readInt(env, 'SALE_EVICTION_INTERVAL_MS', 600_000, 1_000, 86_400_000),
+    saleKeysRetentionMs: readInt(env, 'SALE_KEYS_RETENTION_MS', 86_400_000, 0, 30 * 86_400_000),
     faultCrash: readFaultHook(env, nodeEnv),
     rateLimit: readRateLimits(env),
     corsOrigins: readCorsOrigins(env),

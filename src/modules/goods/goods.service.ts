@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import { In, Repository } from 'typeorm';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { StockService } from '../stock/stock.service.js';
@@ -60,6 +60,10 @@ export class GoodsService {
       .orderBy('g.start_at', 'ASC')
       .limit(1_000)
       .getMany();
+  }
+
+  findByIds(ids: number[]): Promise<GoodsEntity[]> {
+    return ids.length === 0 ? Promise.resolve([]) : this.goods.findBy({ id: In(ids) });
   }
 
   async view(goodsId: number): Promise<GoodsViewDto> {

@@ -6,7 +6,10 @@ import { scheduleSingletonJob } from '../../common/scheduling/interval-job.js';
 import { PurchaseLockService } from '../stock/purchase-lock.service.js';
 import { PreheatService } from './preheat.service.js';
 
-/** Schedules only; PreheatService does the work. Off with PREHEAT_CRON_ENABLED=false. */
+/**
+ * Schedules only; PreheatService does the work. Off with PREHEAT_CRON_ENABLED=false (preheat)
+ * and SALE_EVICTION_ENABLED=false (eviction of ended sales from Redis).
+ */
 @Injectable()
 export class PreheatCron implements OnApplicationBootstrap {
   constructor(
@@ -17,6 +20,20 @@ export class PreheatCron implements OnApplicationBootstrap {
   ) {}
 
   onApplicationBootstrap(): void {
+    if (this.config.saleEvictionEnabled) {
+      // Orders can still expire until the payment timeout after the sale's end; keep the sale's
+      // keys a retention period longer than that.
+      const afterEndMs = this.config.orderPaymentTimeoutMs + this.config.saleKeysRetentionMs;
+      scheduleSingletonJob({
+        registry: this.registry,
+        locks: this.locks,
+        name: 'evict-ended-sales',
+        intervalMs: this.config.saleEvictionIntervalMs,
+        run: async () => {
+          await this.preheat.evictEnded(afterEndMs);
+        },
+      });
+    }
     if (!this.config.preheatCronEnabled) return;
     scheduleSingletonJob({
       registry: this.registry,

@@ -86,6 +86,27 @@ export class PreheatService {
     return { goodsId: goods.id, stock: result.stock, loaded: result.loaded };
   }
 
+  /**
+   * Frees Redis of sales that ended more than `afterEndMs` ago (or no longer exist), once
+   * nothing of theirs is in flight. Returns the goods ids it evicted.
+   */
+  async evictEnded(afterEndMs: number, now = Date.now()): Promise<number[]> {
+    const preheated = await this.stock.preheatedSales();
+    const known = new Map((await this.goods.findByIds(preheated)).map((g) => [g.id, g]));
+    const evicted: number[] = [];
+    for (const goodsId of preheated) {
+      const goods = known.get(goodsId);
+      if (goods && goods.endAt.getTime() + afterEndMs > now) continue;
+      if (await this.stock.evict(goodsId)) {
+        evicted.push(goodsId);
+        this.logger.log(`sale evicted from redis: goods=${goodsId}`);
+      } else {
+        this.logger.warn(`sale not evicted, purchases still in flight: goods=${goodsId}`);
+      }
+    }
+    return evicted;
+  }
+
   /** Preheats every sale that opens within `lookaheadMs` and has not ended. */
   async preheatUpcoming(lookaheadMs: number): Promise<PreheatResult[]> {
     const sales = await this.goods.startingBefore(new Date(Date.now() + lookaheadMs));

@@ -151,6 +151,19 @@ export class StockService {
     return raw === null ? null : (JSON.parse(raw) as PurchaseResult);
   }
 
+  /**
+   * Drops everything Redis holds for a sale that is over. Refused (false) while purchases are
+   * still on their way to MySQL: their bookkeeping must outlive them.
+   */
+  async evict(goodsId: number): Promise<boolean> {
+    const keys = saleKeys(goodsId);
+    if ((await this.redis.hlen(keys.inflight)) > 0) return false;
+    const names = Object.values(keys).filter((key): key is string => typeof key === 'string');
+    await this.redis.del(...names);
+    await this.redis.srem(SALES_INDEX_KEY, String(goodsId));
+    return true;
+  }
+
   /** Goods ids that were ever preheated on this Redis (the sweeper walks these). */
   async preheatedSales(): Promise<number[]> {
     const members = await this.redis.smembers(SALES_INDEX_KEY);
