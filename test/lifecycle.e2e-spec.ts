@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeTimeoutMessage } from '../src/modules/messaging/timeout-message.js';
 import { OrderLifecycleService } from '../src/modules/orders/order-lifecycle.service.js';
+import { ReconcileService } from '../src/modules/reconcile/reconcile.service.js';
 import {
   counter,
   adminAuth,
@@ -321,5 +322,41 @@ describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
       .set('Authorization', adminAuth())
       .expect(404);
     expect(unknown.body.code).toBe('GOODS_NOT_FOUND');
+  });
+});
+
+describe('metrics', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startApp();
+  });
+
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('should export purchases, orders by status, publishes, consumer lag and reconcile drift', async () => {
+    const goodsId = await createSale(t.http, { stock: 3 });
+    await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(430)).expect(202);
+    await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(430)).expect(409);
+    const stores = new Stores();
+    try {
+      await waitFor(async () => (await stores.orders(goodsId)).length === 1, { what: 'the order' });
+      await waitFor(async () => (await stores.inflight(goodsId)) === 0, { what: 'settled' });
+    } finally {
+      await stores.close();
+    }
+    const reports = await t.app.get(ReconcileService).checkActiveSales();
+    expect(reports.find((report) => report.goodsId === goodsId)?.consistent).toBe(true);
+
+    const metrics = (await t.http.get('/metrics').expect(200)).text;
+    expect(metrics).toMatch(/seckill_purchases_total\{outcome="ACCEPTED"\} [1-9]/);
+    expect(metrics).toMatch(/seckill_purchases_total\{outcome="ALREADY_PURCHASED"\} [1-9]/);
+    expect(metrics).toMatch(/seckill_publishes_total\{result="confirmed"\} [1-9]/);
+    expect(metrics).toContain(`seckill_orders{goods="${goodsId}",status="PENDING_PAYMENT"} 1`);
+    expect(metrics).toContain(`seckill_reconcile_drift{goods="${goodsId}",store="redis"} 0`);
+    expect(metrics).toContain(`seckill_reconcile_drift{goods="${goodsId}",store="mysql"} 0`);
+    expect(metrics).toMatch(/seckill_queue_messages\{queue="[^"]+\.orders"\} \d+/);
   });
 });
