@@ -50,14 +50,15 @@ export type TopologyNames = ReturnType<typeof topologyNames>;
  * and they dead-letter at least once, so an expiring timeout message cannot be lost on the way.
  */
 export async function assertTopology(channel: Channel, names: TopologyNames): Promise<void> {
-  const QUORUM = { 'x-queue-type': names.queueType };
-  // Classic queues dead-letter at most once and cannot refuse a dead-lettered message.
+  const typeArg = { 'x-queue-type': names.queueType };
+  // Quorum queues can dead-letter at least once (a poison or expired message is never dropped
+  // on its way to the next queue); that needs reject-publish overflow. Classic ones cannot.
   const deadLetterSafety =
     names.queueType === 'quorum'
       ? { 'x-dead-letter-strategy': 'at-least-once', 'x-overflow': 'reject-publish' }
-      : {};
+      : { 'x-overflow': 'reject-publish' };
   await channel.assertExchange(names.deadLetterExchange, 'direct', { durable: true });
-  await channel.assertQueue(names.deadLetterQueue, { durable: true, arguments: QUORUM });
+  await channel.assertQueue(names.deadLetterQueue, { durable: true, arguments: typeArg });
   await channel.bindQueue(names.deadLetterQueue, names.deadLetterExchange, names.ordersRoutingKey);
   await channel.bindQueue(names.deadLetterQueue, names.deadLetterExchange, names.timeoutRoutingKey);
 
@@ -65,11 +66,11 @@ export async function assertTopology(channel: Channel, names: TopologyNames): Pr
   await channel.assertQueue(names.ordersQueue, {
     durable: true,
     arguments: {
-      ...QUORUM,
+      ...typeArg,
       'x-dead-letter-exchange': names.deadLetterExchange,
       'x-dead-letter-routing-key': names.ordersRoutingKey,
       'x-max-length': names.maxQueueLength,
-      'x-overflow': 'reject-publish',
+      ...deadLetterSafety,
     },
   });
   await channel.bindQueue(names.ordersQueue, names.ordersExchange, names.ordersRoutingKey);
@@ -78,11 +79,11 @@ export async function assertTopology(channel: Channel, names: TopologyNames): Pr
   await channel.assertQueue(names.timeoutQueue, {
     durable: true,
     arguments: {
-      ...QUORUM,
+      ...typeArg,
       'x-dead-letter-exchange': names.deadLetterExchange,
       'x-dead-letter-routing-key': names.timeoutRoutingKey,
       'x-max-length': names.maxQueueLength,
-      'x-overflow': 'reject-publish',
+      ...deadLetterSafety,
     },
   });
   await channel.bindQueue(names.timeoutQueue, names.timeoutExchange, names.timeoutRoutingKey);
@@ -92,7 +93,7 @@ export async function assertTopology(channel: Channel, names: TopologyNames): Pr
   await channel.assertQueue(names.delayQueue, {
     durable: true,
     arguments: {
-      ...QUORUM,
+      ...typeArg,
       'x-message-ttl': names.paymentTimeoutMs,
       'x-dead-letter-exchange': names.timeoutExchange,
       'x-dead-letter-routing-key': names.timeoutRoutingKey,
