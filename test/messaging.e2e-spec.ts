@@ -111,6 +111,45 @@ describe('messaging: confirms, redelivery, outbox', () => {
     });
   });
 
+  it('should turn an order that exhausted its deliveries into FAILED with its stock back, not lose it', async () => {
+    const goodsId = await createSale(t.http, { stock: 5 });
+    const stock = t.app.get(StockService);
+    const userId = 204;
+    const order = {
+      requestId: randomUUID(),
+      orderNo: newOrderNo(),
+      userId,
+      goodsId,
+      quantity: 1,
+      acceptedAt: Date.now(),
+    };
+    await stock.deduct(goodsId, userId, 1, order.requestId, encodeOrderMessage(order));
+    expect(await stores.redisStock(goodsId)).toBe(4);
+
+    // Its instances kept dying: the broker says it was delivered many times already.
+    const before = await counter(t.app, 'seckill_order_messages_total', 'dead_lettered');
+    const connection = await amqp.connect(process.env.RABBITMQ_URL!);
+    const channel = await connection.createConfirmChannel();
+    channel.publish(`${prefix}.orders`, 'order.created', Buffer.from(encodeOrderMessage(order)), {
+      persistent: true,
+      headers: { 'x-delivery-count': 99 },
+    });
+    await channel.waitForConfirms();
+    await connection.close();
+    await waitFor(
+      async () => (await counter(t.app, 'seckill_order_messages_total', 'dead_lettered')) > before,
+      { what: 'the exhausted order to be settled' },
+    );
+    expect(await stores.orders(goodsId)).toHaveLength(0);
+    expect(await stores.redisStock(goodsId)).toBe(5);
+    expect(await stores.inflight(goodsId)).toBe(0);
+    const result = await t.http
+      .get(`/api/v1/seckill/${goodsId}/result`)
+      .set('Authorization', bearer(userId))
+      .expect(200);
+    expect(result.body).toMatchObject({ status: 'FAILED', reason: 'UNDELIVERABLE' });
+  });
+
   it('should republish from the outbox after a crash between the Lua step and the publish', async () => {
     const goodsId = await createSale(t.http, { stock: 5 });
     const stock = t.app.get(StockService);

@@ -10,6 +10,7 @@ import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { assertTopology } from '../../infra/rabbitmq/topology.js';
 import { OrderWriter } from '../orders/order-writer.service.js';
 import type { NewOrder } from '../orders/order.types.js';
+import { OrdersService } from '../orders/orders.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { StockService } from '../stock/stock.service.js';
 import { parseOrderMessage } from './order-message.js';
@@ -23,6 +24,8 @@ interface Delivery {
 interface Purchase {
   order: NewOrder;
   deliveries: Delivery[];
+  /** Delivered CONSUMER_MAX_DELIVERIES times already: settle it for good this time. */
+  exhausted: boolean;
 }
 
 const MAX_BACKOFF_MS = 10_000;
@@ -44,6 +47,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     private readonly rabbit: RabbitConnection,
     private readonly writer: OrderWriter,
+    private readonly orders: OrdersService,
     private readonly stock: StockService,
     private readonly metrics: MetricsService,
     private readonly publisher: OrderPublisher,
@@ -95,15 +99,16 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
         continue;
       }
       const deliveries = Number(delivery.message.properties.headers?.['x-delivery-count'] ?? 0);
-      if (deliveries >= this.config.consumerMaxDeliveries) {
-        this.deadLetter(delivery, `delivered ${deliveries} times without success`);
-        continue;
-      }
       const purchases = byGoods.get(parsed.goodsId) ?? new Map<string, Purchase>();
       byGoods.set(parsed.goodsId, purchases);
       // The sweeper may have republished a message whose original is in this same batch.
-      const purchase = purchases.get(parsed.requestId) ?? { order: parsed, deliveries: [] };
+      const purchase = purchases.get(parsed.requestId) ?? {
+        order: parsed,
+        deliveries: [],
+        exhausted: false,
+      };
       purchase.deliveries.push(delivery);
+      purchase.exhausted ||= deliveries >= this.config.consumerMaxDeliveries;
       purchases.set(parsed.requestId, purchase);
     }
     for (const [goodsId, purchases] of byGoods) {
@@ -136,7 +141,12 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  private async processGoods(goodsId: number, purchases: Purchase[]): Promise<void> {
+  private async processGoods(goodsId: number, all: Purchase[]): Promise<void> {
+    const purchases = all.filter((purchase) => !purchase.exhausted);
+    for (const purchase of all.filter((candidate) => candidate.exhausted)) {
+      await this.settleExhausted(goodsId, purchase);
+    }
+    if (purchases.length === 0) return;
     const claimed = await this.stock.claim(
       goodsId,
       purchases.map((purchase) => purchase.order.requestId),
@@ -187,6 +197,27 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     }
     for (const purchase of toWrite) this.ackAll(purchase);
     for (const outcome of outcomes) this.metrics.orderMessages.inc({ outcome: outcome.kind });
+  }
+
+  /**
+   * A valid order whose message keeps coming back (its instances kept dying): it must still end
+   * as an order or as FAILED with its stock back, never vanish into the dead-letter queue.
+   */
+  private async settleExhausted(goodsId: number, purchase: Purchase): Promise<void> {
+    const { order } = purchase;
+    if (await this.orders.findByRequestId(order.requestId)) {
+      await this.stock.complete(goodsId, [
+        { requestId: order.requestId, userId: order.userId, orderNo: order.orderNo },
+      ]);
+      this.ackAll(purchase);
+      return;
+    }
+    await this.stock.release(goodsId, order.requestId, 'UNDELIVERABLE', true);
+    this.logger.error(
+      `order given up after ${this.config.consumerMaxDeliveries} deliveries, stock returned: request=${order.requestId} goods=${goodsId} user=${order.userId}`,
+    );
+    for (const delivery of purchase.deliveries) this.settle(delivery, 'reject');
+    this.metrics.orderMessages.inc({ outcome: 'dead_lettered' });
   }
 
   private ackAll(purchase: Purchase): void {

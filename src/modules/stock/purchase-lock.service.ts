@@ -51,10 +51,10 @@ export class PurchaseLockService {
       };
     } catch (error) {
       if (!(error instanceof Redlock.LockError)) throw error;
-      // Redlock says LockError both when the lock is held and when Redis failed; only the
-      // first is a duplicate. This read throws (and the caller answers 503) in the second case.
-      await this.redis.exists(resource);
-      return null;
+      // Redlock says LockError both when the lock is held and when Redis refused the write
+      // (down, OOM, a read-only demoted master); only a lock that exists is a duplicate.
+      if ((await this.redis.exists(resource)) === 1) return null;
+      throw new Error(`could not take lock ${resource}: Redis refused the write`, { cause: error });
     }
   }
 }
