@@ -311,6 +311,25 @@ describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
     expect(again.body.code).toBe('ALREADY_PURCHASED');
   });
 
+  it('should finish a cancel whose Redis stock return never happened', async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    const { orderNo } = await buyAndWait(goodsId, 421);
+    // The cancel committed in MySQL a while ago; Redis was down for its restock.
+    await stores.mysql.query(
+      "UPDATE seckill_order SET status = 'CANCELLED', version = version + 1, updated_at = NOW(3) - INTERVAL 30 SECOND WHERE order_no = ?",
+      [orderNo],
+    );
+    await stores.mysql.query('UPDATE seckill_goods SET stock = stock + 1 WHERE id = ?', [goodsId]);
+    expect(await stores.redisStock(goodsId)).toBe(1);
+
+    const report = await t.app.get(ReconcileService).check(goodsId);
+    expect(report).toMatchObject({ consistent: true, redisStock: 2, dbStock: 2 });
+    expect(await stores.redisBuyers(goodsId)).toEqual({});
+    // Once only: a second run gives nothing back again.
+    await t.app.get(ReconcileService).check(goodsId);
+    expect(await stores.redisStock(goodsId)).toBe(2);
+  });
+
   it('should answer the reconcile route only to admins and 404 for unknown goods', async () => {
     const goodsId = await createSale(t.http);
     await t.http

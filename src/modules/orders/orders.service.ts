@@ -105,9 +105,9 @@ export class OrdersService {
   async recentlyCancelled(
     goodsId: number,
     withinMs: number,
-  ): Promise<{ orderNo: string; quantity: number }[]> {
+  ): Promise<{ orderNo: string; userId: number; quantity: number; updatedAt: Date }[]> {
     return this.orders.find({
-      select: { orderNo: true, quantity: true },
+      select: { orderNo: true, userId: true, quantity: true, updatedAt: true },
       where: {
         goodsId,
         status: 'CANCELLED',

@@ -32,6 +32,8 @@ export interface RepairReport {
 const CONFIRM_READS = 3;
 const CONFIRM_PAUSE_MS = 200;
 const RECENT_CANCEL_WINDOW_MS = 10 * 60_000;
+/** A cancel's Redis step normally follows its commit within milliseconds. */
+const STALLED_RESTOCK_MS = 5_000;
 
 /**
  * Proves that MySQL and Redis agree: with active = pendingPayment + paid,
@@ -83,6 +85,7 @@ export class ReconcileService {
 
   /** A reading confirmed over a few tries, recorded in the metrics; logs an error on drift. */
   async check(goodsId: number): Promise<ReconcileReport> {
+    await this.finishStalledRestocks(goodsId);
     let report = await this.reconcile(goodsId);
     for (let read = 1; read < CONFIRM_READS && !report.consistent; read++) {
       await sleep(CONFIRM_PAUSE_MS);
@@ -130,6 +133,27 @@ export class ReconcileService {
       .filter((order) => pending.has(order.orderNo))
       .reduce((sum, order) => sum + order.quantity, 0);
     return pendingQuantity === report.drift.redis;
+  }
+
+  /**
+   * A cancel whose Redis step failed (Redis was down just then) leaves the stock short in Redis;
+   * nothing else would retry it. Orders cancelled a while ago that Redis has not restocked get
+   * their stock back now (restock is idempotent per order number).
+   */
+  private async finishStalledRestocks(goodsId: number): Promise<void> {
+    const stalledBefore = Date.now() - STALLED_RESTOCK_MS;
+    const recent = (await this.orders.recentlyCancelled(goodsId, RECENT_CANCEL_WINDOW_MS)).filter(
+      (order) => order.updatedAt.getTime() < stalledBefore,
+    );
+    if (recent.length === 0) return;
+    const pending = await this.stock.notYetRestocked(
+      goodsId,
+      recent.map((order) => order.orderNo),
+    );
+    for (const order of recent.filter((candidate) => pending.has(candidate.orderNo))) {
+      await this.stock.restock(goodsId, order.orderNo, order.userId, order.quantity);
+      this.logger.warn(`finished a stalled stock return: order=${order.orderNo} goods=${goodsId}`);
+    }
   }
 
   /** Checks every sale that is open now, and records the queues' depths. */
