@@ -85,10 +85,15 @@ describe('preheating', () => {
       .expect(409);
     expect(cold.body.code).toBe('NOT_PREHEATED');
 
-    const preheated = await t.http
-      .post(`/api/v1/admin/goods/${goodsId}/preheat`)
-      .set('Authorization', adminAuth())
-      .expect(200);
+    // 503 until the orders queue has stayed empty for REBUILD_QUIET_MS, then the rebuild.
+    const preheated = await waitFor(async () => {
+      const response = await t.http
+        .post(`/api/v1/admin/goods/${goodsId}/preheat`)
+        .set('Authorization', adminAuth());
+      if (response.status === 503) return null;
+      expect(response.status).toBe(200);
+      return response;
+    });
     expect(preheated.body).toMatchObject({ goodsId, stock: 4 });
     const again = await t.http
       .post(`/api/v1/seckill/${goodsId}`)

@@ -1,5 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { UnavailableError } from '../../common/errors/domain-error.js';
+import { DomainError, UnavailableError } from '../../common/errors/domain-error.js';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
 import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
@@ -18,6 +20,7 @@ const REBUILD_LOCK_TTL_MS = 30_000;
 @Injectable()
 export class PreheatService {
   private readonly logger = new Logger(PreheatService.name);
+  private ordersEmptySince: number | null = null;
 
   constructor(
     private readonly goods: GoodsService,
@@ -25,6 +28,7 @@ export class PreheatService {
     private readonly stock: StockService,
     private readonly publisher: OrderPublisher,
     private readonly locks: PurchaseLockService,
+    @InjectConfig() private readonly config: AppConfig,
   ) {}
 
   /**
@@ -49,12 +53,7 @@ export class PreheatService {
     const lock = await this.locks.tryLockJob(`rebuild:${goods.id}`, REBUILD_LOCK_TTL_MS);
     if (!lock) throw new UnavailableError('The sale is being rebuilt; try again shortly');
     try {
-      const waiting = await this.publisher.ordersWaiting();
-      if (waiting > 0) {
-        throw new UnavailableError(
-          `${waiting} order messages are still on their way to MySQL; the sale reopens once they are written`,
-        );
-      }
+      await this.ensureOrdersSettled();
       const history = await this.orders.history(goods.id);
       const result = await this.load(goods, history.stock, history);
       this.logger.warn(
@@ -63,6 +62,28 @@ export class PreheatService {
       return result;
     } finally {
       await lock.release();
+    }
+  }
+
+  /**
+   * The orders queue must have been empty for a quiet period, not just now: messages a consumer
+   * already holds (a batch retrying while Redis was down, possibly on another instance) are not
+   * counted by the broker, and a consumer retries within its longest backoff.
+   */
+  private async ensureOrdersSettled(): Promise<void> {
+    const waiting = await this.publisher.ordersWaiting();
+    if (waiting > 0) {
+      this.ordersEmptySince = null;
+      throw new UnavailableError(
+        `${waiting} order messages are still on their way to MySQL; the sale reopens once they are written`,
+      );
+    }
+    this.ordersEmptySince ??= Date.now();
+    const left = this.ordersEmptySince + this.config.rebuildQuietMs - Date.now();
+    if (left > 0) {
+      throw new UnavailableError(
+        `Waiting ${left} ms more for consumers to finish the orders they hold; the sale reopens then`,
+      );
     }
   }
 
@@ -111,7 +132,15 @@ export class PreheatService {
   async preheatUpcoming(lookaheadMs: number): Promise<PreheatResult[]> {
     const sales = await this.goods.startingBefore(new Date(Date.now() + lookaheadMs));
     const results: PreheatResult[] = [];
-    for (const sale of sales) results.push(await this.preheat(sale.id));
+    for (const sale of sales) {
+      try {
+        results.push(await this.preheat(sale.id));
+      } catch (error) {
+        // One sale waiting for its rebuild must not hold the others back.
+        if (!(error instanceof DomainError)) throw error;
+        this.logger.warn(`preheat deferred: goods=${sale.id} ${error.message}`);
+      }
+    }
     return results;
   }
 }

@@ -51,10 +51,11 @@ export class PurchaseLockService {
       };
     } catch (error) {
       if (!(error instanceof Redlock.LockError)) throw error;
-      // Redlock says LockError both when the lock is held and when Redis refused the write
-      // (down, OOM, a read-only demoted master); only a lock that exists is a duplicate.
-      if ((await this.redis.exists(resource)) === 1) return null;
-      throw new Error(`could not take lock ${resource}: Redis refused the write`, { cause: error });
+      // Redlock says LockError both when the lock is held and when Redis failed; only the
+      // first is a duplicate. This read throws (and the caller answers 503) when Redis is down.
+      // (A holder may release between the two calls, so a missing key still means a duplicate.)
+      await this.redis.exists(resource);
+      return null;
     }
   }
 }
