@@ -83,6 +83,9 @@ describe('order message', () => {
     ['a zero quantity', { quantity: 0 }, 'quantity'],
     ['a negative quantity', { quantity: -3 }, 'quantity'],
     ['a missing acceptedAt', { acceptedAt: undefined }, 'acceptedAt'],
+    ['a quantity MySQL would never take', { quantity: 1_001 }, 'quantity'],
+    ['an acceptedAt in 1970', { acceptedAt: 1_000 }, 'acceptedAt'],
+    ['an acceptedAt far in the future', { acceptedAt: Date.now() + 7 * 86_400_000 }, 'acceptedAt'],
   ])('should refuse %s', (_label, overrides, reason) => {
     const result = parseOrderMessage(wire(overrides));
 

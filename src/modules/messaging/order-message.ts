@@ -6,6 +6,10 @@ export interface OrderMessageV1 extends NewOrder {
   v: 1;
 }
 
+/** The purchase route's own ceiling (per-user limits are at most 1,000). */
+const MAX_QUANTITY = 1_000;
+const EARLIEST_ACCEPTED_AT = Date.UTC(2020, 0, 1);
+
 export function encodeOrderMessage(order: NewOrder): string {
   const message: OrderMessageV1 = { v: 1, ...order };
   return JSON.stringify(message);
@@ -25,6 +29,13 @@ export function parseOrderMessage(content: Buffer | string): NewOrder | string {
   }
   for (const field of ['userId', 'goodsId', 'quantity', 'acceptedAt'] as const) {
     if (!isPositiveInt(message[field])) return `${field} is not a positive integer`;
+  }
+  // Within what the columns hold: a message MySQL would refuse on every try must go to the
+  // dead-letter queue, not stall the consumer's retries.
+  if ((message.quantity as number) > MAX_QUANTITY) return `quantity is above ${MAX_QUANTITY}`;
+  const acceptedAt = message.acceptedAt as number;
+  if (acceptedAt < EARLIEST_ACCEPTED_AT || acceptedAt > Date.now() + 86_400_000) {
+    return 'acceptedAt is not a plausible time';
   }
   return {
     requestId: message.requestId,
