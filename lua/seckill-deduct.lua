@@ -7,6 +7,7 @@
   KEYS[4] inflight  seckill:{gid}:inflight  hash  requestId -> order message (accepted, not yet in MySQL)
   KEYS[5] outbox    seckill:{gid}:outbox    zset  requestId -> accepted at (ms), not yet confirmed by the broker
   KEYS[6] results   seckill:{gid}:results   hash  userId -> latest result JSON
+  KEYS[7] voided    seckill:{gid}:voided    zset  requestIds released (or given up) already
 
   ARGV[1] userId
   ARGV[2] quantity (positive integer)
@@ -22,6 +23,7 @@
     5 ALREADY_PURCHASED   the user already holds an active purchase of this goods
     6 OVER_LIMIT          quantity above the per-user limit
     7 REPLAYED            this requestId was already accepted (a resent command): nothing changed
+    8 VOIDED              this requestId was given up before this command ran: nothing changed
 
   Time comes from the Redis server, so every app instance judges the window by one clock.
 ]]
@@ -31,6 +33,9 @@ local requestId = ARGV[3]
 
 if redis.call('HEXISTS', KEYS[4], requestId) == 1 then
   return {7, tonumber(redis.call('GET', KEYS[1]) or '0')}
+end
+if redis.call('ZSCORE', KEYS[7], requestId) then
+  return {8, tonumber(redis.call('GET', KEYS[1]) or '0')}
 end
 
 local stock = redis.call('GET', KEYS[1])

@@ -13,28 +13,42 @@
   ARGV[1] requestId
   ARGV[2] force: "1" releases even if a consumer claimed it (the consumer itself gives up), "0" not
   ARGV[3] reason written to the user's result (e.g. UNAVAILABLE, SOLD_OUT)
+  ARGV[4] userId (optional): lets a request that is no longer in flight be recognised as done
 
   Returns:
     1 RELEASED          stock and buyer slot given back, request voided
-    0 NOT_IN_FLIGHT     nothing to release (already released, or already written to MySQL)
+    0 NOT_IN_FLIGHT     nothing to release; the request id is voided all the same, so that a
+                        deduct still on its way (a command resent after a timeout) or a late
+                        message for it is refused
     2 CLAIMED           a consumer owns it (force = "0"): it will become an order, do not release
+    3 COMPLETED         it is an order already (the user's result says SUCCESS for it)
 ]]
 local requestId = ARGV[1]
 
 if ARGV[2] ~= '1' and redis.call('HEXISTS', KEYS[5], requestId) == 1 then
   return 2
 end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
 local message = redis.call('HGET', KEYS[3], requestId)
 if not message then
+  if ARGV[4] and ARGV[4] ~= '' then
+    local current = redis.call('HGET', KEYS[7], ARGV[4])
+    if current then
+      local result = cjson.decode(current)
+      if result.requestId == requestId and result.status == 'SUCCESS' then
+        return 3
+      end
+    end
+  end
+  redis.call('ZADD', KEYS[6], 'NX', now, requestId)
   return 0
 end
 local order = cjson.decode(message)
 -- %d, not tostring: tostring prints ids of 15+ digits in exponent form (1.2345678901234e+14).
 local userId = string.format('%d', order.userId)
 local quantity = tonumber(order.quantity)
-
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
 redis.call('HDEL', KEYS[3], requestId)
 redis.call('ZREM', KEYS[4], requestId)

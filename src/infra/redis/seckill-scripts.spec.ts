@@ -348,12 +348,35 @@ describe('SeckillScripts (real Redis)', () => {
       expect(await stockOf(sale)).toBe(10);
     });
 
-    it('should answer NOT_IN_FLIGHT for a request id it never accepted', async () => {
+    it('should answer NOT_IN_FLIGHT for a request id it never accepted, and void it so a late deduct is refused', async () => {
       const sale = await openSale({ stock: 10 });
+      const requestId = randomUUID();
       const before = await snapshot(sale);
 
-      expect(await scripts.release(sale.keys, randomUUID(), false, 'UNAVAILABLE')).toBe(
+      expect(await scripts.release(sale.keys, requestId, false, 'UNAVAILABLE')).toBe(
         ReleaseCode.NotInFlight,
+      );
+      const after = await snapshot(sale);
+      expect({ ...after, voided: [] }).toEqual({ ...before, voided: [] });
+      expect(await redis.zscore(sale.keys.voided, requestId)).not.toBeNull();
+
+      // The deduct command arrives after the release (it was resent after a timeout).
+      const late = await buy(sale, 209, 1, requestId);
+      expect(late.code).toBe(DeductCode.Voided);
+      expect(await stockOf(sale)).toBe(10);
+    });
+
+    it('should answer COMPLETED for a request that is an order already', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 210);
+      await scripts.claim(sale.keys, [purchase.requestId]);
+      await scripts.complete(sale.keys, [
+        { requestId: purchase.requestId, userId: 210, orderNo: 'SK0000000210' },
+      ]);
+      const before = await snapshot(sale);
+
+      expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE', 210)).toBe(
+        ReleaseCode.Completed,
       );
       expect(await snapshot(sale)).toEqual(before);
     });

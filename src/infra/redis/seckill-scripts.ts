@@ -9,7 +9,7 @@ import type { SaleKeys, throttleKeys } from './seckill-keys.js';
 const LUA_DIR = fileURLToPath(new URL('../../../lua/', import.meta.url));
 
 const SCRIPTS = {
-  seckillDeduct: { file: 'seckill-deduct.lua', keys: 6 },
+  seckillDeduct: { file: 'seckill-deduct.lua', keys: 7 },
   seckillRelease: { file: 'seckill-release.lua', keys: 7 },
   seckillClaim: { file: 'seckill-claim.lua', keys: 3 },
   seckillComplete: { file: 'seckill-complete.lua', keys: 5 },
@@ -35,12 +35,14 @@ export enum DeductCode {
   AlreadyPurchased = 5,
   OverLimit = 6,
   Replayed = 7,
+  Voided = 8,
 }
 
 export enum ReleaseCode {
   NotInFlight = 0,
   Released = 1,
   Claimed = 2,
+  Completed = 3,
 }
 
 export enum RestockCode {
@@ -119,6 +121,7 @@ export class SeckillScripts implements OnModuleInit {
       keys.inflight,
       keys.outbox,
       keys.results,
+      keys.voided,
       userId,
       quantity,
       requestId,
@@ -132,6 +135,7 @@ export class SeckillScripts implements OnModuleInit {
     requestId: string,
     force: boolean,
     reason: string,
+    userId?: number,
   ): Promise<ReleaseCode> {
     return (await this.call(
       'seckillRelease',
@@ -145,6 +149,7 @@ export class SeckillScripts implements OnModuleInit {
       requestId,
       force ? '1' : '0',
       reason,
+      userId ?? '',
     )) as ReleaseCode;
   }
 

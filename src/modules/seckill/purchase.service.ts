@@ -126,9 +126,18 @@ export class PurchaseService {
       quantity,
       acceptedAt,
     };
-    const { code } = await orUnavailable('Redis', () =>
-      this.stock.deduct(goodsId, userId, quantity, order.requestId, encodeOrderMessage(order)),
-    );
+    let code: DeductCode;
+    try {
+      ({ code } = await this.stock.deduct(
+        goodsId,
+        userId,
+        quantity,
+        order.requestId,
+        encodeOrderMessage(order),
+      ));
+    } catch (error) {
+      return this.afterFailedDeduct(order, error);
+    }
     if (code !== DeductCode.Accepted && code !== DeductCode.Replayed) {
       throw await this.refusal(code, goodsId);
     }
@@ -144,17 +153,44 @@ export class PurchaseService {
     // arrive after all): exactly one of "order" and "stock given back" ever happens.
     let released: ReleaseCode;
     try {
-      released = await this.stock.release(goodsId, order.requestId, 'UNAVAILABLE');
+      released = await this.stock.release(goodsId, order.requestId, 'UNAVAILABLE', false, userId);
     } catch {
       // Neither voided nor confirmed: the outbox holds it and the sweeper will deliver it.
       this.logger.warn(`purchase left to the outbox sweeper: request=${order.requestId}`);
       return { status: 'QUEUED', requestId: order.requestId };
     }
-    if (released === ReleaseCode.Claimed) return { status: 'QUEUED', requestId: order.requestId };
+    if (released === ReleaseCode.Claimed || released === ReleaseCode.Completed) {
+      // The message did arrive after all and a consumer took it: it is (becoming) an order.
+      return { status: 'QUEUED', requestId: order.requestId };
+    }
     this.logger.warn(
       `purchase voided, broker did not confirm: request=${order.requestId} goods=${goodsId} user=${userId}`,
     );
     throw new UnavailableError('The order queue did not confirm; nothing was taken');
+  }
+
+  /**
+   * The deduct command failed on its way (a timeout, a reset connection): the script may or may
+   * not have run. Voiding the request settles it either way: a script that ran is given back, one
+   * still on its way is refused when it arrives.
+   */
+  private async afterFailedDeduct(order: NewOrder, error: unknown): Promise<PurchaseAccepted> {
+    let released: ReleaseCode;
+    try {
+      released = await this.stock.release(
+        order.goodsId,
+        order.requestId,
+        'UNAVAILABLE',
+        false,
+        order.userId,
+      );
+    } catch {
+      throw new UnavailableError('Redis is unavailable; nothing was taken', error);
+    }
+    if (released === ReleaseCode.Claimed || released === ReleaseCode.Completed) {
+      return { status: 'QUEUED', requestId: order.requestId };
+    }
+    throw new UnavailableError('Redis is unavailable; nothing was taken', error);
   }
 
   private async refusal(code: DeductCode, goodsId: number): Promise<DomainError> {
@@ -167,6 +203,8 @@ export class PurchaseService {
         return new DomainError('SOLD_OUT', 'Sold out');
       case DeductCode.AlreadyPurchased:
         return new DomainError('ALREADY_PURCHASED', 'You already hold this goods');
+      case DeductCode.Voided:
+        return new UnavailableError('This purchase attempt was given up; nothing was taken');
       case DeductCode.OverLimit:
         return new DomainError('VALIDATION_FAILED', 'quantity is above the per-user limit');
       default:

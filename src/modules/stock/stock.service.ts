@@ -44,9 +44,12 @@ export class StockService {
     return this.scripts.deduct(saleKeys(goodsId), userId, quantity, requestId, message);
   }
 
-  /** Gives an accepted purchase back unless a consumer already owns it (`force` skips that). */
-  release(goodsId: number, requestId: string, reason: string, force = false) {
-    return this.scripts.release(saleKeys(goodsId), requestId, force, reason);
+  /**
+   * Gives an accepted purchase back unless a consumer already owns it (`force` skips that) or it
+   * is an order already (told by the user's result, when `userId` is given).
+   */
+  release(goodsId: number, requestId: string, reason: string, force = false, userId?: number) {
+    return this.scripts.release(saleKeys(goodsId), requestId, force, reason, userId);
   }
 
   claim(goodsId: number, requestIds: string[]) {
