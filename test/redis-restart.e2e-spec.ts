@@ -1,3 +1,7 @@
+import { Redis } from 'ioredis';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordChaos, secondsSince } from './support/chaos-report.js';
 import {
@@ -90,5 +94,57 @@ describe('faults: Redis restarts empty during a sale', () => {
       return response.body.consistent ? response.body : null;
     });
     expect(report).toMatchObject({ redisStock: 14, dbStock: 14, buyers: 6, inFlight: 0 });
+  });
+});
+
+describe('faults: Redis comes back with a stale snapshot', () => {
+  let redis: PrivateRedis;
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start({ dir: mkdtempSync(join(tmpdir(), 'seckill-redis-')) });
+    t = await startApp({ REDIS_URL: redis.url, REDIS_WATCH_INTERVAL_MS: '200' });
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await redis.kill();
+    await stores.close();
+  });
+
+  it('should rebuild the sale from MySQL instead of trusting what survived', async () => {
+    const goodsId = await createSale(t.http, { stock: 10 });
+    const buy = (userId: number) =>
+      t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+    for (const userId of [511, 512, 513]) await buy(userId).expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 3, {
+      what: 'three orders',
+    });
+    const direct = new Redis(redis.url);
+    await direct.save(); // the snapshot knows three buyers
+    direct.disconnect();
+    for (const userId of [514, 515]) await buy(userId).expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 5, { what: 'five orders' });
+
+    await redis.kill();
+    await redis.up(); // back with the snapshot: stock 7, three buyers (truth: 5, five buyers)
+    await waitFor(
+      async () => {
+        const response = await buy(516);
+        return response.status === 202;
+      },
+      { timeoutMs: 30_000, intervalMs: 300, what: 'purchases to reopen' },
+    );
+    // A buyer the snapshot did not know is still refused; the stock is MySQL's.
+    expect((await buy(514).expect(409)).body.code).toBe('ALREADY_PURCHASED');
+    const report = await waitFor(async () => {
+      const response = await t.http
+        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+        .set('Authorization', adminAuth())
+        .expect(200);
+      return response.body.consistent && response.body.inFlight === 0 ? response.body : null;
+    });
+    expect(report).toMatchObject({ redisStock: 4, dbStock: 4, buyers: 6 });
   });
 });

@@ -10,10 +10,14 @@ import { waitFor } from './harness.js';
 export class PrivateRedis {
   private process?: ChildProcess;
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    private readonly dir?: string,
+  ) {}
 
-  static async start(): Promise<PrivateRedis> {
-    const redis = new PrivateRedis(21_000 + Math.floor(Math.random() * 8_000));
+  /** With `dir`, a `SAVE` writes a snapshot there that the next `up()` loads (a stale restart). */
+  static async start(options: { dir?: string } = {}): Promise<PrivateRedis> {
+    const redis = new PrivateRedis(21_000 + Math.floor(Math.random() * 8_000), options.dir);
     await redis.up();
     return redis;
   }
@@ -22,11 +26,21 @@ export class PrivateRedis {
     return `redis://127.0.0.1:${this.port}/0`;
   }
 
-  /** Starts the server (empty: it keeps nothing on disk) and waits until it answers. */
+  /** Starts the server (empty, or from its snapshot if it has one) and waits until it answers. */
   async up(): Promise<void> {
     this.process = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        ...(this.dir ? ['--dir', this.dir, '--dbfilename', 'snapshot.rdb'] : []),
+      ],
       { stdio: 'ignore' },
     );
     await waitFor(

@@ -44,3 +44,8 @@ export function throttleKeys(throttler: string, tracker: string) {
 export function idempotencyKey(userId: number, key: string): string {
   return `seckill:idem:{user:${userId}}:${key}`;
 }
+
+/** Marks that a Redis server (by run_id) has had its surviving sales wiped for a rebuild. */
+export function recoveryKey(runId: string): string {
+  return `seckill:recovery:${runId}`;
+}

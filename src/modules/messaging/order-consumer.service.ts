@@ -28,7 +28,7 @@ interface Purchase {
   exhausted: boolean;
 }
 
-const MAX_BACKOFF_MS = 10_000;
+const MAX_BACKOFF_MS = 5_000;
 
 /**
  * Turns order messages into MySQL orders, in batches per goods (see OrderWriter), with manual

@@ -13,7 +13,7 @@ import { OrderPublisher } from './order-publisher.service.js';
 import { parseTimeoutMessage } from './timeout-message.js';
 
 const PREFETCH = 50;
-const MAX_BACKOFF_MS = 10_000;
+const MAX_BACKOFF_MS = 5_000;
 
 /**
  * Drains the timeout queue (fed by the delay queue's dead-lettering): cancels each order still

@@ -6,6 +6,7 @@ import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
 import { GoodsService } from '../goods/goods.service.js';
+import { StockService } from '../stock/stock.service.js';
 import { PreheatService } from './preheat.service.js';
 
 /**
@@ -23,27 +24,48 @@ export class SaleRecovery implements OnModuleInit, OnApplicationShutdown {
     private readonly watchdog: RedisWatchdog,
     private readonly preheat: PreheatService,
     private readonly goods: GoodsService,
+    private readonly stock: StockService,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
-    this.watchdog.onRestart(() => this.begin());
+    this.watchdog.onRestart((_previous, current) => this.begin(current));
   }
 
   get recovering(): boolean {
     return this.since !== null;
   }
 
-  private begin(): void {
+  private begin(runId: string): void {
     if (this.since !== null) return;
     this.since = Date.now();
     this.logger.error('redis restarted: purchases closed until the sales are rebuilt from MySQL');
-    void this.recover();
+    void this.recover(runId);
   }
 
-  private async recover(): Promise<void> {
+  /**
+   * A restarted Redis may have come back with a snapshot (RDB/AOF, or a replica that was
+   * behind): its stock, buyers and voided requests are older than the truth, and trusting them
+   * could sell twice or revive a purchase that was answered 503. One instance wipes what
+   * survived, so that every open sale is rebuilt from MySQL.
+   */
+  private async wipeSurvivors(runId: string): Promise<void> {
+    if (!(await this.stock.claimRecovery(runId))) return;
+    const sales = await this.goods.startingBefore(
+      new Date(Date.now() + this.config.preheatLookaheadMs),
+    );
+    for (const sale of sales) await this.stock.forget(sale.id);
+    this.logger.warn(`wiped ${sales.length} sales that survived the restart, to rebuild them`);
+  }
+
+  private async recover(runId: string): Promise<void> {
+    let wiped = false;
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
+        if (!wiped) {
+          await this.wipeSurvivors(runId);
+          wiped = true;
+        }
         if ((await this.pendingSales()) === 0) {
           this.logger.warn(
             `sales rebuilt; purchases open again after ${Date.now() - this.since!} ms`,

@@ -9,7 +9,7 @@ import {
   RestockCode,
   SeckillScripts,
 } from '../../infra/redis/seckill-scripts.js';
-import { SALES_INDEX_KEY, saleKeys } from '../../infra/redis/seckill-keys.js';
+import { recoveryKey, SALES_INDEX_KEY, saleKeys } from '../../infra/redis/seckill-keys.js';
 
 export { DeductCode, ReleaseCode, RestockCode };
 export type { ActiveOrderRef, CompletedOrder };
@@ -165,6 +165,22 @@ export class StockService {
     await this.redis.del(...names);
     await this.redis.srem(SALES_INDEX_KEY, String(goodsId));
     return true;
+  }
+
+  /**
+   * After a Redis restart or failover: true for the one instance that gets to wipe the sales
+   * this Redis holds (whatever survived is a snapshot older than the truth); false for the others.
+   */
+  async claimRecovery(runId: string): Promise<boolean> {
+    return (await this.redis.set(recoveryKey(runId), '1', 'EX', 86_400, 'NX')) === 'OK';
+  }
+
+  /** Drops a sale's keys unconditionally (they are about to be rebuilt from MySQL). */
+  async forget(goodsId: number): Promise<void> {
+    const names = Object.values(saleKeys(goodsId)).filter(
+      (key): key is string => typeof key === 'string',
+    );
+    await this.redis.del(...names);
   }
 
   /** Goods ids that were ever preheated on this Redis (the sweeper walks these). */
