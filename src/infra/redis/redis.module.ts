@@ -2,7 +2,7 @@ import { Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/c
 import { Redis } from 'ioredis';
 import type { AppConfig } from '../../config/env.validation.js';
 import { APP_CONFIG } from '../../config/app-config.js';
-import { REDIS_CLIENT } from './redis.constants.js';
+import { REDIS_CLIENT, REDIS_COMMAND_TIMEOUT_MS } from './redis.constants.js';
 import { RedisWatchdog } from './redis-watchdog.js';
 import { SeckillScripts } from './seckill-scripts.js';
 
@@ -20,7 +20,7 @@ import { SeckillScripts } from './seckill-scripts.js';
           maxRetriesPerRequest: 1,
           enableOfflineQueue: true,
           connectTimeout: 5_000,
-          commandTimeout: 5_000,
+          commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
           retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
         });
         client.on('error', (error: Error) => logger.warn(`redis error: ${error.message}`));

@@ -87,6 +87,8 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
       );
       return false;
     } finally {
+      // A return followed by a confirm that never came would otherwise stay here for good.
+      this.returned.delete(order.requestId);
       this.pending--;
     }
   }

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { REDIS_COMMAND_TIMEOUT_MS } from '../../infra/redis/redis.constants.js';
 import { orUnavailable } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
@@ -36,9 +37,13 @@ export class IdempotencyService {
   ): Promise<PurchaseAccepted> {
     const redisKey = idempotencyKey(userId, key);
     const owner = randomUUID();
-    // Outlives one attempt (lock plus broker confirm); frees the key if this process dies.
+    // Outlives the slowest attempt (the lock, the Lua step and a release at Redis's command
+    // timeout each, plus the broker's confirm); frees the key if this process dies.
     const reservationTtlMs =
-      this.config.purchaseLockTtlMs + this.config.publishConfirmTimeoutMs + 5_000;
+      this.config.purchaseLockTtlMs +
+      this.config.publishConfirmTimeoutMs +
+      2 * REDIS_COMMAND_TIMEOUT_MS +
+      5_000;
     const stored = await orUnavailable('Redis', () =>
       this.scripts.reserveIdempotencyKey(redisKey, goodsId, quantity, owner, reservationTtlMs),
     );

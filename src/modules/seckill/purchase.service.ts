@@ -230,7 +230,11 @@ export class PurchaseService {
    * has no word (or only QUEUED for an order the consumer has just committed).
    */
   async result(goodsId: number, userId: number): Promise<PurchaseResultView> {
-    const live = await this.stock.result(goodsId, userId).catch(() => null);
+    let redisDown = false;
+    const live = await this.stock.result(goodsId, userId).catch(() => {
+      redisDown = true;
+      return null;
+    });
     if (live?.status === 'QUEUED') {
       const order = await this.orders.findByRequestId(live.requestId);
       return order
@@ -241,6 +245,8 @@ export class PurchaseService {
     const order = await this.orders.latestForUser(goodsId, userId);
     if (order) return { status: 'SUCCESS', requestId: order.requestId, orderNo: order.orderNo };
     await this.goods.findOrThrow(goodsId);
+    // Without Redis a purchase still on its way cannot be told from none at all.
+    if (redisDown) throw new UnavailableError('Redis is unavailable; try again shortly');
     return { status: 'NONE' };
   }
 }
