@@ -129,8 +129,11 @@ describe('faults: Redis comes back with a stale snapshot', () => {
 
     await redis.kill();
     await redis.up(); // back with the snapshot: stock 7, three buyers (truth: 5, five buyers)
+    const healedAt = Date.now();
+    let requests = 7;
     await waitFor(
       async () => {
+        requests++;
         const response = await buy(516);
         return response.status === 202;
       },
@@ -146,5 +149,13 @@ describe('faults: Redis comes back with a stale snapshot', () => {
       return response.body.consistent && response.body.inFlight === 0 ? response.body : null;
     });
     expect(report).toMatchObject({ redisStock: 4, dbStock: 4, buyers: 6 });
+    await recordChaos(stores, {
+      scenario: 'Redis back with an old snapshot',
+      fault: 'redis-server SIGKILLed and restarted from a snapshot two purchases old',
+      goodsId,
+      requests: requests + 1,
+      accepted: 6,
+      recoveredSeconds: secondsSince(healedAt),
+    });
   });
 });
