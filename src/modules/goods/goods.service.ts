@@ -6,9 +6,13 @@ import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { StockService } from '../stock/stock.service.js';
 import type { CreateGoodsDto, GoodsCreatedDto, GoodsStatus, GoodsViewDto } from './goods.dto.js';
 
+const PAGE_CACHE_MS = 1_000;
+const PAGE_CACHE_MAX = 10_000;
+
 @Injectable()
 export class GoodsService {
   private readonly logger = new Logger(GoodsService.name);
+  private readonly pageCache = new Map<number, { goods: GoodsEntity; until: number }>();
 
   constructor(
     @InjectRepository(GoodsEntity) private readonly goods: Repository<GoodsEntity>,
@@ -62,12 +66,27 @@ export class GoodsService {
       .getMany();
   }
 
+  /**
+   * The goods page is what a crowd refreshes: its row (name, price, window: what does not change
+   * during a sale) is served from memory for a second, so the refreshes reach MySQL once a second
+   * per goods and instance, not once per click. The live stock always comes from Redis.
+   */
+  private async findForPage(goodsId: number): Promise<GoodsEntity> {
+    const now = Date.now();
+    const cached = this.pageCache.get(goodsId);
+    if (cached && cached.until > now) return cached.goods;
+    const goods = await this.findOrThrow(goodsId);
+    if (this.pageCache.size >= PAGE_CACHE_MAX) this.pageCache.clear();
+    this.pageCache.set(goodsId, { goods, until: now + PAGE_CACHE_MS });
+    return goods;
+  }
+
   findByIds(ids: number[]): Promise<GoodsEntity[]> {
     return ids.length === 0 ? Promise.resolve([]) : this.goods.findBy({ id: In(ids) });
   }
 
   async view(goodsId: number): Promise<GoodsViewDto> {
-    const goods = await this.findOrThrow(goodsId);
+    const goods = await this.findForPage(goodsId);
     const live = await this.stock.remaining(goodsId).catch((error: Error) => {
       // Reading the page must not fail with Redis: MySQL's stock is a fine approximation.
       this.logger.warn(`remaining from MySQL, Redis failed: goods=${goodsId} ${error.message}`);
