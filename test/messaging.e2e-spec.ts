@@ -376,3 +376,53 @@ describe('messaging: classic queues (RABBITMQ_QUEUE_TYPE=classic)', () => {
     expect(await stores.mysqlStock(goodsId)).toBe(2);
   });
 });
+
+describe('messaging: an order MySQL refuses', () => {
+  let t: TestApp;
+  const stores = new Stores();
+  const refusedUser = 999_999;
+
+  beforeAll(async () => {
+    t = await startApp({ CONSUMER_BATCH_WAIT_MS: '200' });
+    // Stands in for any row MySQL refuses on every try (out of range, a constraint).
+    await stores.mysql.query(
+      `ALTER TABLE seckill_order ADD CONSTRAINT chk_test_refused CHECK (user_id <> ${refusedUser})`,
+    );
+  });
+
+  afterAll(async () => {
+    await stores.mysql.query('ALTER TABLE seckill_order DROP CONSTRAINT chk_test_refused');
+    await t.close();
+    await stores.close();
+  });
+
+  it('should fail only the refused order, give its stock back, and write the rest of its batch', async () => {
+    const goodsId = await createSale(t.http, { stock: 10 });
+    const before = await counter(t.app, 'seckill_order_messages_total', 'dead_lettered');
+    const users = [371, 372, refusedUser, 373];
+    await Promise.all(
+      users.map((userId) =>
+        t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId)).expect(202),
+      ),
+    );
+    const orders = await waitFor(
+      async () => {
+        const rows = await stores.orders(goodsId);
+        const settled =
+          rows.length === 3 &&
+          (await counter(t.app, 'seckill_order_messages_total', 'dead_lettered')) > before;
+        return settled ? rows : null;
+      },
+      { what: 'three orders and one refusal' },
+    );
+    expect(orders.map((order) => Number(order.user_id)).sort()).toEqual([371, 372, 373]);
+    const result = await t.http
+      .get(`/api/v1/seckill/${goodsId}/result`)
+      .set('Authorization', bearer(refusedUser))
+      .expect(200);
+    expect(result.body).toMatchObject({ status: 'FAILED', reason: 'REJECTED' });
+    expect(await stores.redisStock(goodsId)).toBe(7);
+    expect(await stores.mysqlStock(goodsId)).toBe(7);
+    await waitFor(async () => (await stores.inflight(goodsId)) === 0, { what: 'settled' });
+  });
+});

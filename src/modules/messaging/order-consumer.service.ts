@@ -2,7 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import type { ChannelWrapper } from 'amqp-connection-manager';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { backoffWithJitter } from '../../common/database/transient-errors.js';
+import { backoffWithJitter, isPermanentDataError } from '../../common/database/transient-errors.js';
 import { InjectConfig } from '../../config/app-config.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import type { AppConfig } from '../../config/env.validation.js';
@@ -86,8 +86,17 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     this.flushTimer = setTimeout(() => {
       this.flushTimer = undefined;
       const batch = this.buffer.splice(0, this.buffer.length);
-      if (batch.length > 0) this.work = this.work.then(() => this.process(batch));
+      if (batch.length > 0) this.enqueue(batch);
     }, delayMs);
+  }
+
+  /** Batches run one after another; a failure never breaks the chain for the next ones. */
+  private enqueue(batch: Delivery[]): void {
+    this.work = this.work
+      .then(() => this.process(batch))
+      .catch((error: Error) =>
+        this.logger.error(`order batch abandoned, left for redelivery: ${error.message}`),
+      );
   }
 
   private async process(batch: Delivery[]): Promise<void> {
@@ -131,6 +140,16 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
             `left for redelivery at shutdown: goods=${goodsId} n=${purchases.length}`,
           );
           return;
+        }
+        if (isPermanentDataError(error)) {
+          try {
+            await this.isolateRefusedRows(goodsId, purchases, error as Error);
+            return;
+          } catch (isolationError) {
+            this.logger.error(
+              `could not set refused orders aside, retrying: goods=${goodsId} ${(isolationError as Error).message}`,
+            );
+          }
         }
         const backoff = backoffWithJitter(attempt, 100, MAX_BACKOFF_MS);
         this.logger.error(
@@ -200,6 +219,29 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
+   * MySQL refused the batch's data. Each order is then written alone, so that only the one
+   * MySQL refuses ends as FAILED (stock back, message dead-lettered) and the rest go through.
+   */
+  private async isolateRefusedRows(
+    goodsId: number,
+    purchases: Purchase[],
+    error: Error,
+  ): Promise<void> {
+    if (purchases.length > 1) {
+      for (const purchase of purchases) await this.processGoodsUntilDone(goodsId, [purchase]);
+      return;
+    }
+    const [purchase] = purchases;
+    const { order } = purchase;
+    await this.stock.release(goodsId, order.requestId, 'REJECTED', true);
+    this.logger.error(
+      `order refused by MySQL, stock returned: request=${order.requestId} goods=${goodsId} user=${order.userId} ${error.message}`,
+    );
+    for (const delivery of purchase.deliveries) this.settle(delivery, 'reject');
+    this.metrics.orderMessages.inc({ outcome: 'dead_lettered' });
+  }
+
+  /**
    * A valid order whose message keeps coming back (its instances kept dying): it must still end
    * as an order or as FAILED with its stock back, never vanish into the dead-letter queue.
    */
@@ -248,7 +290,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     this.stopping = true;
     clearTimeout(this.flushTimer);
     const remaining = this.buffer.splice(0, this.buffer.length);
-    if (remaining.length > 0) this.work = this.work.then(() => this.process(remaining));
+    if (remaining.length > 0) this.enqueue(remaining);
     await Promise.race([this.work, sleep(this.config.shutdownTimeoutMs)]);
     await this.channel.close();
     this.logger.log('consumer stopped');
