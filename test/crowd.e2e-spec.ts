@@ -1,19 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createSale, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
+import { describe, expect, it } from 'vitest';
+import { bearer, createSale, waitFor, useApp } from './support/harness.js';
 
 describe('a crowd buying at once', () => {
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    // Default rate limits; the test client is the trusted proxy of a crowd of distinct addresses.
-    t = await startApp({ TRUSTED_PROXIES: '127.0.0.1' });
-  });
-
-  afterAll(async () => {
-    await t.close();
-    await stores.close();
-  });
+  // Default rate limits; the test client is the trusted proxy of a crowd of distinct addresses.
+  const t = useApp({ TRUSTED_PROXIES: '127.0.0.1' });
+  const stores = t.stores;
 
   it('should sell exactly 100 items to 100 distinct users when 1,000 users from distinct addresses each click twice, rate limits on', async () => {
     const stock = 100;

@@ -13,23 +13,15 @@ import {
   Stores,
   waitFor,
   type TestApp,
+  useApp,
 } from './support/harness.js';
 
 const PAYMENT_TIMEOUT_MS = 2_000;
 const prefix = process.env.RABBITMQ_PREFIX!;
 
 describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    t = await startApp({ ORDER_PAYMENT_TIMEOUT_MS: String(PAYMENT_TIMEOUT_MS) });
-  });
-
-  afterAll(async () => {
-    await t.close();
-    await stores.close();
-  });
+  const t = useApp({ ORDER_PAYMENT_TIMEOUT_MS: String(PAYMENT_TIMEOUT_MS) });
+  const stores = t.stores;
 
   /** Buys one unit and waits for the order row; returns its order number and deadline. */
   async function buyAndWait(goodsId: number, userId: number) {

@@ -15,23 +15,15 @@ import {
   Stores,
   waitFor,
   type TestApp,
+  useApp,
 } from './support/harness.js';
 import { proxyInFront, type TcpProxy } from './support/tcp-proxy.js';
 
 const prefix = process.env.RABBITMQ_PREFIX!;
 
 describe('messaging: confirms, redelivery, outbox', () => {
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    t = await startApp();
-  });
-
-  afterAll(async () => {
-    await t.close();
-    await stores.close();
-  });
+  const t = useApp();
+  const stores = t.stores;
 
   it('should write no second order when an order message is delivered again', async () => {
     const goodsId = await createSale(t.http, { stock: 5 });
@@ -283,22 +275,13 @@ describe('messaging: a broker that does not confirm', () => {
 
 describe('messaging: a full or unbound orders queue', () => {
   const smallPrefix = `${prefix}_small`;
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    // No consumer: the queue only fills.
-    t = await startApp({
-      RABBITMQ_PREFIX: smallPrefix,
-      RABBITMQ_QUEUE_MAX_LENGTH: '3',
-      CONSUMER_ENABLED: 'false',
-    });
+  // No consumer: the queue only fills.
+  const t = useApp({
+    RABBITMQ_PREFIX: smallPrefix,
+    RABBITMQ_QUEUE_MAX_LENGTH: '3',
+    CONSUMER_ENABLED: 'false',
   });
-
-  afterAll(async () => {
-    await t.close();
-    await stores.close();
-  });
+  const stores = t.stores;
 
   it('should refuse purchases with 503 and give their stock back once the orders queue is full', async () => {
     const goodsId = await createSale(t.http, { stock: 10 });
@@ -344,21 +327,12 @@ describe('messaging: a full or unbound orders queue', () => {
 });
 
 describe('messaging: classic queues (RABBITMQ_QUEUE_TYPE=classic)', () => {
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    t = await startApp({
-      RABBITMQ_PREFIX: `${prefix}_classic`,
-      RABBITMQ_QUEUE_TYPE: 'classic',
-      ORDER_PAYMENT_TIMEOUT_MS: '2000',
-    });
+  const t = useApp({
+    RABBITMQ_PREFIX: `${prefix}_classic`,
+    RABBITMQ_QUEUE_TYPE: 'classic',
+    ORDER_PAYMENT_TIMEOUT_MS: '2000',
   });
-
-  afterAll(async () => {
-    await t.close();
-    await stores.close();
-  });
+  const stores = t.stores;
 
   it('should write orders and expire unpaid ones on classic queues too', async () => {
     const goodsId = await createSale(t.http, { stock: 2 });

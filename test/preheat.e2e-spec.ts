@@ -1,32 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { PreheatService } from '../src/modules/preheat/preheat.service.js';
 import { newOrderNo } from '../src/modules/seckill/purchase.service.js';
 import { StockService } from '../src/modules/stock/stock.service.js';
 import { PurchaseLockService } from '../src/modules/stock/purchase-lock.service.js';
-import {
-  adminAuth,
-  bearer,
-  createSale,
-  startApp,
-  Stores,
-  waitFor,
-  type TestApp,
-} from './support/harness.js';
+import { adminAuth, bearer, createSale, startApp, waitFor, useApp } from './support/harness.js';
 
 describe('preheating', () => {
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    t = await startApp();
-  });
-
-  afterAll(async () => {
-    await t.close();
-    await stores.close();
-  });
+  const t = useApp();
+  const stores = t.stores;
 
   it('should preheat the sales that open within the look-ahead and leave later ones cold', async () => {
     const soon = await createSale(t.http, { preheat: false, startsInMs: 60_000 });

@@ -1,18 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createSale, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
+import { describe, expect, it } from 'vitest';
+import { bearer, createSale, waitFor, useApp } from './support/harness.js';
 
 describe('one-time purchase tokens (SECKILL_REQUIRE_TOKEN=true)', () => {
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    t = await startApp({ SECKILL_REQUIRE_TOKEN: 'true', SECKILL_TOKEN_EARLY_MS: '5000' });
-  });
-
-  afterAll(async () => {
-    await t.close();
-    await stores.close();
-  });
+  const t = useApp({ SECKILL_REQUIRE_TOKEN: 'true', SECKILL_TOKEN_EARLY_MS: '5000' });
+  const stores = t.stores;
 
   const tokenFor = async (goodsId: number, userId: number): Promise<string> => {
     const response = await t.http

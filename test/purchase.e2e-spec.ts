@@ -1,18 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createSale, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
+import { describe, expect, it } from 'vitest';
+import { bearer, createSale, waitFor, useApp } from './support/harness.js';
 
 describe('purchase path (real MySQL, Redis, RabbitMQ)', () => {
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    t = await startApp();
-  });
-
-  afterAll(async () => {
-    await t.close();
-    await stores.close();
-  });
+  const t = useApp();
+  const stores = t.stores;
 
   const buy = (goodsId: number, userId: number, body?: object) => {
     const call = t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));

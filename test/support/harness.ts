@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createPool, type Pool, type RowDataPacket } from 'mysql2/promise';
 import request from 'supertest';
+import { afterAll, beforeAll } from 'vitest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { createApp } from '../../src/bootstrap.js';
 import { MetricsService } from '../../src/modules/metrics/metrics.service.js';
@@ -24,6 +25,35 @@ export async function startApp(env: Record<string, string> = {}): Promise<TestAp
     what: 'the app to be ready',
   });
   return { app, http, close: () => app.close() };
+}
+
+/**
+ * The usual e2e setup: the app started before a describe block's tests and closed after them,
+ * with direct access to the stores.
+ */
+export function useApp(env: Record<string, string> = {}): {
+  readonly http: TestAgent;
+  readonly app: NestFastifyApplication;
+  readonly stores: Stores;
+} {
+  let started: TestApp | undefined;
+  const stores = new Stores();
+  beforeAll(async () => {
+    started = await startApp(env);
+  });
+  afterAll(async () => {
+    await started?.close();
+    await stores.close();
+  });
+  return {
+    get http() {
+      return started!.http;
+    },
+    get app() {
+      return started!.app;
+    },
+    stores,
+  };
 }
 
 function base64url(value: object | string): string {
