@@ -1,12 +1,9 @@
 import amqp from 'amqplib';
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordChaos, secondsSince } from './support/chaos-report.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.js';
 import { MetricsService } from '../src/modules/metrics/metrics.service.js';
-import { newOrderNo } from '../src/modules/seckill/purchase.service.js';
-import { StockService } from '../src/modules/stock/stock.service.js';
 import {
   counter,
   bearer,
@@ -16,6 +13,7 @@ import {
   waitFor,
   type TestApp,
   useApp,
+  acceptWithoutPublishing,
 } from './support/harness.js';
 import { proxyInFront, type TcpProxy } from './support/tcp-proxy.js';
 
@@ -105,17 +103,8 @@ describe('messaging: confirms, redelivery, outbox', () => {
 
   it('should turn an order that exhausted its deliveries into FAILED with its stock back, not lose it', async () => {
     const goodsId = await createSale(t.http, { stock: 5 });
-    const stock = t.app.get(StockService);
     const userId = 204;
-    const order = {
-      requestId: randomUUID(),
-      orderNo: newOrderNo(),
-      userId,
-      goodsId,
-      quantity: 1,
-      acceptedAt: Date.now(),
-    };
-    await stock.deduct(goodsId, userId, 1, order.requestId, encodeOrderMessage(order));
+    const order = await acceptWithoutPublishing(t.app, goodsId, userId);
     expect(await stores.redisStock(goodsId)).toBe(4);
 
     // Its instances kept dying: the broker says it was delivered many times already.
@@ -144,25 +133,9 @@ describe('messaging: confirms, redelivery, outbox', () => {
 
   it('should republish from the outbox after a crash between the Lua step and the publish', async () => {
     const goodsId = await createSale(t.http, { stock: 5 });
-    const stock = t.app.get(StockService);
     const userId = 202;
-    const order = {
-      requestId: randomUUID(),
-      orderNo: newOrderNo(),
-      userId,
-      goodsId,
-      quantity: 1,
-      acceptedAt: Date.now(),
-    };
     // The Lua step ran and the process died before publishing: only Redis knows the purchase.
-    const { code } = await stock.deduct(
-      goodsId,
-      userId,
-      1,
-      order.requestId,
-      encodeOrderMessage(order),
-    );
-    expect(code).toBe(0);
+    const order = await acceptWithoutPublishing(t.app, goodsId, userId);
     expect(await stores.redisStock(goodsId)).toBe(4);
     expect(await stores.orders(goodsId)).toHaveLength(0);
 

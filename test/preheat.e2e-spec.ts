@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { randomUUID } from 'node:crypto';
-import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { PreheatService } from '../src/modules/preheat/preheat.service.js';
-import { newOrderNo } from '../src/modules/seckill/purchase.service.js';
-import { StockService } from '../src/modules/stock/stock.service.js';
 import { PurchaseLockService } from '../src/modules/stock/purchase-lock.service.js';
-import { adminAuth, bearer, createSale, startApp, waitFor, useApp } from './support/harness.js';
+import {
+  adminAuth,
+  bearer,
+  createSale,
+  startApp,
+  waitFor,
+  useApp,
+  acceptWithoutPublishing,
+} from './support/harness.js';
 
 describe('preheating', () => {
   const t = useApp();
@@ -90,16 +94,7 @@ describe('preheating', () => {
     const ended = await createSale(t.http, { startsInMs: -20_000, lastsMs: 10_000 });
     const open = await createSale(t.http, { stock: 5 });
     // A purchase Redis took whose order is not in MySQL yet (only the outbox knows it).
-    const requestId = randomUUID();
-    const order = {
-      requestId,
-      orderNo: newOrderNo(),
-      userId: 610,
-      goodsId: open,
-      quantity: 1,
-      acceptedAt: Date.now(),
-    };
-    await t.app.get(StockService).deduct(open, 610, 1, requestId, encodeOrderMessage(order));
+    await acceptWithoutPublishing(t.app, open, 610);
 
     const preheat = t.app.get(PreheatService);
     // Two hours on, both sales are over; only the one with nothing in flight goes.

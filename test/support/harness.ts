@@ -1,5 +1,5 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createPool, type Pool, type RowDataPacket } from 'mysql2/promise';
@@ -7,7 +7,11 @@ import request from 'supertest';
 import { afterAll, beforeAll } from 'vitest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { createApp } from '../../src/bootstrap.js';
+import { encodeOrderMessage } from '../../src/modules/messaging/order-message.js';
 import { MetricsService } from '../../src/modules/metrics/metrics.service.js';
+import type { NewOrder } from '../../src/modules/orders/order.types.js';
+import { newOrderNo } from '../../src/modules/seckill/purchase.service.js';
+import { DeductCode, StockService } from '../../src/modules/stock/stock.service.js';
 
 export interface TestApp {
   app: NestFastifyApplication;
@@ -192,4 +196,28 @@ export async function counter(
 ): Promise<number> {
   const metric = await app.get(MetricsService).registry.getSingleMetric(name)?.get();
   return metric?.values.find((value) => Object.values(value.labels).includes(label))?.value ?? 0;
+}
+
+/**
+ * Runs only the purchase's Lua step, as if the process died before publishing: the purchase is
+ * known to Redis (stock taken, outbox entry) and nowhere else. Returns the order it stands for.
+ */
+export async function acceptWithoutPublishing(
+  app: NestFastifyApplication,
+  goodsId: number,
+  userId: number,
+): Promise<NewOrder> {
+  const order: NewOrder = {
+    requestId: randomUUID(),
+    orderNo: newOrderNo(),
+    userId,
+    goodsId,
+    quantity: 1,
+    acceptedAt: Date.now(),
+  };
+  const { code } = await app
+    .get(StockService)
+    .deduct(goodsId, userId, 1, order.requestId, encodeOrderMessage(order));
+  if (code !== DeductCode.Accepted) throw new Error(`the Lua step refused: code ${code}`);
+  return order;
 }
