@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import type { PurchaseLockService } from '../../modules/stock/purchase-lock.service.js';
+import type { RedisLocks } from '../../infra/redis/redis-locks.js';
 
 /**
  * Registers `run` as an interval job that, across all instances, runs on one at a time: each
@@ -9,7 +9,7 @@ import type { PurchaseLockService } from '../../modules/stock/purchase-lock.serv
  */
 export function scheduleSingletonJob(options: {
   registry: SchedulerRegistry;
-  locks: PurchaseLockService;
+  locks: RedisLocks;
   name: string;
   intervalMs: number;
   run: () => Promise<void>;

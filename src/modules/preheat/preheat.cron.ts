@@ -3,7 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { scheduleSingletonJob } from '../../common/scheduling/interval-job.js';
-import { PurchaseLockService } from '../stock/purchase-lock.service.js';
+import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { PreheatService } from './preheat.service.js';
 
 /**
@@ -15,7 +15,7 @@ export class PreheatCron implements OnApplicationBootstrap {
   constructor(
     @InjectConfig() private readonly config: AppConfig,
     private readonly registry: SchedulerRegistry,
-    private readonly locks: PurchaseLockService,
+    private readonly locks: RedisLocks,
     private readonly preheat: PreheatService,
   ) {}
 

@@ -6,7 +6,7 @@ import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js'
 import { GoodsService } from '../goods/goods.service.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { OrdersService } from '../orders/orders.service.js';
-import { PurchaseLockService } from '../stock/purchase-lock.service.js';
+import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { StockService } from '../stock/stock.service.js';
 
 export interface PreheatResult {
@@ -27,7 +27,7 @@ export class PreheatService {
     private readonly orders: OrdersService,
     private readonly stock: StockService,
     private readonly publisher: OrderPublisher,
-    private readonly locks: PurchaseLockService,
+    private readonly locks: RedisLocks,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 

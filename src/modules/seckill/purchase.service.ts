@@ -11,7 +11,7 @@ import type { NewOrder } from '../orders/order.types.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OrdersService } from '../orders/orders.service.js';
 import { SaleRecovery } from '../preheat/sale-recovery.service.js';
-import { PurchaseLockService } from '../stock/purchase-lock.service.js';
+import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { DeductCode, ReleaseCode, StockService } from '../stock/stock.service.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
@@ -39,7 +39,7 @@ export class PurchaseService {
 
   constructor(
     private readonly stock: StockService,
-    private readonly locks: PurchaseLockService,
+    private readonly locks: RedisLocks,
     private readonly publisher: OrderPublisher,
     private readonly goods: GoodsService,
     private readonly orders: OrdersService,

@@ -1,9 +1,8 @@
 import { Module } from '@nestjs/common';
-import { PurchaseLockService } from './purchase-lock.service.js';
 import { StockService } from './stock.service.js';
 
 @Module({
-  providers: [StockService, PurchaseLockService],
-  exports: [StockService, PurchaseLockService],
+  providers: [StockService],
+  exports: [StockService],
 })
 export class StockModule {}

@@ -1,20 +1,21 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import Redlock from 'redlock';
-import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
-import { jobLockKey, saleKeys } from '../../infra/redis/seckill-keys.js';
+import { REDIS_CLIENT } from './redis.constants.js';
+import { jobLockKey, saleKeys } from './seckill-keys.js';
 
 export interface HeldLock {
   release(): Promise<void>;
 }
 
 /**
- * Redlock locks. Taken without retry: a held lock means someone else is already doing the work,
- * so the caller answers at once (DUPLICATE_REQUEST) or skips the job run.
+ * Redlock locks, for the purchase path and for scheduled jobs alike. Taken without retry: a held
+ * lock means someone else is already doing the work, so the caller answers at once
+ * (DUPLICATE_REQUEST) or skips the job run.
  */
 @Injectable()
-export class PurchaseLockService {
-  private readonly logger = new Logger(PurchaseLockService.name);
+export class RedisLocks {
+  private readonly logger = new Logger(RedisLocks.name);
   private readonly redlock: Redlock;
 
   constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {
