@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isDependencyFailure } from '../errors/dependency-errors.js';
 import { DomainError, ERROR_STATUS, ErrorCode } from '../errors/domain-error.js';
 
 export interface ErrorBody {
@@ -73,6 +74,14 @@ export function toErrorBody(exception: unknown): ErrorBody {
       message: fastifyMessage(fastifyError),
     };
   }
+  if (isDependencyFailure(exception)) {
+    return {
+      statusCode: 503,
+      code: 'UNAVAILABLE',
+      message:
+        'A service this request needs is unavailable; nothing was changed, try again shortly',
+    };
+  }
   return { statusCode: 500, code: 'INTERNAL_ERROR', message: 'Internal server error' };
 }
 
@@ -100,8 +109,13 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const request = context.getRequest<FastifyRequest>();
     const body = toErrorBody(exception);
     if (body.statusCode === 503) {
-      // A dependency outage is an expected outcome: one line; the cause is logged where it hit.
-      this.logger.warn(`${request.method} ${request.url} -> 503 ${body.message}`);
+      // A dependency outage is an expected outcome: one line, with the driver's word for it
+      // when no service said it already.
+      const cause =
+        exception instanceof DomainError || !(exception instanceof Error)
+          ? ''
+          : ` (${exception.message})`;
+      this.logger.warn(`${request.method} ${request.url} -> 503 ${body.message}${cause}`);
     } else if (body.statusCode >= 500) {
       const reason =
         exception instanceof Error ? (exception.stack ?? exception.message) : exception;

@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  adminAuth,
+  bearer,
+  createSale,
+  startApp,
+  Stores,
+  waitFor,
+  type TestApp,
+} from './support/harness.js';
+import { PrivateRedis } from './support/private-redis.js';
+import { proxyInFront, type TcpProxy } from './support/tcp-proxy.js';
+
+const unavailable = { statusCode: 503, code: 'UNAVAILABLE', message: expect.any(String) };
+
+describe('outages: Redis known to be down', () => {
+  let redis: PrivateRedis;
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start();
+    t = await startApp({ REDIS_URL: redis.url });
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await redis.kill();
+    await stores.close();
+  });
+
+  it('should answer every purchase 503 within a second while Redis is down, not after timeouts', async () => {
+    const goodsId = await createSale(t.http, { stock: 500 });
+    await redis.kill();
+
+    const latencies: number[] = [];
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, async (_, i) => {
+        const startedAt = performance.now();
+        const response = await t.http
+          .post(`/api/v1/seckill/${goodsId}`)
+          .set('Authorization', bearer(1_000 + i));
+        latencies.push(performance.now() - startedAt);
+        return response;
+      }),
+    );
+
+    for (const answer of answers) expect(answer.body).toEqual(unavailable);
+    latencies.sort((a, b) => a - b);
+    const p99 = latencies[Math.ceil(latencies.length * 0.99) - 1];
+    expect(p99).toBeLessThan(1_000);
+    expect(await stores.orders(goodsId)).toHaveLength(0);
+  });
+});
+
+describe('outages: MySQL down outside the purchase route', () => {
+  let proxy: TcpProxy;
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    const through = await proxyInFront(process.env.DATABASE_URL!, 3306);
+    proxy = through.proxy;
+    t = await startApp({ DATABASE_URL: through.url });
+  });
+
+  afterAll(async () => {
+    proxy.up();
+    await t.close();
+    await proxy.close();
+    await stores.close();
+  });
+
+  it('should answer 503 UNAVAILABLE on the goods, result, order and admin routes and change nothing', async () => {
+    const goodsId = await createSale(t.http, { stock: 5 });
+    const unreadGoodsId = await createSale(t.http, { stock: 5 });
+    await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(901)).expect(202);
+    const [order] = await waitFor(async () => {
+      const rows = await stores.orders(goodsId);
+      return rows.length === 1 ? rows : null;
+    });
+
+    proxy.down();
+    const owner = bearer(901);
+    const calls: [string, () => Promise<{ body: unknown }>][] = [
+      ['goods', () => t.http.get(`/api/v1/goods/${unreadGoodsId}`)],
+      // 902 never bought: Redis has no word, so MySQL must be asked.
+      [
+        'result',
+        () => t.http.get(`/api/v1/seckill/${goodsId}/result`).set('Authorization', bearer(902)),
+      ],
+      ['order', () => t.http.get(`/api/v1/orders/${order.order_no}`).set('Authorization', owner)],
+      [
+        'pay',
+        () => t.http.post(`/api/v1/orders/${order.order_no}/pay`).set('Authorization', owner),
+      ],
+      [
+        'cancel',
+        () => t.http.post(`/api/v1/orders/${order.order_no}/cancel`).set('Authorization', owner),
+      ],
+      [
+        'reconcile',
+        () =>
+          t.http.get(`/api/v1/admin/goods/${goodsId}/reconcile`).set('Authorization', adminAuth()),
+      ],
+    ];
+    for (const [route, call] of calls) {
+      expect({ route, body: (await call()).body }).toEqual({ route, body: unavailable });
+    }
+
+    proxy.up();
+    expect((await stores.orders(goodsId))[0].status).toBe('PENDING_PAYMENT');
+    expect(await stores.redisStock(goodsId)).toBe(4);
+  });
+});
