@@ -22,9 +22,14 @@ export class OutboxSweeper {
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
-  /** One pass over every preheated sale; returns how many messages it republished. */
-  async sweep(now = Date.now()): Promise<number> {
+  /**
+   * One pass over every preheated sale; returns how many messages it republished. `now` is on
+   * Redis's clock (the outbox is stamped by the Lua scripts with Redis `TIME`): this host's
+   * clock, skewed by more than OUTBOX_STALE_MS, would republish live purchases at peak.
+   */
+  async sweep(now?: number): Promise<number> {
     if (!this.publisher.isReady()) return 0;
+    now ??= await this.stock.serverTimeMs();
     let republished = 0;
     for (const goodsId of await this.stock.preheatedSales()) {
       await this.stock.forgetOldVoided(goodsId, now);

@@ -137,13 +137,13 @@ export class StockService {
     return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }
 
-  /** Remaining stock in Redis, or null when the sale is not preheated. */
   /** The sale's end as Redis holds it (epoch ms), or null when it is not preheated. */
   async saleEndAt(goodsId: number): Promise<number | null> {
     const value = await this.redis.hget(saleKeys(goodsId).meta, 'endAt');
     return value === null ? null : Number(value);
   }
 
+  /** Remaining stock in Redis, or null when the sale is not preheated. */
   async remaining(goodsId: number): Promise<number | null> {
     const value = await this.redis.get(saleKeys(goodsId).stock);
     return value === null ? null : Number(value);
