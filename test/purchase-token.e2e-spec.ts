@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bearer, createSale, waitFor, useApp } from './support/harness.js';
+import { RedisLocks } from '../src/infra/redis/redis-locks.js';
+import { adminAuth, bearer, createSale, waitFor, useApp } from './support/harness.js';
 
 describe('one-time purchase tokens (SECKILL_REQUIRE_TOKEN=true)', () => {
   const t = useApp({ SECKILL_REQUIRE_TOKEN: 'true', SECKILL_TOKEN_EARLY_MS: '5000' });
@@ -18,6 +19,12 @@ describe('one-time purchase tokens (SECKILL_REQUIRE_TOKEN=true)', () => {
     const call = t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
     return purchaseToken ? call.set('X-Seckill-Token', purchaseToken) : call;
   };
+
+  const preheat = (goodsId: number) =>
+    t.http
+      .post(`/api/v1/admin/goods/${goodsId}/preheat`)
+      .set('Authorization', adminAuth())
+      .expect(200);
 
   async function expectUntouched(goodsId: number, stock: number) {
     expect(await stores.redisStock(goodsId)).toBe(stock);
@@ -81,7 +88,38 @@ describe('one-time purchase tokens (SECKILL_REQUIRE_TOKEN=true)', () => {
       (response) => response.status,
     );
 
-    expect(statuses.sort()).toEqual([202, 403]);
+    // The loser meets the purchase lock (409, token left alone) or, once the winner is done, the
+    // spent token (403); never a second purchase.
+    expect(statuses.filter((status) => status === 202)).toHaveLength(1);
+    expect([403, 409]).toContain(statuses.find((status) => status !== 202));
+    expect(await stores.redisBuyers(goodsId)).toEqual({ '706': '1' });
+  });
+
+  it('should leave the token usable after a refusal that is not final, and spend it on the retry that is', async () => {
+    const goodsId = await createSale(t.http, { stock: 3, preheat: false });
+    const fresh = await tokenFor(goodsId, 707);
+    const buyWithKey = () => buy(goodsId, 707, fresh).set('Idempotency-Key', 'retry-707');
+
+    expect((await buyWithKey().expect(409)).body.code).toBe('NOT_PREHEATED');
+    await preheat(goodsId);
+    // A concurrent click holds the purchase lock: not the buyer's fault either.
+    const lock = await t.app.get(RedisLocks).tryLockPurchase(goodsId, 707, 5_000);
+    expect((await buyWithKey().expect(409)).body.code).toBe('DUPLICATE_REQUEST');
+    await lock!.release();
+
+    const accepted = await buyWithKey().expect(202);
+    expect(accepted.body.status).toBe('QUEUED');
+    const again = await buy(goodsId, 707, fresh).expect(403);
+    expect(again.body.message).toMatch(/already used/);
+  });
+
+  it('should spend the token on a SOLD_OUT answer', async () => {
+    const goodsId = await createSale(t.http, { stock: 1 });
+    await buy(goodsId, 708, await tokenFor(goodsId, 708)).expect(202);
+    const late = await tokenFor(goodsId, 709);
+
+    expect((await buy(goodsId, 709, late).expect(409)).body.code).toBe('SOLD_OUT');
+    expect((await buy(goodsId, 709, late).expect(403)).body.message).toMatch(/already used/);
   });
 
   it('should issue tokens only inside the window, or SECKILL_TOKEN_EARLY_MS before it', async () => {

@@ -10,7 +10,7 @@ import { createApp } from '../../src/bootstrap.js';
 import { encodeOrderMessage } from '../../src/modules/messaging/order-message.js';
 import { MetricsService } from '../../src/modules/metrics/metrics.service.js';
 import type { NewOrder } from '../../src/modules/orders/order.types.js';
-import { newOrderNo } from '../../src/modules/seckill/purchase.service.js';
+import { newOrderNo } from '../../src/modules/orders/order-no.js';
 import { DeductCode, StockService } from '../../src/modules/stock/stock.service.js';
 
 export interface TestApp {

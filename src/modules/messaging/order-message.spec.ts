@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { NewOrder } from '../orders/order.types.js';
-import { newOrderNo } from '../seckill/purchase.service.js';
+import { newOrderNo } from '../orders/order-no.js';
 import { encodeOrderMessage, parseOrderMessage } from './order-message.js';
 
 function anOrder(overrides: Partial<NewOrder> = {}): NewOrder {

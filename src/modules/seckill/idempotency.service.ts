@@ -7,8 +7,9 @@ import type { AppConfig } from '../../config/env.validation.js';
 import { idempotencyKey } from '../../infra/redis/seckill-keys.js';
 import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { StockService } from '../stock/stock.service.js';
-import { isFinalRefusal, replay, type IdempotencyRecord } from './idempotency.js';
-import type { PurchaseAccepted } from './purchase.service.js';
+import { isFinalRefusal } from '../stock/deduct-refusals.js';
+import { replay, type IdempotencyRecord } from './idempotency.js';
+import type { PurchaseAccepted } from './purchase.types.js';
 
 /** The floor of a stored answer's life, for a sale that ended long ago. */
 const MIN_RETENTION_MS = 60_000;

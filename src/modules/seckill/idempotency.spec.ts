@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../common/errors/domain-error.js';
-import { isFinalRefusal, parseIdempotencyKey, replay } from './idempotency.js';
+import { parseIdempotencyKey, replay } from './idempotency.js';
 
 const thrown = (action: () => unknown): DomainError => {
   try {
@@ -74,26 +74,5 @@ describe('replay', () => {
         ),
       ).code,
     ).toBe('VALIDATION_FAILED');
-  });
-});
-
-describe('isFinalRefusal', () => {
-  it.each(['SOLD_OUT', 'ALREADY_PURCHASED', 'SALE_ENDED'] as const)('should store %s', (code) => {
-    expect(isFinalRefusal(new DomainError(code, 'x'))).toBe(true);
-  });
-
-  it.each([
-    'UNAVAILABLE',
-    'DUPLICATE_REQUEST',
-    'SALE_NOT_STARTED',
-    'NOT_PREHEATED',
-    'FORBIDDEN',
-    'VALIDATION_FAILED',
-  ] as const)('should not store %s, so that a retry tries again', (code) => {
-    expect(isFinalRefusal(new DomainError(code, 'x'))).toBe(false);
-  });
-
-  it('should not store an unexpected error', () => {
-    expect(isFinalRefusal(new Error('boom'))).toBe(false);
   });
 });

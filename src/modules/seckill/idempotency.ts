@@ -1,5 +1,5 @@
 import { DomainError, type ErrorCode } from '../../common/errors/domain-error.js';
-import type { PurchaseAccepted } from './purchase.service.js';
+import type { PurchaseAccepted } from './purchase.types.js';
 
 export const IDEMPOTENCY_KEY_SHAPE = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -27,21 +27,6 @@ export type IdempotencyRecord =
       code: ErrorCode;
       message: string;
     };
-
-/**
- * Refusals that are the final answer to this purchase, stored and replayed like a 202. Anything
- * else (a 503, a lock held by a concurrent click, a sale not open yet, a bad token or quantity)
- * may go differently next time, so the key is freed and a retry tries again.
- */
-const FINAL_REFUSALS: ReadonlySet<ErrorCode> = new Set([
-  'SOLD_OUT',
-  'ALREADY_PURCHASED',
-  'SALE_ENDED',
-]);
-
-export function isFinalRefusal(error: unknown): error is DomainError {
-  return error instanceof DomainError && FINAL_REFUSALS.has(error.code);
-}
 
 /** The answer a retry carrying the same key gets, from what the key holds. */
 export function replay(

@@ -17,6 +17,9 @@ export interface PurchaseToken {
 /** 32 random bytes, base64url: anything else is refused before Redis is asked. */
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
+/** What lua/purchase-token-consume.lua leaves in a spent token's key. */
+const USED = 'used';
+
 const digest = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /**
@@ -53,31 +56,55 @@ export class PurchaseTokenService {
     return { token, expiresAt: new Date(now + ttlMs).toISOString() };
   }
 
-  /** Uses the token up or throws 403 FORBIDDEN saying why; nothing else is touched. */
-  async consume(goodsId: number, userId: number, token: string | undefined): Promise<void> {
+  /**
+   * Throws 403 FORBIDDEN saying why unless the token is this user's, for this goods, and unused.
+   * Only reads: the purchase it guards spends it (spend) once it has a final answer.
+   */
+  async check(goodsId: number, userId: number, token: string | undefined): Promise<void> {
     if (!token) {
       throw new DomainError(
         'FORBIDDEN',
         'A purchase token is required: get one from GET /api/v1/seckill/:goodsId/token and send it as X-Seckill-Token',
       );
     }
-    const code = TOKEN_SHAPE.test(token)
+    const owner = TOKEN_SHAPE.test(token)
       ? await orUnavailable('Redis', () =>
-          this.scripts.consumePurchaseToken(saleKeys(goodsId).purchaseToken(digest(token)), userId),
+          this.redis.get(saleKeys(goodsId).purchaseToken(digest(token))),
         )
-      : TokenConsumeCode.Unknown;
-    switch (code) {
-      case TokenConsumeCode.Consumed:
-        return;
-      case TokenConsumeCode.Used:
-        throw new DomainError('FORBIDDEN', 'This purchase token was already used; get a new one');
-      case TokenConsumeCode.OtherUser:
-        throw new DomainError('FORBIDDEN', 'This purchase token was issued to another user');
-      default:
-        throw new DomainError(
-          'FORBIDDEN',
-          'This purchase token is not valid for this goods (unknown, expired or for other goods)',
+      : null;
+    if (owner === String(userId)) return;
+    if (owner === USED) {
+      throw new DomainError('FORBIDDEN', 'This purchase token was already used; get a new one');
+    }
+    if (owner !== null) {
+      throw new DomainError('FORBIDDEN', 'This purchase token was issued to another user');
+    }
+    throw new DomainError(
+      'FORBIDDEN',
+      'This purchase token is not valid for this goods (unknown, expired or for other goods)',
+    );
+  }
+
+  /**
+   * Uses a checked token up, atomically (of two attempts racing past the lock, one spends it).
+   * Never throws: a token left unspent by a Redis blip only lets its owner meet the per-user
+   * rule (ALREADY_PURCHASED) again.
+   */
+  async spend(goodsId: number, userId: number, token: string): Promise<void> {
+    try {
+      const code = await this.scripts.consumePurchaseToken(
+        saleKeys(goodsId).purchaseToken(digest(token)),
+        userId,
+      );
+      if (code !== TokenConsumeCode.Consumed && code !== TokenConsumeCode.Used) {
+        this.logger.warn(
+          `purchase token vanished before it was spent: goods=${goodsId} user=${userId}`,
         );
+      }
+    } catch (error) {
+      this.logger.warn(
+        `purchase token not spent: goods=${goodsId} user=${userId} ${(error as Error).message}`,
+      );
     }
   }
 }

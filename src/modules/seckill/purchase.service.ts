@@ -1,38 +1,25 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { InjectConfig } from '../../config/app-config.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
+import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { encodeOrderMessage } from '../messaging/order-message.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
+import { newOrderNo } from '../orders/order-no.js';
 import type { NewOrder } from '../orders/order.types.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { OrdersService } from '../orders/orders.service.js';
 import { SaleRecovery } from '../preheat/sale-recovery.service.js';
-import { RedisLocks } from '../../infra/redis/redis-locks.js';
+import { deductRefusal } from '../stock/deduct-refusals.js';
 import { DeductCode, ReleaseCode, StockService } from '../stock/stock.service.js';
-import { IdempotencyService } from './idempotency.service.js';
-import { PurchaseTokenService } from './purchase-token.service.js';
+import type { PurchaseAccepted } from './purchase.types.js';
 
-export interface PurchaseAccepted {
-  status: 'QUEUED';
-  requestId: string;
-}
-
-export interface PurchaseResultView {
-  status: 'NONE' | 'QUEUED' | 'SUCCESS' | 'FAILED';
-  requestId?: string;
-  orderNo?: string;
-  reason?: string;
-}
-
-/** Time-ordered and unguessable; fits order_no's 32 characters. */
-export function newOrderNo(now = Date.now()): string {
-  return `SK${now}${randomBytes(8).toString('hex').toUpperCase()}`;
-}
-
+/**
+ * The purchase itself: the per-user lock, the atomic deduct in Redis, the confirmed publish, and
+ * the void of a purchase whose publish is an unknown outcome.
+ */
 @Injectable()
 export class PurchaseService {
   private readonly logger = new Logger(PurchaseService.name);
@@ -42,35 +29,11 @@ export class PurchaseService {
     private readonly locks: RedisLocks,
     private readonly publisher: OrderPublisher,
     private readonly goods: GoodsService,
-    private readonly orders: OrdersService,
     private readonly metrics: MetricsService,
     private readonly faults: FaultInjector,
     private readonly recovery: SaleRecovery,
-    private readonly tokens: PurchaseTokenService,
-    private readonly idempotency: IdempotencyService,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
-
-  /**
-   * The purchase route: an Idempotency-Key replay first (it needs no fresh token), then the
-   * one-time token when required, then the purchase. Rate limits ran before all of this.
-   */
-  submit(
-    goodsId: number,
-    userId: number,
-    quantity: number,
-    headers: { idempotencyKey?: string; token?: string },
-  ): Promise<PurchaseAccepted> {
-    const attempt = async () => {
-      if (this.config.seckillRequireToken) {
-        await this.tokens.consume(goodsId, userId, headers.token);
-      }
-      return this.purchase(goodsId, userId, quantity);
-    };
-    return headers.idempotencyKey
-      ? this.idempotency.run(userId, goodsId, quantity, headers.idempotencyKey, attempt)
-      : attempt();
-  }
 
   async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
     try {
@@ -139,7 +102,7 @@ export class PurchaseService {
       return this.afterFailedDeduct(order, error);
     }
     if (code !== DeductCode.Accepted && code !== DeductCode.Replayed) {
-      throw await this.refusal(code, goodsId);
+      throw deductRefusal(code) ?? (await this.notPreheated(goodsId));
     }
     this.faults.crashPoint('after-deduct');
 
@@ -193,25 +156,6 @@ export class PurchaseService {
     throw new UnavailableError('Redis is unavailable; nothing was taken', error);
   }
 
-  private async refusal(code: DeductCode, goodsId: number): Promise<DomainError> {
-    switch (code) {
-      case DeductCode.SaleNotStarted:
-        return new DomainError('SALE_NOT_STARTED', 'The sale has not started yet');
-      case DeductCode.SaleEnded:
-        return new DomainError('SALE_ENDED', 'The sale has ended');
-      case DeductCode.SoldOut:
-        return new DomainError('SOLD_OUT', 'Sold out');
-      case DeductCode.AlreadyPurchased:
-        return new DomainError('ALREADY_PURCHASED', 'You already hold this goods');
-      case DeductCode.Voided:
-        return new UnavailableError('This purchase attempt was given up; nothing was taken');
-      case DeductCode.OverLimit:
-        return new DomainError('VALIDATION_FAILED', 'quantity is above the per-user limit');
-      default:
-        return this.notPreheated(goodsId);
-    }
-  }
-
   /** Redis has no sale: tell apart an unknown goods, a closed window and a missed preheat. */
   private async notPreheated(goodsId: number): Promise<DomainError> {
     const goods = await orUnavailable('MySQL', () => this.goods.findOrThrow(goodsId));
@@ -223,30 +167,5 @@ export class PurchaseService {
       'NOT_PREHEATED',
       'The sale is not open for purchases yet; try again shortly',
     );
-  }
-
-  /**
-   * The user's latest purchase of this goods. Redis answers first; MySQL is the truth when Redis
-   * has no word (or only QUEUED for an order the consumer has just committed).
-   */
-  async result(goodsId: number, userId: number): Promise<PurchaseResultView> {
-    let redisDown = false;
-    const live = await this.stock.result(goodsId, userId).catch(() => {
-      redisDown = true;
-      return null;
-    });
-    if (live?.status === 'QUEUED') {
-      const order = await this.orders.findByRequestId(live.requestId);
-      return order
-        ? { status: 'SUCCESS', requestId: live.requestId, orderNo: order.orderNo }
-        : { status: 'QUEUED', requestId: live.requestId };
-    }
-    if (live) return live;
-    const order = await this.orders.latestForUser(goodsId, userId);
-    if (order) return { status: 'SUCCESS', requestId: order.requestId, orderNo: order.orderNo };
-    await this.goods.findOrThrow(goodsId);
-    // Without Redis a purchase still on its way cannot be told from none at all.
-    if (redisDown) throw new UnavailableError('Redis is unavailable; try again shortly');
-    return { status: 'NONE' };
   }
 }

@@ -16,7 +16,8 @@ import { RateLimit } from '../rate-limit/rate-limit.policy.js';
 import { PurchaseBodyDto, PurchaseBodyPipe } from './purchase-body.pipe.js';
 import { parseIdempotencyKey } from './idempotency.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
-import { PurchaseService } from './purchase.service.js';
+import { PurchaseRequestService } from './purchase-request.service.js';
+import { PurchaseResultService } from './purchase-result.service.js';
 
 class PurchaseAcceptedDto {
   @ApiProperty({ enum: ['QUEUED'] }) status: string;
@@ -41,7 +42,8 @@ class PurchaseResultDto {
 @Controller('seckill')
 export class SeckillController {
   constructor(
-    private readonly purchases: PurchaseService,
+    private readonly requests: PurchaseRequestService,
+    private readonly results: PurchaseResultService,
     private readonly tokens: PurchaseTokenService,
   ) {}
 
@@ -50,7 +52,7 @@ export class SeckillController {
   @ApiOperation({
     summary: 'A one-time purchase token for this goods (required when SECKILL_REQUIRE_TOKEN=true)',
     description:
-      'Answers only during the sale window (or SECKILL_TOKEN_EARLY_MS before it): 409 SALE_NOT_STARTED / SALE_ENDED otherwise, 404 GOODS_NOT_FOUND. The token is bound to you and this goods, expires after SECKILL_TOKEN_TTL_MS, and is used up by one purchase.',
+      'Answers only during the sale window (or SECKILL_TOKEN_EARLY_MS before it): 409 SALE_NOT_STARTED / SALE_ENDED otherwise, 404 GOODS_NOT_FOUND. The token is bound to you and this goods, expires after SECKILL_TOKEN_TTL_MS, and is used up by one purchase that gets a final answer (202, or 409 SOLD_OUT / ALREADY_PURCHASED / SALE_ENDED); a 503 or another refusal leaves it usable for the retry.',
   })
   @ApiOkResponse({ type: PurchaseTokenDto })
   token(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {
@@ -86,7 +88,7 @@ export class SeckillController {
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Headers('x-seckill-token') token: string | undefined,
   ) {
-    return this.purchases.submit(goodsId, user.userId, quantity, {
+    return this.requests.submit(goodsId, user.userId, quantity, {
       idempotencyKey: parseIdempotencyKey(idempotencyKey),
       token,
     });
@@ -97,6 +99,6 @@ export class SeckillController {
   @ApiOperation({ summary: 'The outcome of your latest purchase of this goods' })
   @ApiOkResponse({ type: PurchaseResultDto })
   result(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {
-    return this.purchases.result(goodsId, user.userId);
+    return this.results.result(goodsId, user.userId);
   }
 }

@@ -6,12 +6,20 @@ import { PreheatModule } from '../preheat/preheat.module.js';
 import { StockModule } from '../stock/stock.module.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
+import { PurchaseRequestService } from './purchase-request.service.js';
+import { PurchaseResultService } from './purchase-result.service.js';
 import { PurchaseService } from './purchase.service.js';
 import { SeckillController } from './seckill.controller.js';
 
 @Module({
   imports: [StockModule, MessagingModule, GoodsModule, OrdersModule, PreheatModule],
   controllers: [SeckillController],
-  providers: [PurchaseService, PurchaseTokenService, IdempotencyService],
+  providers: [
+    PurchaseService,
+    PurchaseRequestService,
+    PurchaseResultService,
+    PurchaseTokenService,
+    IdempotencyService,
+  ],
 })
 export class SeckillModule {}
