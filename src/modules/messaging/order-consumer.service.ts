@@ -2,6 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import type { ChannelWrapper } from 'amqp-connection-manager';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Batcher } from '../../common/batching/batcher.js';
 import { backoffWithJitter, isPermanentDataError } from '../../common/database/transient-errors.js';
 import { InjectConfig } from '../../config/app-config.js';
 import { FaultInjector } from '../../config/fault-injector.js';
@@ -39,9 +40,7 @@ const MAX_BACKOFF_MS = 5_000;
 export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(OrderConsumer.name);
   private channel?: ChannelWrapper;
-  private buffer: Delivery[] = [];
-  private flushTimer?: NodeJS.Timeout;
-  private work: Promise<void> = Promise.resolve();
+  private readonly batcher: Batcher<Delivery>;
   private stopping = false;
 
   constructor(
@@ -53,7 +52,17 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly publisher: OrderPublisher,
     private readonly faults: FaultInjector,
     @InjectConfig() private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.batcher = new Batcher({
+      size: config.consumerBatchSize,
+      waitMs: config.consumerBatchWaitMs,
+      handle: (batch) => this.process(batch),
+      onError: (error, batch) =>
+        this.logger.error(
+          `order batch abandoned, left for redelivery: n=${batch.length} ${error.message}`,
+        ),
+    });
+  }
 
   onApplicationBootstrap(): void {
     if (!this.config.consumerEnabled) return;
@@ -73,30 +82,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
 
   private receive(delivery: Delivery): void {
     if (this.stopping) return; // unacked: the broker gives it to another consumer
-    this.buffer.push(delivery);
-    if (this.buffer.length >= this.config.consumerBatchSize) {
-      this.scheduleFlush(0);
-    } else if (!this.flushTimer) {
-      this.scheduleFlush(this.config.consumerBatchWaitMs);
-    }
-  }
-
-  private scheduleFlush(delayMs: number): void {
-    clearTimeout(this.flushTimer);
-    this.flushTimer = setTimeout(() => {
-      this.flushTimer = undefined;
-      const batch = this.buffer.splice(0, this.buffer.length);
-      if (batch.length > 0) this.enqueue(batch);
-    }, delayMs);
-  }
-
-  /** Batches run one after another; a failure never breaks the chain for the next ones. */
-  private enqueue(batch: Delivery[]): void {
-    this.work = this.work
-      .then(() => this.process(batch))
-      .catch((error: Error) =>
-        this.logger.error(`order batch abandoned, left for redelivery: ${error.message}`),
-      );
+    this.batcher.push(delivery);
   }
 
   private async process(batch: Delivery[]): Promise<void> {
@@ -288,10 +274,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     if (!this.channel) return;
     this.stopping = true;
-    clearTimeout(this.flushTimer);
-    const remaining = this.buffer.splice(0, this.buffer.length);
-    if (remaining.length > 0) this.enqueue(remaining);
-    await Promise.race([this.work, sleep(this.config.shutdownTimeoutMs)]);
+    await Promise.race([this.batcher.drain(), sleep(this.config.shutdownTimeoutMs)]);
     await this.channel.close();
     this.logger.log('consumer stopped');
   }
