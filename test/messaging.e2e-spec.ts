@@ -20,7 +20,6 @@ import {
   useApp,
   acceptWithoutPublishing,
 } from './support/harness.js';
-import { proxyInFront, type TcpProxy } from './support/tcp-proxy.js';
 
 const prefix = process.env.RABBITMQ_PREFIX!;
 
@@ -170,22 +169,8 @@ describe('messaging: confirms, redelivery, outbox', () => {
 });
 
 describe('messaging: a broker that does not confirm', () => {
-  let proxy: TcpProxy;
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    const through = await proxyInFront(process.env.RABBITMQ_URL!, 5672);
-    proxy = through.proxy;
-    t = await startApp({ RABBITMQ_URL: through.url, PUBLISH_CONFIRM_TIMEOUT_MS: '300' });
-  });
-
-  afterAll(async () => {
-    proxy.resume();
-    await t.close();
-    await proxy.close();
-    await stores.close();
-  });
+  const t = useApp({ PUBLISH_CONFIRM_TIMEOUT_MS: '300' }, { behindProxy: 'RABBITMQ_URL' });
+  const stores = t.stores;
 
   it('should give the stock back and answer 503 when the publish is not confirmed, and drop the late message', async () => {
     const goodsId = await createSale(t.http, { stock: 3 });
@@ -193,7 +178,7 @@ describe('messaging: a broker that does not confirm', () => {
     const voidedBefore = await counter(t.app, 'seckill_order_messages_total', 'voided');
 
     // The broker gets the message but its confirm (and every delivery) is held back.
-    proxy.stall('to-client');
+    t.proxy.stall('to-client');
     const refused = await t.http
       .post(`/api/v1/seckill/${goodsId}`)
       .set('Authorization', bearer(userId))
@@ -215,7 +200,7 @@ describe('messaging: a broker that does not confirm', () => {
     expect((await t.http.get('/health/ready')).status).toBe(503);
 
     // The held deliveries now reach the consumer: the late message must be dropped, not written.
-    proxy.resume();
+    t.proxy.resume();
     const healedAt = Date.now();
     await waitFor(
       async () => (await counter(t.app, 'seckill_order_messages_total', 'voided')) > voidedBefore,
