@@ -1,37 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  adminAuth,
-  bearer,
-  createSale,
-  startApp,
-  Stores,
-  waitFor,
-  type TestApp,
-} from './support/harness.js';
+import { describe, expect, it } from 'vitest';
+import { adminAuth, bearer, createSale, useApp, waitFor } from './support/harness.js';
 import { recordChaos, secondsSince } from './support/chaos-report.js';
-import { proxyInFront, type TcpProxy } from './support/tcp-proxy.js';
 
 /**
  * Real faults between the app and real services: a TCP proxy in front of RabbitMQ or MySQL that
  * the test cuts and restores. The shared services themselves are never touched.
  */
 describe('faults: broker connection lost', () => {
-  let proxy: TcpProxy;
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    const through = await proxyInFront(process.env.RABBITMQ_URL!, 5672);
-    proxy = through.proxy;
-    t = await startApp({ RABBITMQ_URL: through.url, PUBLISH_CONFIRM_TIMEOUT_MS: '500' });
-  });
-
-  afterAll(async () => {
-    proxy.up();
-    await t.close();
-    await proxy.close();
-    await stores.close();
-  });
+  const t = useApp({ PUBLISH_CONFIRM_TIMEOUT_MS: '500' }, { behindProxy: 'RABBITMQ_URL' });
+  const stores = t.stores;
 
   it('should answer 503 taking nothing while the broker is gone, report not ready, and recover by itself', async () => {
     const goodsId = await createSale(t.http, { stock: 50 });
@@ -41,7 +18,7 @@ describe('faults: broker connection lost', () => {
     // The connection drops while those purchases are being published.
     const cut = new Promise<void>((resolve) =>
       setImmediate(() => {
-        proxy.down();
+        t.proxy.down();
         resolve();
       }),
     );
@@ -58,7 +35,7 @@ describe('faults: broker connection lost', () => {
     expect(refused.body.code).toBe('UNAVAILABLE');
     expect(await stores.redisBuyers(goodsId)).not.toHaveProperty('799');
 
-    proxy.up();
+    t.proxy.up();
     const healedAt = Date.now();
     await waitFor(async () => (await t.http.get('/health/ready')).status === 200, {
       timeoutMs: 30_000,
@@ -95,26 +72,12 @@ describe('faults: broker connection lost', () => {
 });
 
 describe('faults: MySQL lost during the drain', () => {
-  let proxy: TcpProxy;
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    const through = await proxyInFront(process.env.DATABASE_URL!, 3306);
-    proxy = through.proxy;
-    t = await startApp({ DATABASE_URL: through.url });
-  });
-
-  afterAll(async () => {
-    proxy.up();
-    await t.close();
-    await proxy.close();
-    await stores.close();
-  });
+  const t = useApp({}, { behindProxy: 'DATABASE_URL' });
+  const stores = t.stores;
 
   it('should keep orders waiting in RabbitMQ while MySQL is gone and write each exactly once after', async () => {
     const goodsId = await createSale(t.http, { stock: 30 });
-    proxy.down();
+    t.proxy.down();
     // Purchases only need Redis and RabbitMQ: the sale goes on.
     const answers = await Promise.all(
       Array.from({ length: 30 }, (_, i) =>
@@ -128,7 +91,7 @@ describe('faults: MySQL lost during the drain', () => {
     expect(await stores.orders(goodsId)).toHaveLength(0);
     expect(await stores.inflight(goodsId)).toBe(30);
 
-    proxy.up();
+    t.proxy.up();
     const healedAt = Date.now();
     const orders = await waitFor(
       async () => {

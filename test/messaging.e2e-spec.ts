@@ -1,10 +1,15 @@
 import amqp from 'amqplib';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordChaos, secondsSince } from './support/chaos-report.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.js';
 import { MetricsService } from '../src/modules/metrics/metrics.service.js';
+import type { NewOrder } from '../src/modules/orders/order.types.js';
+import { ReleaseCode, StockService } from '../src/modules/stock/stock.service.js';
+import { AmqpFrameWatcher } from './support/amqp-frames.js';
 import {
+  adminAuth,
   counter,
   bearer,
   createSale,
@@ -15,7 +20,6 @@ import {
   useApp,
   acceptWithoutPublishing,
 } from './support/harness.js';
-import { proxyInFront, type TcpProxy } from './support/tcp-proxy.js';
 
 const prefix = process.env.RABBITMQ_PREFIX!;
 
@@ -165,22 +169,8 @@ describe('messaging: confirms, redelivery, outbox', () => {
 });
 
 describe('messaging: a broker that does not confirm', () => {
-  let proxy: TcpProxy;
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    const through = await proxyInFront(process.env.RABBITMQ_URL!, 5672);
-    proxy = through.proxy;
-    t = await startApp({ RABBITMQ_URL: through.url, PUBLISH_CONFIRM_TIMEOUT_MS: '300' });
-  });
-
-  afterAll(async () => {
-    proxy.resume();
-    await t.close();
-    await proxy.close();
-    await stores.close();
-  });
+  const t = useApp({ PUBLISH_CONFIRM_TIMEOUT_MS: '300' }, { behindProxy: 'RABBITMQ_URL' });
+  const stores = t.stores;
 
   it('should give the stock back and answer 503 when the publish is not confirmed, and drop the late message', async () => {
     const goodsId = await createSale(t.http, { stock: 3 });
@@ -188,7 +178,7 @@ describe('messaging: a broker that does not confirm', () => {
     const voidedBefore = await counter(t.app, 'seckill_order_messages_total', 'voided');
 
     // The broker gets the message but its confirm (and every delivery) is held back.
-    proxy.stall('to-client');
+    t.proxy.stall('to-client');
     const refused = await t.http
       .post(`/api/v1/seckill/${goodsId}`)
       .set('Authorization', bearer(userId))
@@ -210,7 +200,7 @@ describe('messaging: a broker that does not confirm', () => {
     expect((await t.http.get('/health/ready')).status).toBe(503);
 
     // The held deliveries now reach the consumer: the late message must be dropped, not written.
-    proxy.resume();
+    t.proxy.resume();
     const healedAt = Date.now();
     await waitFor(
       async () => (await counter(t.app, 'seckill_order_messages_total', 'voided')) > voidedBefore,
@@ -371,5 +361,110 @@ describe('messaging: an order MySQL refuses', () => {
     expect(await stores.redisStock(goodsId)).toBe(7);
     expect(await stores.mysqlStock(goodsId)).toBe(7);
     await waitFor(async () => (await stores.inflight(goodsId)) === 0, { what: 'settled' });
+  });
+});
+
+describe('messaging: a batch whose timeout publish is not confirmed, with a voided purchase in it', () => {
+  const broker = new AmqpFrameWatcher();
+  // A long batch wait leaves time to stall the broker once the batch is in the consumer's hands.
+  const t = useApp(
+    { PUBLISH_CONFIRM_TIMEOUT_MS: '300', CONSUMER_BATCH_WAIT_MS: '1000' },
+    {
+      behindProxy: 'RABBITMQ_URL',
+      onProxy: (proxy) => proxy.tapServer((chunk, upstream) => broker.feed(chunk, upstream)),
+    },
+  );
+  const stores = t.stores;
+
+  it('should write every valid purchase once and settle each delivery once, the broker never closing the channel', async () => {
+    const goodsId = await createSale(t.http, { stock: 10 });
+    const voidedBefore = await counter(t.app, 'seckill_order_messages_total', 'voided');
+    const unconfirmedBefore = await counter(t.app, 'seckill_publishes_total', 'unconfirmed');
+    // A purchase whose publish went unconfirmed and was voided, though its message got through.
+    const voided = await acceptWithoutPublishing(t.app, goodsId, 401);
+    expect(await t.app.get(StockService).release(goodsId, voided.requestId, 'UNAVAILABLE')).toBe(
+      ReleaseCode.Released,
+    );
+    const valid: NewOrder[] = [];
+    for (const userId of [402, 403, 404]) {
+      valid.push(await acceptWithoutPublishing(t.app, goodsId, userId));
+    }
+
+    // Straight to the broker (not through the proxy), all in one batch of the consumer's.
+    const connection = await amqp.connect(process.env.RABBITMQ_URL!);
+    const channel = await connection.createConfirmChannel();
+    for (const order of [voided, ...valid]) {
+      channel.publish(`${prefix}.orders`, 'order.created', Buffer.from(encodeOrderMessage(order)), {
+        persistent: true,
+        messageId: order.requestId,
+      });
+    }
+    await channel.waitForConfirms();
+    await waitFor(async () => (await channel.checkQueue(`${prefix}.orders`)).messageCount === 0, {
+      intervalMs: 5,
+      what: 'the consumer to hold the batch',
+    });
+    await connection.close();
+    await sleep(50);
+
+    // The broker takes everything in but answers nothing: the timeout publishes go unconfirmed
+    // after the voided purchase was dropped and the valid ones were written.
+    t.proxy.stall('to-client');
+    await waitFor(async () => (await stores.orders(goodsId)).length === 3, {
+      what: 'the batch to be written',
+    });
+    await sleep(1_500);
+    t.proxy.resume();
+    expect(await counter(t.app, 'seckill_publishes_total', 'unconfirmed')).toBeGreaterThan(
+      unconfirmedBefore,
+    );
+
+    await waitFor(async () => (await stores.inflight(goodsId)) === 0, {
+      what: 'in flight drained',
+    });
+    for (const order of valid) {
+      const result = await waitFor(async () => {
+        const response = await t.http
+          .get(`/api/v1/seckill/${goodsId}/result`)
+          .set('Authorization', bearer(order.userId))
+          .expect(200);
+        return response.body.status === 'QUEUED' ? null : response.body;
+      });
+      expect(result).toMatchObject({ status: 'SUCCESS', orderNo: order.orderNo });
+    }
+    await waitFor(async () => (await t.http.get('/health/ready')).status === 200, {
+      what: 'readiness once the broker answers again',
+    });
+    // The consumer still takes messages: a purchase made now becomes an order.
+    await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(405)).expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 4, {
+      what: 'the next purchase to be written',
+    });
+
+    // A delivery tag acked twice makes the broker close the channel (406) and requeue the
+    // window, valid messages included.
+    expect(broker.channelCloses).toEqual([]);
+    const ours = new Set([voided, ...valid].map((order) => order.requestId));
+    const redelivered = broker.deliveries.filter(
+      (delivery) =>
+        delivery.redelivered &&
+        ours.has((JSON.parse(delivery.body) as { requestId: string }).requestId),
+    );
+    expect(redelivered).toEqual([]);
+    expect(await counter(t.app, 'seckill_order_messages_total', 'voided')).toBe(voidedBefore + 1);
+
+    const orders = await stores.orders(goodsId);
+    expect(
+      orders
+        .map((order) => order.request_id)
+        .slice(0, 3)
+        .sort(),
+    ).toEqual(valid.map((order) => order.requestId).sort());
+    expect(new Set(orders.map((order) => order.request_id)).size).toBe(4);
+    const report = await t.http
+      .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+      .set('Authorization', adminAuth())
+      .expect(200);
+    expect(report.body).toMatchObject({ consistent: true, inFlight: 0, dbStock: 6, redisStock: 6 });
   });
 });

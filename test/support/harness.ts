@@ -12,6 +12,7 @@ import { MetricsService } from '../../src/modules/metrics/metrics.service.js';
 import type { NewOrder } from '../../src/modules/orders/order.types.js';
 import { newOrderNo } from '../../src/modules/orders/order-no.js';
 import { DeductCode, StockService } from '../../src/modules/stock/stock.service.js';
+import { proxyInFront, type TcpProxy } from './tcp-proxy.js';
 
 export interface TestApp {
   app: NestFastifyApplication;
@@ -31,22 +32,46 @@ export async function startApp(env: Record<string, string> = {}): Promise<TestAp
   return { app, http, close: () => app.close() };
 }
 
+const PROXIED_SERVICES = { RABBITMQ_URL: 5672, DATABASE_URL: 3306 } as const;
+
 /**
  * The usual e2e setup: the app started before a describe block's tests and closed after them,
- * with direct access to the stores.
+ * with direct access to the stores. `behindProxy`: the app reaches that service through a
+ * TcpProxy the test stalls or cuts; `onProxy` runs before the app connects (a tap then sees the
+ * connection from its first byte).
  */
-export function useApp(env: Record<string, string> = {}): {
+export function useApp(
+  env: Record<string, string> = {},
+  options: {
+    behindProxy?: keyof typeof PROXIED_SERVICES;
+    onProxy?: (proxy: TcpProxy) => void;
+  } = {},
+): {
   readonly http: TestAgent;
   readonly app: NestFastifyApplication;
   readonly stores: Stores;
+  readonly proxy: TcpProxy;
 } {
   let started: TestApp | undefined;
+  let proxy: TcpProxy | undefined;
   const stores = new Stores();
   beforeAll(async () => {
-    started = await startApp(env);
+    const service = options.behindProxy;
+    if (service === undefined) {
+      started = await startApp(env);
+      return;
+    }
+    const through = await proxyInFront(process.env[service]!, PROXIED_SERVICES[service]);
+    proxy = through.proxy;
+    options.onProxy?.(proxy);
+    started = await startApp({ ...env, [service]: through.url });
   });
   afterAll(async () => {
+    // Restored first, so that the app can close its connections cleanly.
+    proxy?.resume();
+    proxy?.up();
     await started?.close();
+    await proxy?.close();
     await stores.close();
   });
   return {
@@ -57,6 +82,10 @@ export function useApp(env: Record<string, string> = {}): {
       return started!.app;
     },
     stores,
+    get proxy() {
+      if (!proxy) throw new Error('useApp() without behindProxy has no proxy');
+      return proxy;
+    },
   };
 }
 

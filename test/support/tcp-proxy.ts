@@ -16,6 +16,7 @@ export class TcpProxy {
   private stalled: 'none' | 'both' | 'to-client' = 'none';
   private refusing = false;
   private held: [Socket, Buffer][] = [];
+  private readonly serverTaps: ((chunk: Buffer, upstream: Socket) => void)[] = [];
 
   private constructor(
     private readonly targetHost: string,
@@ -44,6 +45,7 @@ export class TcpProxy {
     this.pairs.add(pair);
     this.forward(client, upstream, 'both');
     this.forward(upstream, client, 'to-client');
+    upstream.on('data', (chunk: Buffer) => this.serverTaps.forEach((tap) => tap(chunk, upstream)));
     const drop = () => {
       client.destroy();
       upstream.destroy();
@@ -88,6 +90,11 @@ export class TcpProxy {
 
   up(): void {
     this.refusing = false;
+  }
+
+  /** Shows `tap` every byte the server sends, as it arrives (before any stall holds it). */
+  tapServer(tap: (chunk: Buffer, upstream: Socket) => void): void {
+    this.serverTaps.push(tap);
   }
 
   /** How many client connections are open now. */

@@ -1,0 +1,255 @@
+import type { CreateChannelOpts } from 'amqp-connection-manager';
+import type { Channel, ConsumeMessage } from 'amqplib';
+import { randomUUID } from 'node:crypto';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type { AppConfig } from '../../config/env.validation.js';
+import type { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import type { OrderIngest } from '../orders/order-ingest.service.js';
+import type { IngestOutcome, IngestPurchase, NewOrder } from '../orders/order.types.js';
+import { Delivery } from './delivery.js';
+import { OrderConsumer } from './order-consumer.service.js';
+import { encodeOrderMessage } from './order-message.js';
+
+let nextUser = 1;
+
+function order(goodsId = 7): NewOrder {
+  const userId = nextUser++;
+  return {
+    requestId: randomUUID(),
+    orderNo: `SK${String(userId).padStart(10, '0')}`,
+    userId,
+    goodsId,
+    quantity: 1,
+    acceptedAt: Date.now(),
+  };
+}
+
+let nextTag = 1;
+
+function message(body: NewOrder | string, deliveryCount?: number): ConsumeMessage {
+  return {
+    content: Buffer.from(typeof body === 'string' ? body : encodeOrderMessage(body)),
+    fields: { deliveryTag: nextTag++ },
+    properties: {
+      messageId: typeof body === 'string' ? 'poison' : body.requestId,
+      headers: deliveryCount === undefined ? {} : { 'x-delivery-count': deliveryCount },
+    },
+  } as unknown as ConsumeMessage;
+}
+
+/** The broker's side of the channel: what it was told about each delivery tag. */
+function fakeChannel() {
+  let deliver: (message: ConsumeMessage | null) => void = () => undefined;
+  const channel = {
+    assertExchange: vi.fn(async () => ({})),
+    assertQueue: vi.fn(async () => ({})),
+    bindQueue: vi.fn(async () => ({})),
+    prefetch: vi.fn(async () => ({})),
+    consume: vi.fn(async (_queue: string, onMessage: typeof deliver) => {
+      deliver = onMessage;
+      return { consumerTag: 'test' };
+    }),
+    ack: vi.fn<(message: ConsumeMessage) => void>(),
+    nack: vi.fn<(message: ConsumeMessage, allUpTo?: boolean, requeue?: boolean) => void>(),
+  };
+  /** How each delivery tag was settled, in order: a tag settled twice shows up twice. */
+  const settled = () => [
+    ...channel.ack.mock.calls.map(([m]) => [m.fields.deliveryTag, 'ack']),
+    ...channel.nack.mock.calls.map(([m, , requeue]) => [
+      m.fields.deliveryTag,
+      requeue ? 'requeue' : 'reject',
+    ]),
+  ];
+  return { channel, deliver: (m: ConsumeMessage) => deliver(m), settled };
+}
+
+describe('OrderConsumer', () => {
+  const config = {
+    consumerEnabled: true,
+    consumerPrefetch: 100,
+    consumerBatchSize: 100,
+    consumerBatchWaitMs: 1,
+    consumerMaxDeliveries: 5,
+    shutdownTimeoutMs: 5_000,
+  } as AppConfig;
+  const ingest = { ingest: vi.fn<OrderIngest['ingest']>() };
+  let broker: ReturnType<typeof fakeChannel>;
+  let consumer: OrderConsumer;
+
+  beforeEach(async () => {
+    vi.resetAllMocks();
+    broker = fakeChannel();
+    let setup: CreateChannelOpts['setup'];
+    const rabbit = {
+      names: { ordersQueue: 'orders' },
+      createChannel: (options: CreateChannelOpts) => {
+        setup = options.setup;
+        return { close: vi.fn(async () => undefined) };
+      },
+    };
+    consumer = new OrderConsumer(
+      rabbit as unknown as RabbitConnection,
+      ingest as unknown as OrderIngest,
+      new MetricsService(),
+      config,
+    );
+    consumer.onApplicationBootstrap();
+    await (setup as (channel: Channel) => Promise<void>)(broker.channel as unknown as Channel);
+  });
+
+  /** Ingest answers with these kinds, by request id. */
+  function outcomes(kinds: Map<string, IngestOutcome['kind']>) {
+    ingest.ingest.mockImplementation(async (_goodsId, purchases: IngestPurchase[]) =>
+      purchases.map(
+        ({ order: o }) => ({ kind: kinds.get(o.requestId)!, order: o }) as IngestOutcome,
+      ),
+    );
+  }
+
+  /** Delivers the messages, then lets the consumer finish the batch in hand (as at shutdown). */
+  async function consume(...messages: ConsumeMessage[]): Promise<void> {
+    for (const m of messages) broker.deliver(m);
+    await consumer.onModuleDestroy();
+  }
+
+  it('should settle every delivery exactly once, as its outcome says', async () => {
+    const kinds: IngestOutcome['kind'][] = [
+      'written',
+      'duplicate',
+      'completed',
+      'rejected',
+      'voided',
+      'refused',
+      'exhausted',
+      'deferred',
+    ];
+    const orders = kinds.map(() => order());
+    outcomes(new Map(orders.map((o, index) => [o.requestId, kinds[index]])));
+    const messages = orders.map((o) => message(o));
+    const poison = message('{"not":"an order"');
+
+    await consume(...messages, poison);
+
+    const tag = (index: number) => messages[index].fields.deliveryTag;
+    expect(broker.settled()).toEqual([
+      ...[0, 1, 2, 3, 4].map((index) => [tag(index), 'ack']),
+      [poison.fields.deliveryTag, 'reject'], // straight away, before ingest
+      [tag(5), 'reject'],
+      [tag(6), 'reject'],
+    ]);
+  });
+
+  it('should settle nothing of a goods until ingest has its final outcomes', async () => {
+    const o = order();
+    let finish!: () => void;
+    ingest.ingest.mockImplementationOnce(async (_goodsId, purchases) => {
+      await new Promise<void>((resolve) => (finish = resolve));
+      return purchases.map(({ order: p }) => ({ kind: 'voided', order: p }));
+    });
+    const m = message(o);
+    broker.deliver(m);
+    await vi.waitFor(() => expect(ingest.ingest).toHaveBeenCalledTimes(1));
+    expect(broker.settled()).toEqual([]);
+
+    finish();
+    await consume();
+
+    expect(broker.settled()).toEqual([[m.fields.deliveryTag, 'ack']]);
+  });
+
+  it('should hand ingest one purchase per request id and settle each of its deliveries once', async () => {
+    const o = order();
+    outcomes(new Map([[o.requestId, 'written']]));
+    // The outbox sweeper republished it while the original was still on its way.
+    const [original, republished] = [message(o), message(o)];
+
+    await consume(original, republished);
+
+    expect(ingest.ingest).toHaveBeenCalledTimes(1);
+    expect(ingest.ingest.mock.calls[0][1]).toHaveLength(1);
+    expect(broker.settled()).toEqual([
+      [original.fields.deliveryTag, 'ack'],
+      [republished.fields.deliveryTag, 'ack'],
+    ]);
+  });
+
+  it('should group purchases per goods and mark one delivered CONSUMER_MAX_DELIVERIES times as exhausted', async () => {
+    const [a, b, c] = [order(7), order(8), order(7)];
+    outcomes(
+      new Map([
+        [a.requestId, 'written'],
+        [b.requestId, 'written'],
+        [c.requestId, 'exhausted'],
+      ]),
+    );
+
+    await consume(message(a, 0), message(b), message(c, 5));
+
+    const calls = ingest.ingest.mock.calls.map(([goodsId, purchases]) => [
+      goodsId,
+      purchases.map((p) => [p.order.requestId, p.exhausted]),
+    ]);
+    expect(calls).toEqual([
+      [
+        7,
+        [
+          [a.requestId, false],
+          [c.requestId, true],
+        ],
+      ],
+      [8, [[b.requestId, false]]],
+    ]);
+  });
+
+  it('should leave a batch unsettled when ingest fails unexpectedly, and go on with the next one', async () => {
+    const [a, b] = [order(), order()];
+    ingest.ingest
+      .mockRejectedValueOnce(new Error('bug'))
+      .mockImplementationOnce(async (_goodsId, purchases) =>
+        purchases.map(({ order: o }) => ({ kind: 'written', order: o })),
+      );
+    const first = message(a);
+    broker.deliver(first);
+    await vi.waitFor(() => expect(ingest.ingest).toHaveBeenCalledTimes(1));
+    const second = message(b);
+
+    await consume(second);
+
+    expect(broker.settled()).toEqual([[second.fields.deliveryTag, 'ack']]);
+  });
+
+  it('should take no new message once stopping: the broker gives it to another consumer', async () => {
+    await consumer.onModuleDestroy();
+    broker.deliver(message(order()));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(ingest.ingest).not.toHaveBeenCalled();
+  });
+});
+
+describe('Delivery', () => {
+  it('should reach the broker once however often it is settled', () => {
+    const channel = { ack: vi.fn(), nack: vi.fn() };
+    const delivery = new Delivery(channel as unknown as Channel, message(order()));
+
+    expect(delivery.settle('ack')).toBe(true);
+    expect(delivery.settle('ack')).toBe(false);
+    expect(delivery.settle('reject')).toBe(false);
+
+    expect(channel.ack).toHaveBeenCalledTimes(1);
+    expect(channel.nack).not.toHaveBeenCalled();
+  });
+
+  it('should count as settled when its channel closed meanwhile (the broker requeued it)', () => {
+    const channel = {
+      ack: vi.fn(() => {
+        throw new Error('Channel closed');
+      }),
+    };
+    const delivery = new Delivery(channel as unknown as Channel, message(order()));
+
+    expect(delivery.settle('ack')).toBe(true);
+    expect(delivery.settle('ack')).toBe(false);
+    expect(channel.ack).toHaveBeenCalledTimes(1);
+  });
+});

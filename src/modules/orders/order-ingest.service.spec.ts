@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type { FaultInjector } from '../../config/fault-injector.js';
+import type { StockService } from '../stock/stock.service.js';
+import { OrderIngest, type PaymentTimeouts } from './order-ingest.service.js';
+import type { OrderWriter } from './order-writer.service.js';
+import type { NewOrder, WriteOutcome } from './order.types.js';
+import type { OrdersService } from './orders.service.js';
+
+const GOODS = 7;
+let nextUser = 1;
+
+function order(): NewOrder {
+  const userId = nextUser++;
+  return {
+    requestId: randomUUID(),
+    orderNo: `SK${String(userId).padStart(10, '0')}`,
+    userId,
+    goodsId: GOODS,
+    quantity: 1,
+    acceptedAt: Date.now(),
+  };
+}
+
+const fresh = (...orders: NewOrder[]) => orders.map((o) => ({ order: o, exhausted: false }));
+const written = (orders: NewOrder[]): WriteOutcome[] =>
+  orders.map((o) => ({ kind: 'written', order: o }));
+/** What mysql2 throws for a row MariaDB refuses (a failed CHECK). */
+const refusedByMysql = () => Object.assign(new Error('CONSTRAINT failed'), { errno: 4025 });
+
+describe('OrderIngest', () => {
+  const writer = { writeBatch: vi.fn<OrderWriter['writeBatch']>() };
+  const orders = { findByRequestId: vi.fn<OrdersService['findByRequestId']>() };
+  const stock = {
+    claim: vi.fn<(goodsId: number, requestIds: string[]) => Promise<number[]>>(),
+    complete: vi.fn<StockService['complete']>(),
+    release: vi.fn<StockService['release']>(),
+  };
+  const timeouts = { publishTimeouts: vi.fn<PaymentTimeouts['publishTimeouts']>() };
+  const ingest = new OrderIngest(
+    writer as unknown as OrderWriter,
+    orders as unknown as OrdersService,
+    stock as unknown as StockService,
+    timeouts,
+    { crashPoint: vi.fn() } as unknown as FaultInjector,
+  );
+
+  beforeEach(() => {
+    vi.resetAllMocks();
+    stock.claim.mockImplementation(async (_goodsId, requestIds) => requestIds.map(() => 1));
+    stock.complete.mockResolvedValue(0);
+    stock.release.mockResolvedValue(1);
+    writer.writeBatch.mockImplementation(async (_goodsId, batch) => written(batch));
+    timeouts.publishTimeouts.mockResolvedValue(true);
+  });
+
+  it('should write the claimed purchases in one batch and drop the voided one', async () => {
+    const [a, voided, b] = [order(), order(), order()];
+    stock.claim.mockResolvedValueOnce([1, 0, 1]);
+
+    const outcomes = await ingest.ingest(GOODS, fresh(a, voided, b));
+
+    expect(outcomes.map((outcome) => outcome.kind)).toEqual(['written', 'voided', 'written']);
+    expect(writer.writeBatch).toHaveBeenCalledExactlyOnceWith(GOODS, [a, b]);
+    expect(stock.complete).toHaveBeenCalledExactlyOnceWith(GOODS, [
+      { requestId: a.requestId, userId: a.userId, orderNo: a.orderNo },
+      { requestId: b.requestId, userId: b.userId, orderNo: b.orderNo },
+    ]);
+    expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([a, b]);
+    expect(stock.release).not.toHaveBeenCalled();
+  });
+
+  it('should retry only the timeout publish when the broker did not confirm it, one outcome each', async () => {
+    const [voided, a, b] = [order(), order(), order()];
+    stock.claim.mockResolvedValueOnce([0, 1, 1]);
+    timeouts.publishTimeouts.mockResolvedValueOnce(false).mockResolvedValueOnce(false);
+
+    const outcomes = await ingest.ingest(GOODS, fresh(voided, a, b));
+
+    expect(outcomes).toEqual([
+      { kind: 'voided', order: voided },
+      { kind: 'written', order: a },
+      { kind: 'written', order: b },
+    ]);
+    expect(stock.claim).toHaveBeenCalledTimes(1);
+    expect(writer.writeBatch).toHaveBeenCalledTimes(1);
+    expect(timeouts.publishTimeouts).toHaveBeenCalledTimes(3);
+  });
+
+  it('should retry a MySQL outage with backoff and report the orders written, not failed', async () => {
+    const [a, b] = [order(), order()];
+    writer.writeBatch.mockRejectedValueOnce(new Error('connect ECONNREFUSED'));
+
+    const outcomes = await ingest.ingest(GOODS, fresh(a, b));
+
+    expect(outcomes.map((outcome) => outcome.kind)).toEqual(['written', 'written']);
+    expect(writer.writeBatch).toHaveBeenCalledTimes(2);
+    expect(stock.claim).toHaveBeenCalledTimes(1);
+    expect(stock.release).not.toHaveBeenCalled();
+  });
+
+  it('should give a rejected purchase its stock back, and start the payment clock of a duplicate', async () => {
+    const [dup, taken] = [order(), order()];
+    writer.writeBatch.mockResolvedValueOnce([
+      { kind: 'duplicate', order: dup },
+      { kind: 'rejected', order: taken, reason: 'ALREADY_PURCHASED' },
+    ]);
+
+    const outcomes = await ingest.ingest(GOODS, fresh(dup, taken));
+
+    expect(outcomes).toEqual([
+      { kind: 'duplicate', order: dup },
+      { kind: 'rejected', order: taken, reason: 'ALREADY_PURCHASED' },
+    ]);
+    expect(stock.release).toHaveBeenCalledExactlyOnceWith(
+      GOODS,
+      taken.requestId,
+      'ALREADY_PURCHASED',
+      true,
+    );
+    expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([dup]);
+  });
+
+  it('should release a rejected purchase once even when the timeout publish is retried', async () => {
+    const [a, taken] = [order(), order()];
+    writer.writeBatch.mockResolvedValueOnce([
+      { kind: 'written', order: a },
+      { kind: 'rejected', order: taken, reason: 'SOLD_OUT' },
+    ]);
+    timeouts.publishTimeouts.mockResolvedValueOnce(false);
+
+    const outcomes = await ingest.ingest(GOODS, fresh(a, taken));
+
+    expect(outcomes.map((outcome) => outcome.kind)).toEqual(['written', 'rejected']);
+    expect(stock.release).toHaveBeenCalledTimes(1);
+  });
+
+  it('should set aside only the row MySQL refuses and write the rest of the batch', async () => {
+    const [a, refused, b] = [order(), order(), order()];
+    writer.writeBatch.mockImplementation(async (_goodsId, batch) => {
+      if (batch.includes(refused)) throw refusedByMysql();
+      return written(batch);
+    });
+
+    const outcomes = await ingest.ingest(GOODS, fresh(a, refused, b));
+
+    expect(outcomes.map((outcome) => outcome.kind)).toEqual(['written', 'refused', 'written']);
+    expect(stock.release).toHaveBeenCalledExactlyOnceWith(
+      GOODS,
+      refused.requestId,
+      'REJECTED',
+      true,
+    );
+    expect(timeouts.publishTimeouts.mock.calls).toEqual([[[a]], [[b]]]);
+  });
+
+  it('should complete an exhausted purchase found written, and fail one that is not, without writing either', async () => {
+    const [found, lost] = [order(), order()];
+    orders.findByRequestId.mockImplementation(async (requestId) =>
+      requestId === found.requestId ? ({ requestId } as never) : null,
+    );
+
+    const outcomes = await ingest.ingest(GOODS, [
+      { order: found, exhausted: true },
+      { order: lost, exhausted: true },
+    ]);
+
+    expect(outcomes.map((outcome) => outcome.kind)).toEqual(['completed', 'exhausted']);
+    expect(stock.complete).toHaveBeenCalledExactlyOnceWith(GOODS, [
+      { requestId: found.requestId, userId: found.userId, orderNo: found.orderNo },
+    ]);
+    expect(stock.release).toHaveBeenCalledExactlyOnceWith(
+      GOODS,
+      lost.requestId,
+      'UNDELIVERABLE',
+      true,
+    );
+    expect(stock.claim).not.toHaveBeenCalled();
+    expect(writer.writeBatch).not.toHaveBeenCalled();
+  });
+
+  it('should stop retrying once stopped and defer what is not final, keeping what is', async () => {
+    const [voided, a] = [order(), order()];
+    stock.claim.mockResolvedValueOnce([0, 1]);
+    writer.writeBatch.mockRejectedValue(new Error('connect ECONNREFUSED'));
+    const stop = new AbortController();
+    stop.abort();
+
+    const outcomes = await ingest.ingest(GOODS, fresh(voided, a), stop.signal);
+
+    expect(outcomes).toEqual([
+      { kind: 'voided', order: voided },
+      { kind: 'deferred', order: a },
+    ]);
+    expect(writer.writeBatch).toHaveBeenCalledTimes(1);
+  });
+});

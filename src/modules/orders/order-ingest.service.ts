@@ -1,0 +1,225 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffWithJitter, isPermanentDataError } from '../../common/database/transient-errors.js';
+import { FaultInjector } from '../../config/fault-injector.js';
+import { StockService } from '../stock/stock.service.js';
+import { OrderWriter } from './order-writer.service.js';
+import type { IngestOutcome, IngestPurchase, NewOrder, WriteOutcome } from './order.types.js';
+import { OrdersService } from './orders.service.js';
+
+/**
+ * Starts written orders' payment clocks (the messaging module's publisher). A port rather than
+ * the publisher itself: messaging depends on orders, not the other way round.
+ */
+export interface PaymentTimeouts {
+  /** True once every timeout message was confirmed. */
+  publishTimeouts(orders: { orderNo: string; goodsId: number }[]): Promise<boolean>;
+}
+
+export const PAYMENT_TIMEOUTS = Symbol('PAYMENT_TIMEOUTS');
+
+const MAX_BACKOFF_MS = 5_000;
+
+/** The service is stopping: what is not settled yet is left to the next consumer. */
+class Stopped extends Error {}
+
+/** Outcomes final so far, by request id. */
+type Settled = Map<string, IngestOutcome>;
+
+/**
+ * Turns accepted purchases of one goods into orders: claim in Redis, one batched MySQL write
+ * (see OrderWriter), SUCCESS results, payment timeouts; or FAILED with the stock back. Each
+ * purchase gets exactly one final outcome, and a step that failed is retried without redoing
+ * the steps before it, so nothing is written, released or reported twice.
+ */
+@Injectable()
+export class OrderIngest {
+  private readonly logger = new Logger(OrderIngest.name);
+
+  constructor(
+    private readonly writer: OrderWriter,
+    private readonly orders: OrdersService,
+    private readonly stock: StockService,
+    @Inject(PAYMENT_TIMEOUTS) private readonly timeouts: PaymentTimeouts,
+    private readonly faults: FaultInjector,
+  ) {}
+
+  /**
+   * One outcome per purchase, in their order. Outages (MySQL, Redis, the broker not confirming)
+   * are retried with backoff until they pass, not reported: the caller's messages must not burn
+   * deliveries on them. Once `stop` is aborted, a failure ends the retries and what is not
+   * final by then comes back `deferred`.
+   */
+  async ingest(
+    goodsId: number,
+    purchases: IngestPurchase[],
+    stop?: AbortSignal,
+  ): Promise<IngestOutcome[]> {
+    const settled: Settled = new Map();
+    try {
+      const exhausted = purchases.filter((purchase) => purchase.exhausted);
+      await this.untilDone(goodsId, exhausted.length, stop, () =>
+        this.settleExhausted(goodsId, exhausted, settled),
+      );
+      const fresh = purchases.filter((purchase) => !purchase.exhausted);
+      const claimed = await this.untilDone(goodsId, fresh.length, stop, () =>
+        this.claim(goodsId, fresh, settled),
+      );
+      await this.write(goodsId, claimed, settled, stop);
+    } catch (error) {
+      if (!(error instanceof Stopped)) throw error;
+      this.logger.warn(
+        `left for redelivery at shutdown: goods=${goodsId} n=${purchases.length - settled.size}`,
+      );
+    }
+    return purchases.map(
+      ({ order }) => settled.get(order.requestId) ?? { kind: 'deferred' as const, order },
+    );
+  }
+
+  private async untilDone<T>(
+    goodsId: number,
+    n: number,
+    stop: AbortSignal | undefined,
+    step: () => Promise<T>,
+  ): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await step();
+      } catch (error) {
+        if (stop?.aborted) throw new Stopped();
+        const backoff = backoffWithJitter(attempt, 100, MAX_BACKOFF_MS);
+        this.logger.error(
+          `order batch failed, retrying in ${backoff} ms: goods=${goodsId} n=${n} ${(error as Error).message}`,
+        );
+        await sleep(backoff);
+      }
+    }
+  }
+
+  /**
+   * A valid order whose message keeps coming back (its instances kept dying): it must still end
+   * as an order or as FAILED with its stock back, never vanish into the dead-letter queue.
+   */
+  private async settleExhausted(
+    goodsId: number,
+    purchases: IngestPurchase[],
+    settled: Settled,
+  ): Promise<void> {
+    for (const { order } of purchases) {
+      if (settled.has(order.requestId)) continue;
+      if (await this.orders.findByRequestId(order.requestId)) {
+        await this.stock.complete(goodsId, [
+          { requestId: order.requestId, userId: order.userId, orderNo: order.orderNo },
+        ]);
+        settled.set(order.requestId, { kind: 'completed', order });
+        continue;
+      }
+      await this.stock.release(goodsId, order.requestId, 'UNDELIVERABLE', true);
+      this.logger.error(
+        `order given up, its message exhausted its deliveries, stock returned: request=${order.requestId} goods=${goodsId} user=${order.userId}`,
+      );
+      settled.set(order.requestId, { kind: 'exhausted', order });
+    }
+  }
+
+  /** Returns the orders to write; the voided ones (released meanwhile) are settled as dropped. */
+  private async claim(
+    goodsId: number,
+    purchases: IngestPurchase[],
+    settled: Settled,
+  ): Promise<NewOrder[]> {
+    if (purchases.length === 0) return [];
+    const flags = await this.stock.claim(
+      goodsId,
+      purchases.map(({ order }) => order.requestId),
+    );
+    const claimed: NewOrder[] = [];
+    purchases.forEach(({ order }, index) => {
+      if (flags[index]) {
+        claimed.push(order);
+        return;
+      }
+      this.logger.log(`dropped voided purchase: request=${order.requestId} goods=${goodsId}`);
+      settled.set(order.requestId, { kind: 'voided', order });
+    });
+    return claimed;
+  }
+
+  /**
+   * Writes once, then finishes (results, timeouts) until that goes through. When MySQL refuses
+   * the data itself, each order is written alone, so that only the refused one ends as FAILED.
+   */
+  private async write(
+    goodsId: number,
+    orders: NewOrder[],
+    settled: Settled,
+    stop: AbortSignal | undefined,
+  ): Promise<void> {
+    if (orders.length === 0) return;
+    let writes: WriteOutcome[] | undefined;
+    let isolate = false;
+    await this.untilDone(goodsId, orders.length, stop, async () => {
+      if (!writes) {
+        try {
+          writes = await this.writer.writeBatch(goodsId, orders);
+        } catch (error) {
+          if (!isPermanentDataError(error)) throw error;
+          if (orders.length > 1) {
+            isolate = true;
+            return;
+          }
+          await this.refuse(goodsId, orders[0], error as Error, settled);
+          return;
+        }
+        this.faults.crashPoint('after-commit');
+      }
+      await this.finish(goodsId, writes, settled);
+    });
+    if (isolate) {
+      for (const order of orders) await this.write(goodsId, [order], settled, stop);
+    }
+  }
+
+  private async finish(goodsId: number, writes: WriteOutcome[], settled: Settled): Promise<void> {
+    for (const outcome of writes) {
+      if (outcome.kind !== 'rejected' || settled.has(outcome.order.requestId)) continue;
+      const { order, reason } = outcome;
+      await this.stock.release(goodsId, order.requestId, reason, true);
+      this.logger.warn(
+        `purchase failed: request=${order.requestId} goods=${goodsId} user=${order.userId} reason=${reason}`,
+      );
+      settled.set(order.requestId, outcome);
+    }
+    const done = writes.filter((outcome) => outcome.kind !== 'rejected');
+    if (done.length === 0) return;
+    await this.stock.complete(
+      goodsId,
+      done.map(({ order }) => ({
+        requestId: order.requestId,
+        userId: order.userId,
+        orderNo: order.orderNo,
+      })),
+    );
+    // The payment clock starts now. A duplicate gets its timeout again too: the first attempt
+    // may have died before publishing it, and the timeout consumer is idempotent.
+    if (!(await this.timeouts.publishTimeouts(done.map(({ order }) => order)))) {
+      throw new Error('payment timeout messages were not confirmed');
+    }
+    for (const outcome of done) settled.set(outcome.order.requestId, outcome);
+  }
+
+  /** MySQL refuses this order on every try: FAILED with its stock back, the rest go on. */
+  private async refuse(
+    goodsId: number,
+    order: NewOrder,
+    error: Error,
+    settled: Settled,
+  ): Promise<void> {
+    await this.stock.release(goodsId, order.requestId, 'REJECTED', true);
+    this.logger.error(
+      `order refused by MySQL, stock returned: request=${order.requestId} goods=${goodsId} user=${order.userId} ${error.message}`,
+    );
+    settled.set(order.requestId, { kind: 'refused', order });
+  }
+}
