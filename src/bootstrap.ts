@@ -6,7 +6,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { AppModule } from './app.module.js';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter.js';
-import { DomainError } from './common/errors/domain-error.js';
+import { parseJsonBody } from './common/http/json-body.js';
 import { LOG_LEVELS, validateEnv, type AppConfig } from './config/env.validation.js';
 
 export const API_PREFIX = 'api/v1';
@@ -91,7 +91,6 @@ async function configureApp(app: NestFastifyApplication, config: AppConfig): Pro
   app.useGlobalFilters(new AllExceptionsFilter());
 
   const fastify = app.getHttpAdapter().getInstance();
-  // An empty body is a valid purchase ("buy one") even when sent as application/json.
   fastify.addContentTypeParser(
     'application/json',
     { parseAs: 'string' },
@@ -100,12 +99,10 @@ async function configureApp(app: NestFastifyApplication, config: AppConfig): Pro
       body: string | Buffer,
       done: (error: Error | null, value?: unknown) => void,
     ) => {
-      const text = body.toString();
-      if (text.trim() === '') return done(null, undefined);
       try {
-        done(null, JSON.parse(text));
-      } catch {
-        done(new DomainError('VALIDATION_FAILED', 'Malformed JSON body'));
+        done(null, parseJsonBody(body.toString()));
+      } catch (error) {
+        done(error as Error);
       }
     },
   );

@@ -1,6 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/bootstrap.js';
-import { bearer, createSale, startApp, Stores, type TestApp } from './support/harness.js';
+import {
+  adminAuth,
+  bearer,
+  createSale,
+  startApp,
+  Stores,
+  type TestApp,
+} from './support/harness.js';
 
 describe('hardening', () => {
   const stores = new Stores();
@@ -93,6 +100,22 @@ describe('hardening', () => {
 
     expect(await stores.redisStock(goodsId)).toBe(3);
     expect(await stores.redisBuyers(goodsId)).toEqual({});
+  });
+
+  it('should answer 400 VALIDATION_FAILED, not a 500, to an admin body nested 3,000 deep', async () => {
+    const depth = 3_000;
+    const response = await t.http
+      .post('/api/v1/admin/goods')
+      .set('Authorization', adminAuth())
+      .set('Content-Type', 'application/json')
+      .send(`{"name":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)},"price":1,"stock":1}`)
+      .expect(400);
+
+    expect(response.body).toEqual({
+      statusCode: 400,
+      code: 'VALIDATION_FAILED',
+      message: expect.stringContaining('deeper than 32'),
+    });
   });
 
   it('should never put a stack trace in an error body', async () => {
