@@ -6,6 +6,8 @@ import {
   createSale,
   startApp,
   Stores,
+  token,
+  useApp,
   type TestApp,
 } from './support/harness.js';
 
@@ -128,5 +130,52 @@ describe('hardening', () => {
 
     expect(Object.keys(response.body).sort()).toEqual(['code', 'message', 'statusCode']);
     expect(JSON.stringify(response.body)).not.toMatch(/\bat \S+ \(|node_modules|\.ts:\d+/);
+  });
+});
+
+describe('production defaults', () => {
+  const metricsToken = 'scrape-token-0123456789';
+  const t = useApp({
+    NODE_ENV: 'production',
+    // Unset, as in a production environment that says nothing about Swagger.
+    SWAGGER_ENABLED: '',
+    METRICS_TOKEN: metricsToken,
+    JWT_MAX_AGE_SECONDS: '3600',
+  });
+  const now = () => Math.floor(Date.now() / 1000);
+  const orderLookup = (claims: Record<string, unknown>) =>
+    t.http.get('/api/v1/orders/SK0000').set('Authorization', `Bearer ${token(7, { claims })}`);
+
+  it('should not serve Swagger UI or its JSON in production unless SWAGGER_ENABLED=true', async () => {
+    await t.http.get('/docs').expect(404);
+    await t.http.get('/docs-json').expect(404);
+  });
+
+  it('should answer /metrics only with Authorization: Bearer <METRICS_TOKEN>, in any case', async () => {
+    for (const authorization of [undefined, 'Bearer wrong-token', `Basic ${metricsToken}`]) {
+      const call = t.http.get('/metrics');
+      const response = await (authorization ? call.set('Authorization', authorization) : call);
+      expect(response.status).toBe(401);
+      expect(response.body).toEqual({
+        statusCode: 401,
+        code: 'UNAUTHORIZED',
+        message: expect.any(String),
+      });
+    }
+    const scraped = await t.http
+      .get('/metrics')
+      .set('Authorization', `bearer ${metricsToken}`)
+      .expect(200);
+    expect(scraped.text).toContain('seckill_purchases_total');
+  });
+
+  it('should refuse tokens whose exp is further ahead than JWT_MAX_AGE_SECONDS, from now or from iat', async () => {
+    const yearsAhead = await orderLookup({ exp: now() + 10 * 365 * 86_400 }).expect(401);
+    expect(yearsAhead.body.code).toBe('UNAUTHORIZED');
+    const issuedLongBefore = await orderLookup({ iat: now() - 7_200, exp: now() + 1_800 });
+    expect(issuedLongBefore.status).toBe(401);
+
+    const withinAge = await orderLookup({ iat: now(), exp: now() + 3_600 }).expect(404);
+    expect(withinAge.body.code).toBe('ORDER_NOT_FOUND');
   });
 });

@@ -160,6 +160,29 @@ describe('validateEnv', () => {
       );
     });
 
+    it('should serve Swagger by default except in production, where it must be switched on', () => {
+      const production = { NODE_ENV: 'production', JWT_SECRET: 'a-real-secret' };
+
+      expect(validateEnv({}).swaggerEnabled).toBe(true);
+      expect(validateEnv(production).swaggerEnabled).toBe(false);
+      expect(validateEnv({ ...production, SWAGGER_ENABLED: 'true' }).swaggerEnabled).toBe(true);
+    });
+
+    it('should leave /metrics open and token ages unlimited unless told otherwise', () => {
+      expect(validateEnv({})).toMatchObject({ metricsToken: null, jwtMaxAgeSeconds: null });
+      expect(
+        validateEnv({ METRICS_TOKEN: ' scrape-me-0123456789 ', JWT_MAX_AGE_SECONDS: '86400' }),
+      ).toMatchObject({ metricsToken: 'scrape-me-0123456789', jwtMaxAgeSeconds: 86_400 });
+    });
+
+    it.each([
+      ['METRICS_TOKEN', 'two words'],
+      ['JWT_MAX_AGE_SECONDS', '0'],
+      ['JWT_MAX_AGE_SECONDS', '1h'],
+    ])('should refuse %s=%j, naming the variable', (name, value) => {
+      expect(refusal({ [name]: value }).message).toMatch(new RegExp(`^${name}`));
+    });
+
     it('should make the block as long as the window unless told otherwise', () => {
       expect(validateEnv({ THROTTLE_WINDOW_MS: '5000' }).rateLimit.blockMs).toBe(5_000);
       expect(
