@@ -7,8 +7,11 @@ import { AppModule } from './app.module.js';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter.js';
 import { answerClientError, answerRouterError } from './common/http/edge-answers.js';
 import { parseJsonBody } from './common/http/json-body.js';
+import { applyRouteBodyLimits } from './common/http/route-config.js';
 import { setSecurityHeaders } from './common/http/security-headers.js';
 import { LOG_LEVELS, validateEnv, type AppConfig } from './config/env.validation.js';
+import { Authenticator } from './modules/auth/authenticator.js';
+import { authenticateBeforeBody } from './modules/auth/early-auth.hook.js';
 
 export const API_PREFIX = 'api/v1';
 
@@ -27,6 +30,15 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
     // Refusals given before any hook runs: in the contract's shape, with the security headers.
     frameworkErrors: answerRouterError,
     clientErrorHandler: answerClientError,
+    // A request trickling in holds a connection and its buffered body; past this it is 408.
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: config.requestTimeoutMs,
+      // Node only looks for expired requests this often (30 s by default, which would triple a
+      // 10 s timeout).
+      connectionsCheckingInterval: timeoutCheckInterval(config.requestTimeoutMs),
+    },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     // Our own JSON parser below replaces Nest's (it accepts an empty body).
@@ -42,6 +54,10 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
     );
   }
   return { app, config, beginDrain: drain };
+}
+
+function timeoutCheckInterval(requestTimeoutMs: number): number {
+  return Math.min(1_000, Math.max(25, Math.floor(requestTimeoutMs / 10)));
 }
 
 /**
@@ -69,6 +85,9 @@ function configureApp(app: NestFastifyApplication, config: AppConfig): void {
     setSecurityHeaders(reply.raw);
     done();
   });
+  // After the headers hook, so that its refusals carry them.
+  fastify.addHook('onRequest', authenticateBeforeBody(app.get(Authenticator)));
+  applyRouteBodyLimits(fastify, config.bodyLimitBytes);
   if (config.corsOrigins.length > 0) {
     // Only listed origins may call from a browser; without the list no CORS header is sent and
     // browsers refuse cross-origin calls.

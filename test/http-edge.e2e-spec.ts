@@ -1,6 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { JwtService } from '@nestjs/jwt';
+import { describe, expect, it, vi } from 'vitest';
 import { SECURITY_HEADERS } from '../src/common/http/security-headers.js';
-import { useApp } from './support/harness.js';
+import { adminAuth, bearer, createSale, useApp, waitFor } from './support/harness.js';
 import { portOf, rawExchange, type RawAnswer } from './support/raw-http.js';
 
 const get = (path: string, extraHeaders = '') =>
@@ -69,5 +70,98 @@ describe('answers from every layer', () => {
 
     expectContractError(answer, 400, 'VALIDATION_FAILED', 'Not A Header');
     expect(answer.headers).toMatchObject(await appSecurityHeaders());
+  });
+});
+
+describe('slow and unwanted bodies', () => {
+  const requestTimeoutMs = 1_000;
+  const t = useApp({ REQUEST_TIMEOUT_MS: String(requestTimeoutMs) });
+  const port = () => portOf(t.app);
+  const post = (path: string, headers: string) =>
+    `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${headers}\r\n`;
+
+  async function openConnections(): Promise<number> {
+    const server = t.app.getHttpServer();
+    return new Promise((resolve, reject) =>
+      server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+    );
+  }
+
+  it('should answer 408 REQUEST_TIMEOUT and close requests whose body stalls, freeing what they held', async () => {
+    const declared = 1_048_000;
+    const stalled = Array.from({ length: 20 }, () =>
+      rawExchange(
+        port(),
+        [
+          post(
+            '/api/v1/admin/goods',
+            `Authorization: ${adminAuth()}\r\nContent-Length: ${declared}\r\n`,
+          ),
+          Buffer.alloc(500_000, 'x'),
+        ],
+        { timeoutMs: requestTimeoutMs * 10 },
+      ),
+    );
+
+    for (const answer of await Promise.all(stalled)) {
+      expectContractError(answer, 408, 'REQUEST_TIMEOUT');
+      expect(answer.headers.connection).toBe('close');
+      expect(answer.elapsedMs).toBeGreaterThanOrEqual(requestTimeoutMs - 50);
+      expect(answer.elapsedMs).toBeLessThan(requestTimeoutMs * 5);
+    }
+    // Every socket, with the half-read body it buffered, is gone.
+    await waitFor(async () => (await openConnections()) === 0, {
+      timeoutMs: requestTimeoutMs * 3,
+      what: 'the stalled connections to be closed',
+    });
+  });
+
+  it('should answer 401 to an unauthenticated POST with a large declared body without reading it', async () => {
+    // Only the headers are sent: the answer cannot wait for the body.
+    const answer = await rawExchange(port(), [
+      post('/api/v1/seckill/1', 'Content-Length: 1048000\r\n'),
+    ]);
+
+    expectContractError(answer, 401, 'UNAUTHORIZED');
+    expect(answer.headers.connection).toBe('close');
+  });
+
+  it('should answer 403 to a user token on an admin route with a body, without reading it', async () => {
+    const answer = await rawExchange(port(), [
+      post('/api/v1/admin/goods', `Authorization: ${bearer(41)}\r\nContent-Length: 1048000\r\n`),
+    ]);
+
+    expectContractError(answer, 403, 'FORBIDDEN');
+  });
+
+  it('should refuse a 2 KiB purchase body with 413 PAYLOAD_TOO_LARGE and take nothing', async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    const envelope = JSON.stringify({ quantity: 1, note: '' });
+    const body = JSON.stringify({ quantity: 1, note: 'n'.repeat(2_048 - envelope.length) });
+    expect(Buffer.byteLength(body)).toBe(2_048);
+
+    const response = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(42))
+      .set('Content-Type', 'application/json')
+      .send(body)
+      .expect(413);
+
+    expect(response.body).toEqual({
+      statusCode: 413,
+      code: 'PAYLOAD_TOO_LARGE',
+      message: expect.any(String),
+    });
+    expect(await t.stores.redisStock(goodsId)).toBe(2);
+  });
+
+  it('should verify the bearer token once per request', async () => {
+    const verify = vi.spyOn(t.app.get(JwtService), 'verify');
+    try {
+      await t.http.get('/api/v1/seckill/1/result').set('Authorization', bearer(43));
+      expect(verify).toHaveBeenCalledTimes(1);
+    } finally {
+      verify.mockRestore();
+    }
   });
 });

@@ -23,6 +23,7 @@ describe('validateEnv', () => {
       rabbitmqUrl: 'amqp://guest:guest@127.0.0.1:5672/',
       orderPaymentTimeoutMs: 900_000,
       trustedProxies: [],
+      requestTimeoutMs: 10_000,
       jwtSecret: DEV_JWT_SECRET,
       jwtSecretIsDefault: true,
     });
@@ -71,6 +72,8 @@ describe('validateEnv', () => {
     ['LOG_LEVEL', 'loud'],
     ['ORDER_PAYMENT_TIMEOUT_MS', '10'],
     ['RABBITMQ_PREFIX', 'bad prefix!'],
+    ['REQUEST_TIMEOUT_MS', '50'],
+    ['REQUEST_TIMEOUT_MS', 'ten seconds'],
   ])('should refuse %s=%j with an error naming the variable', (name, value) => {
     const error = refusal({ [name]: value });
 

@@ -17,6 +17,8 @@ export interface AppConfig {
   orderPaymentTimeoutMs: number;
   trustedProxies: string[];
   bodyLimitBytes: number;
+  /** A request's headers and body must arrive within this, or it is 408 and its connection closed. */
+  requestTimeoutMs: number;
   /** Off by default in production: the document maps every route, the admin ones included. */
   swaggerEnabled: boolean;
   /** When set, /metrics requires it as a bearer token. */
@@ -262,6 +264,7 @@ export function validateEnv(env: Env): AppConfig {
     orderPaymentTimeoutMs: readInt(env, 'ORDER_PAYMENT_TIMEOUT_MS', 900_000, 1_000, 2 ** 31 - 1),
     trustedProxies: readTrustedProxies(env),
     bodyLimitBytes: readInt(env, 'BODY_LIMIT_BYTES', 1_048_576, 1_024, 100 * 1_048_576),
+    requestTimeoutMs: readInt(env, 'REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
     swaggerEnabled: readBool(env, 'SWAGGER_ENABLED', nodeEnv !== 'production'),
     metricsToken: readMetricsToken(env),
     jwtMaxAgeSeconds: readOptionalInt(env, 'JWT_MAX_AGE_SECONDS', 1, 10 * 365 * 86_400),

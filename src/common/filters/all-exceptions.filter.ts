@@ -125,6 +125,9 @@ export class AllExceptionsFilter implements ExceptionFilter {
         reason,
       );
     }
+    // Refused before the whole request arrived (no token, too large): close rather than read the
+    // rest of a body nobody will use, as Fastify does for its own body errors.
+    if (!request.raw.complete) void reply.header('Connection', 'close');
     if (body.statusCode === 429 && typeof body.retryAfterSeconds === 'number') {
       void reply.header('Retry-After', String(body.retryAfterSeconds));
     }

@@ -20,7 +20,7 @@ export class AuthGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
     request.user = this.authenticator.authorize(
       access,
-      this.authenticator.authenticate(request.headers.authorization),
+      request.authentication ?? this.authenticator.authenticate(request.headers.authorization),
     );
     return true;
   }
