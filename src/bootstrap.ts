@@ -1,4 +1,3 @@
-import helmet from '@fastify/helmet';
 import { Logger, RequestMethod } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -6,8 +5,13 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { AppModule } from './app.module.js';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter.js';
-import { DomainError } from './common/errors/domain-error.js';
+import { answerClientError, answerRouterError } from './common/http/edge-answers.js';
+import { parseJsonBody } from './common/http/json-body.js';
+import { applyRouteBodyLimits } from './common/http/route-config.js';
+import { setSecurityHeaders } from './common/http/security-headers.js';
 import { LOG_LEVELS, validateEnv, type AppConfig } from './config/env.validation.js';
+import { Authenticator } from './modules/auth/authenticator.js';
+import { authenticateBeforeBody } from './modules/auth/early-auth.hook.js';
 
 export const API_PREFIX = 'api/v1';
 
@@ -23,6 +27,18 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
     routerOptions: { maxParamLength: 4_096 },
     // X-Forwarded-For is believed only from these hops; anyone else's header is ignored.
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
+    // Refusals given before any hook runs: in the contract's shape, with the security headers.
+    frameworkErrors: answerRouterError,
+    clientErrorHandler: answerClientError,
+    // A request trickling in holds a connection and its buffered body; past this it is 408.
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: config.requestTimeoutMs,
+      // Node only looks for expired requests this often (30 s by default, which would triple a
+      // 10 s timeout).
+      connectionsCheckingInterval: timeoutCheckInterval(config.requestTimeoutMs),
+    },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     // Our own JSON parser below replaces Nest's (it accepts an empty body).
@@ -30,7 +46,7 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
     // 'fatal' always; then every level up to the configured one.
     logger: ['fatal', ...LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(config.logLevel) + 1)],
   });
-  await configureApp(app, config);
+  configureApp(app, config);
   const drain = keepAliveDrain(app);
   if (config.jwtSecretIsDefault) {
     new Logger('Bootstrap').warn(
@@ -38,6 +54,10 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
     );
   }
   return { app, config, beginDrain: drain };
+}
+
+function timeoutCheckInterval(requestTimeoutMs: number): number {
+  return Math.min(1_000, Math.max(25, Math.floor(requestTimeoutMs / 10)));
 }
 
 /**
@@ -58,18 +78,16 @@ function keepAliveDrain(app: NestFastifyApplication): () => void {
   };
 }
 
-async function configureApp(app: NestFastifyApplication, config: AppConfig): Promise<void> {
-  await app.register(helmet, {
-    // Swagger UI's own stylesheet and init script are the only non-JSON pages served.
-    contentSecurityPolicy: {
-      directives: {
-        defaultSrc: [`'self'`],
-        styleSrc: [`'self'`, `'unsafe-inline'`],
-        imgSrc: [`'self'`, 'data:', 'validator.swagger.io'],
-        scriptSrc: [`'self'`, `'unsafe-inline'`],
-      },
-    },
+function configureApp(app: NestFastifyApplication, config: AppConfig): void {
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.addHook('onRequest', (_request, reply, done) => {
+    // On the Node response, so that answers written to it directly (streams) carry them too.
+    setSecurityHeaders(reply.raw);
+    done();
   });
+  // After the headers hook, so that its refusals carry them.
+  fastify.addHook('onRequest', authenticateBeforeBody(app.get(Authenticator)));
+  applyRouteBodyLimits(fastify, config.bodyLimitBytes);
   if (config.corsOrigins.length > 0) {
     // Only listed origins may call from a browser; without the list no CORS header is sent and
     // browsers refuse cross-origin calls.
@@ -90,8 +108,6 @@ async function configureApp(app: NestFastifyApplication, config: AppConfig): Pro
   });
   app.useGlobalFilters(new AllExceptionsFilter());
 
-  const fastify = app.getHttpAdapter().getInstance();
-  // An empty body is a valid purchase ("buy one") even when sent as application/json.
   fastify.addContentTypeParser(
     'application/json',
     { parseAs: 'string' },
@@ -100,12 +116,10 @@ async function configureApp(app: NestFastifyApplication, config: AppConfig): Pro
       body: string | Buffer,
       done: (error: Error | null, value?: unknown) => void,
     ) => {
-      const text = body.toString();
-      if (text.trim() === '') return done(null, undefined);
       try {
-        done(null, JSON.parse(text));
-      } catch {
-        done(new DomainError('VALIDATION_FAILED', 'Malformed JSON body'));
+        done(null, parseJsonBody(body.toString()));
+      } catch (error) {
+        done(error as Error);
       }
     },
   );

@@ -69,6 +69,15 @@ describe('contract errors', () => {
         .expect(202);
     });
 
+    it('should accept the bearer scheme in any case', async () => {
+      for (const scheme of ['bearer', 'BEARER', 'bEaReR']) {
+        await t.http
+          .get(`/api/v1/seckill/${goodsId}/result`)
+          .set('Authorization', `${scheme} ${token(12)}`)
+          .expect(200);
+      }
+    });
+
     it('should answer 403 when a user calls an admin route', async () => {
       const response = await t.http
         .post(`/api/v1/admin/goods/${goodsId}/preheat`)

@@ -1,6 +1,15 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../src/bootstrap.js';
-import { bearer, createSale, startApp, Stores, type TestApp } from './support/harness.js';
+import {
+  adminAuth,
+  bearer,
+  createSale,
+  startApp,
+  Stores,
+  token,
+  useApp,
+  type TestApp,
+} from './support/harness.js';
 
 describe('hardening', () => {
   const stores = new Stores();
@@ -95,6 +104,22 @@ describe('hardening', () => {
     expect(await stores.redisBuyers(goodsId)).toEqual({});
   });
 
+  it('should answer 400 VALIDATION_FAILED, not a 500, to an admin body nested 3,000 deep', async () => {
+    const depth = 3_000;
+    const response = await t.http
+      .post('/api/v1/admin/goods')
+      .set('Authorization', adminAuth())
+      .set('Content-Type', 'application/json')
+      .send(`{"name":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)},"price":1,"stock":1}`)
+      .expect(400);
+
+    expect(response.body).toEqual({
+      statusCode: 400,
+      code: 'VALIDATION_FAILED',
+      message: expect.stringContaining('deeper than 32'),
+    });
+  });
+
   it('should never put a stack trace in an error body', async () => {
     const response = await t.http
       .post('/api/v1/seckill/1')
@@ -105,5 +130,52 @@ describe('hardening', () => {
 
     expect(Object.keys(response.body).sort()).toEqual(['code', 'message', 'statusCode']);
     expect(JSON.stringify(response.body)).not.toMatch(/\bat \S+ \(|node_modules|\.ts:\d+/);
+  });
+});
+
+describe('production defaults', () => {
+  const metricsToken = 'scrape-token-0123456789';
+  const t = useApp({
+    NODE_ENV: 'production',
+    // Unset, as in a production environment that says nothing about Swagger.
+    SWAGGER_ENABLED: '',
+    METRICS_TOKEN: metricsToken,
+    JWT_MAX_AGE_SECONDS: '3600',
+  });
+  const now = () => Math.floor(Date.now() / 1000);
+  const orderLookup = (claims: Record<string, unknown>) =>
+    t.http.get('/api/v1/orders/SK0000').set('Authorization', `Bearer ${token(7, { claims })}`);
+
+  it('should not serve Swagger UI or its JSON in production unless SWAGGER_ENABLED=true', async () => {
+    await t.http.get('/docs').expect(404);
+    await t.http.get('/docs-json').expect(404);
+  });
+
+  it('should answer /metrics only with Authorization: Bearer <METRICS_TOKEN>, in any case', async () => {
+    for (const authorization of [undefined, 'Bearer wrong-token', `Basic ${metricsToken}`]) {
+      const call = t.http.get('/metrics');
+      const response = await (authorization ? call.set('Authorization', authorization) : call);
+      expect(response.status).toBe(401);
+      expect(response.body).toEqual({
+        statusCode: 401,
+        code: 'UNAUTHORIZED',
+        message: expect.any(String),
+      });
+    }
+    const scraped = await t.http
+      .get('/metrics')
+      .set('Authorization', `bearer ${metricsToken}`)
+      .expect(200);
+    expect(scraped.text).toContain('seckill_purchases_total');
+  });
+
+  it('should refuse tokens whose exp is further ahead than JWT_MAX_AGE_SECONDS, from now or from iat', async () => {
+    const yearsAhead = await orderLookup({ exp: now() + 10 * 365 * 86_400 }).expect(401);
+    expect(yearsAhead.body.code).toBe('UNAUTHORIZED');
+    const issuedLongBefore = await orderLookup({ iat: now() - 7_200, exp: now() + 1_800 });
+    expect(issuedLongBefore.status).toBe(401);
+
+    const withinAge = await orderLookup({ iat: now(), exp: now() + 3_600 }).expect(404);
+    expect(withinAge.body.code).toBe('ORDER_NOT_FOUND');
   });
 });

@@ -23,6 +23,7 @@ describe('validateEnv', () => {
       rabbitmqUrl: 'amqp://guest:guest@127.0.0.1:5672/',
       orderPaymentTimeoutMs: 900_000,
       trustedProxies: [],
+      requestTimeoutMs: 10_000,
       jwtSecret: DEV_JWT_SECRET,
       jwtSecretIsDefault: true,
     });
@@ -71,6 +72,8 @@ describe('validateEnv', () => {
     ['LOG_LEVEL', 'loud'],
     ['ORDER_PAYMENT_TIMEOUT_MS', '10'],
     ['RABBITMQ_PREFIX', 'bad prefix!'],
+    ['REQUEST_TIMEOUT_MS', '50'],
+    ['REQUEST_TIMEOUT_MS', 'ten seconds'],
   ])('should refuse %s=%j with an error naming the variable', (name, value) => {
     const error = refusal({ [name]: value });
 
@@ -158,6 +161,29 @@ describe('validateEnv', () => {
       expect(refusal({ THROTTLE_PURCHASE_USER_LIMIT: '-1' }).message).toMatch(
         /^THROTTLE_PURCHASE_USER_LIMIT/,
       );
+    });
+
+    it('should serve Swagger by default except in production, where it must be switched on', () => {
+      const production = { NODE_ENV: 'production', JWT_SECRET: 'a-real-secret' };
+
+      expect(validateEnv({}).swaggerEnabled).toBe(true);
+      expect(validateEnv(production).swaggerEnabled).toBe(false);
+      expect(validateEnv({ ...production, SWAGGER_ENABLED: 'true' }).swaggerEnabled).toBe(true);
+    });
+
+    it('should leave /metrics open and token ages unlimited unless told otherwise', () => {
+      expect(validateEnv({})).toMatchObject({ metricsToken: null, jwtMaxAgeSeconds: null });
+      expect(
+        validateEnv({ METRICS_TOKEN: ' scrape-me-0123456789 ', JWT_MAX_AGE_SECONDS: '86400' }),
+      ).toMatchObject({ metricsToken: 'scrape-me-0123456789', jwtMaxAgeSeconds: 86_400 });
+    });
+
+    it.each([
+      ['METRICS_TOKEN', 'two words'],
+      ['JWT_MAX_AGE_SECONDS', '0'],
+      ['JWT_MAX_AGE_SECONDS', '1h'],
+    ])('should refuse %s=%j, naming the variable', (name, value) => {
+      expect(refusal({ [name]: value }).message).toMatch(new RegExp(`^${name}`));
     });
 
     it('should make the block as long as the window unless told otherwise', () => {

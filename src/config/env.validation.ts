@@ -17,7 +17,14 @@ export interface AppConfig {
   orderPaymentTimeoutMs: number;
   trustedProxies: string[];
   bodyLimitBytes: number;
+  /** A request's headers and body must arrive within this, or it is 408 and its connection closed. */
+  requestTimeoutMs: number;
+  /** Off by default in production: the document maps every route, the admin ones included. */
   swaggerEnabled: boolean;
+  /** When set, /metrics requires it as a bearer token. */
+  metricsToken: string | null;
+  /** When set, tokens whose `exp` is further ahead than this (from now or from `iat`) are refused. */
+  jwtMaxAgeSeconds: number | null;
   preheatCronEnabled: boolean;
   preheatIntervalMs: number;
   preheatLookaheadMs: number;
@@ -118,6 +125,23 @@ function readUrl(env: Env, name: string, fallback: string, protocols: string[]):
     );
   }
   return value;
+}
+
+/** An unset variable is null (the feature is off) rather than a default value. */
+function readOptionalInt(env: Env, name: string, min: number, max: number): number | null {
+  return readString(env, name, '') === '' ? null : readInt(env, name, 0, min, max);
+}
+
+function readMetricsToken(env: Env): string | null {
+  const token = readString(env, 'METRICS_TOKEN', '');
+  if (token === '') return null;
+  // It travels as one header token: spaces or control characters could never match.
+  if (!/^[\x21-\x7e]+$/.test(token)) {
+    throw new ConfigValidationError(
+      'METRICS_TOKEN may hold only printable ASCII characters without spaces',
+    );
+  }
+  return token;
 }
 
 function readQueueType(env: Env): AppConfig['queueType'] {
@@ -240,7 +264,10 @@ export function validateEnv(env: Env): AppConfig {
     orderPaymentTimeoutMs: readInt(env, 'ORDER_PAYMENT_TIMEOUT_MS', 900_000, 1_000, 2 ** 31 - 1),
     trustedProxies: readTrustedProxies(env),
     bodyLimitBytes: readInt(env, 'BODY_LIMIT_BYTES', 1_048_576, 1_024, 100 * 1_048_576),
-    swaggerEnabled: readBool(env, 'SWAGGER_ENABLED', true),
+    requestTimeoutMs: readInt(env, 'REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
+    swaggerEnabled: readBool(env, 'SWAGGER_ENABLED', nodeEnv !== 'production'),
+    metricsToken: readMetricsToken(env),
+    jwtMaxAgeSeconds: readOptionalInt(env, 'JWT_MAX_AGE_SECONDS', 1, 10 * 365 * 86_400),
     preheatCronEnabled: readBool(env, 'PREHEAT_CRON_ENABLED', true),
     preheatIntervalMs: readInt(env, 'PREHEAT_INTERVAL_MS', 30_000, 1_000, 86_400_000),
     preheatLookaheadMs: readInt(env, 'PREHEAT_LOOKAHEAD_MS', 600_000, 0, 7 * 86_400_000),

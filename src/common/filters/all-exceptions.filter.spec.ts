@@ -18,6 +18,7 @@ describe('toErrorBody', () => {
     ['ORDER_NOT_FOUND', 404],
     ['NOT_FOUND', 404],
     ['METHOD_NOT_ALLOWED', 405],
+    ['REQUEST_TIMEOUT', 408],
     ['SOLD_OUT', 409],
     ['ALREADY_PURCHASED', 409],
     ['SALE_NOT_STARTED', 409],
@@ -27,8 +28,10 @@ describe('toErrorBody', () => {
     ['ORDER_CANCELLED', 409],
     ['ORDER_PAID', 409],
     ['PAYLOAD_TOO_LARGE', 413],
+    ['URI_TOO_LONG', 414],
     ['UNSUPPORTED_MEDIA_TYPE', 415],
     ['TOO_MANY_REQUESTS', 429],
+    ['HEADERS_TOO_LARGE', 431],
     ['INTERNAL_ERROR', 500],
     ['UNAVAILABLE', 503],
   ] as const)('should map DomainError %s to status %i', (code, status) => {
@@ -137,6 +140,46 @@ describe('toErrorBody', () => {
       code: 'UNSUPPORTED_MEDIA_TYPE',
       message: 'Unsupported content type',
     });
+  });
+
+  it('should not repeat the URL of a route that does not exist', () => {
+    expect(toErrorBody(new NotFoundException('Cannot GET /api/v1/<script>'))).toEqual({
+      statusCode: 404,
+      code: 'NOT_FOUND',
+      message: 'No such route',
+    });
+  });
+
+  it.each([
+    ['FST_ERR_BAD_URL', 400, 'VALIDATION_FAILED', 400],
+    ['FST_ERR_MAX_PARAM_LENGTH', 414, 'URI_TOO_LONG', 414],
+    ['ERR_HTTP_REQUEST_TIMEOUT', undefined, 'REQUEST_TIMEOUT', 408],
+    ['HPE_HEADER_OVERFLOW', undefined, 'HEADERS_TOO_LARGE', 431],
+    ['HPE_INVALID_METHOD', undefined, 'VALIDATION_FAILED', 400],
+    ['HPE_INVALID_HEADER_TOKEN', undefined, 'VALIDATION_FAILED', 400],
+  ])(
+    'should map %s, raised before the app, to its contract code without its own message',
+    (errorCode, errorStatus, code, status) => {
+      const error = Object.assign(new Error(`'/api/v1/goods/%zz' is not valid (fastify)`), {
+        code: errorCode,
+        statusCode: errorStatus,
+      });
+
+      const body = toErrorBody(error);
+
+      expect(body).toEqual({ statusCode: status, code, message: expect.any(String) });
+      expect(body.message).not.toMatch(/%zz|fastify/);
+    },
+  );
+
+  it('should give any other client error of the framework its status text, not its message', () => {
+    const body = toErrorBody({
+      statusCode: 400,
+      code: 'FST_ERR_CTP_INVALID_CONTENT_LENGTH',
+      message: 'Request body size did not match Content-Length <echo>',
+    });
+
+    expect(body).toEqual({ statusCode: 400, code: 'VALIDATION_FAILED', message: 'Bad Request' });
   });
 
   it('should map an unknown Error to 500 INTERNAL_ERROR without leaking its message or stack', () => {

@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES } from 'node:http';
 import { isDependencyFailure } from '../errors/dependency-errors.js';
 import { DomainError, ERROR_STATUS, ErrorCode } from '../errors/domain-error.js';
 
@@ -16,17 +17,41 @@ const CODE_FOR_STATUS: Record<number, ErrorCode> = {
   403: 'FORBIDDEN',
   404: 'NOT_FOUND',
   405: 'METHOD_NOT_ALLOWED',
+  408: 'REQUEST_TIMEOUT',
   409: 'CONFLICT',
   413: 'PAYLOAD_TOO_LARGE',
+  414: 'URI_TOO_LONG',
   415: 'UNSUPPORTED_MEDIA_TYPE',
   429: 'TOO_MANY_REQUESTS',
+  431: 'HEADERS_TOO_LARGE',
   503: 'UNAVAILABLE',
 };
 
-interface FastifyLikeError {
+interface EdgeError {
   statusCode?: number;
   code?: string;
-  message?: string;
+}
+
+/**
+ * Refusals raised before the app sees a request: by Fastify's router and body reading, and by
+ * Node's HTTP parser and request timer. Their own messages echo the URL or name the framework, so
+ * each gets a fixed one.
+ */
+const EDGE_ERRORS: Record<string, [ErrorCode, string]> = {
+  FST_ERR_BAD_URL: ['VALIDATION_FAILED', 'Malformed URL'],
+  FST_ERR_MAX_PARAM_LENGTH: ['URI_TOO_LONG', 'A path segment is too long'],
+  FST_ERR_CTP_INVALID_JSON_BODY: ['VALIDATION_FAILED', 'Malformed JSON body'],
+  FST_ERR_CTP_EMPTY_JSON_BODY: ['VALIDATION_FAILED', 'Malformed JSON body'],
+  FST_ERR_CTP_BODY_TOO_LARGE: ['PAYLOAD_TOO_LARGE', 'Request body is too large'],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ['UNSUPPORTED_MEDIA_TYPE', 'Unsupported content type'],
+  ERR_HTTP_REQUEST_TIMEOUT: ['REQUEST_TIMEOUT', 'The request was not received in time'],
+  HPE_HEADER_OVERFLOW: ['HEADERS_TOO_LARGE', 'The request headers are too large'],
+};
+// Any other complaint of the HTTP parser (HPE_INVALID_METHOD, HPE_INVALID_HEADER_TOKEN, …).
+const MALFORMED_HTTP: [ErrorCode, string] = ['VALIDATION_FAILED', 'Malformed HTTP request'];
+
+function edgeError(code: string): [ErrorCode, string] | undefined {
+  return EDGE_ERRORS[code] ?? (code.startsWith('HPE_') ? MALFORMED_HTTP : undefined);
 }
 
 /** Maps every error to the contract body `{statusCode, code, message}`; never leaks a stack. */
@@ -57,7 +82,8 @@ export function toErrorBody(exception: unknown): ErrorBody {
       statusCode,
       code:
         CODE_FOR_STATUS[statusCode] ?? (statusCode >= 500 ? 'INTERNAL_ERROR' : 'VALIDATION_FAILED'),
-      message,
+      // Nest's route-not-found text repeats the method and the whole URL.
+      message: statusCode === 404 ? 'No such route' : message,
     };
     // Terminus puts the per-dependency health report in the response: keep it.
     if (typeof response === 'object' && response && 'details' in response) {
@@ -65,13 +91,16 @@ export function toErrorBody(exception: unknown): ErrorBody {
     }
     return body;
   }
-  const fastifyError = exception as FastifyLikeError;
-  if (typeof fastifyError?.statusCode === 'number' && fastifyError.statusCode < 500) {
-    const statusCode = fastifyError.statusCode;
+  const { statusCode, code } = (exception ?? {}) as EdgeError;
+  const known = typeof code === 'string' ? edgeError(code) : undefined;
+  if (known) {
+    return { statusCode: ERROR_STATUS[known[0]], code: known[0], message: known[1] };
+  }
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
     return {
       statusCode,
       code: CODE_FOR_STATUS[statusCode] ?? 'VALIDATION_FAILED',
-      message: fastifyMessage(fastifyError),
+      message: STATUS_CODES[statusCode] ?? 'Bad request',
     };
   }
   if (isDependencyFailure(exception)) {
@@ -83,20 +112,6 @@ export function toErrorBody(exception: unknown): ErrorBody {
     };
   }
   return { statusCode: 500, code: 'INTERNAL_ERROR', message: 'Internal server error' };
-}
-
-function fastifyMessage(error: FastifyLikeError): string {
-  switch (error.code) {
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return 'Malformed JSON body';
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return 'Request body is too large';
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return 'Unsupported content type';
-    default:
-      return error.message ?? 'Bad request';
-  }
 }
 
 @Catch()
@@ -124,6 +139,9 @@ export class AllExceptionsFilter implements ExceptionFilter {
         reason,
       );
     }
+    // Refused before the whole request arrived (no token, too large): close rather than read the
+    // rest of a body nobody will use, as Fastify does for its own body errors.
+    if (!request.raw.complete) void reply.header('Connection', 'close');
     if (body.statusCode === 429 && typeof body.retryAfterSeconds === 'number') {
       void reply.header('Retry-After', String(body.retryAfterSeconds));
     }

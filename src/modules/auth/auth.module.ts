@@ -6,6 +6,7 @@ import { APP_CONFIG } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
 import { AuthGuard } from './auth.guard.js';
+import { Authenticator } from './authenticator.js';
 import { EntryGuard } from './entry.guard.js';
 
 @Module({
@@ -21,6 +22,7 @@ import { EntryGuard } from './entry.guard.js';
       }),
     }),
   ],
-  providers: [AuthGuard, { provide: APP_GUARD, useClass: EntryGuard }],
+  providers: [Authenticator, AuthGuard, { provide: APP_GUARD, useClass: EntryGuard }],
+  exports: [Authenticator],
 })
 export class AuthModule {}

@@ -15,6 +15,6 @@ export class EntryGuard implements CanActivate {
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    return (await this.auth.canActivate(context)) && this.rateLimit.canActivate(context);
+    return this.auth.canActivate(context) && this.rateLimit.canActivate(context);
   }
 }

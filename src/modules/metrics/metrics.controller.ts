@@ -1,6 +1,7 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { Controller, Get, Header, UseGuards } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import { Public } from '../auth/auth.decorators.js';
+import { MetricsTokenGuard } from './metrics-token.guard.js';
 import { MetricsService } from './metrics.service.js';
 
 @ApiExcludeController()
@@ -10,6 +11,7 @@ export class MetricsController {
 
   @Get()
   @Public()
+  @UseGuards(MetricsTokenGuard)
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
   scrape(): Promise<string> {
     return this.metrics.registry.metrics();

@@ -9,6 +9,9 @@ export class PurchaseBodyDto {
 
 const MAX_QUANTITY = 1_000;
 
+/** `{"quantity": 1000}` is 18 bytes: anything near this limit is not a purchase. */
+export const PURCHASE_BODY_LIMIT_BYTES = 1_024;
+
 /**
  * The purchase body is empty or `{quantity}`. Checked by hand rather than by class-validator:
  * this is the hottest route, and anything else in the body (a `userId`, say) is refused.

@@ -10,10 +10,15 @@ import {
   ApiPropertyOptional,
   ApiTags,
 } from '@nestjs/swagger';
+import { BodyLimit } from '../../common/http/route-config.js';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
 import { RateLimit } from '../rate-limit/rate-limit.policy.js';
-import { PurchaseBodyDto, PurchaseBodyPipe } from './purchase-body.pipe.js';
+import {
+  PURCHASE_BODY_LIMIT_BYTES,
+  PurchaseBodyDto,
+  PurchaseBodyPipe,
+} from './purchase-body.pipe.js';
 import { parseIdempotencyKey } from './idempotency.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
@@ -62,10 +67,11 @@ export class SeckillController {
   @Post(':goodsId')
   @HttpCode(202)
   @RateLimit('purchase')
+  @BodyLimit(PURCHASE_BODY_LIMIT_BYTES)
   @ApiOperation({
     summary: 'Buy: takes stock at once and queues the order (poll the result)',
     description:
-      "Errors: 409 SOLD_OUT, ALREADY_PURCHASED, DUPLICATE_REQUEST, SALE_NOT_STARTED, SALE_ENDED, NOT_PREHEATED; 403 FORBIDDEN (purchase token missing, invalid, another user's or used); 429 TOO_MANY_REQUESTS (Retry-After); 503 UNAVAILABLE (nothing taken).",
+      "Errors: 409 SOLD_OUT, ALREADY_PURCHASED, DUPLICATE_REQUEST, SALE_NOT_STARTED, SALE_ENDED, NOT_PREHEATED; 403 FORBIDDEN (purchase token missing, invalid, another user's or used); 413 PAYLOAD_TOO_LARGE (a body over 1 KiB); 429 TOO_MANY_REQUESTS (Retry-After); 503 UNAVAILABLE (nothing taken).",
   })
   @ApiHeader({
     name: 'X-Seckill-Token',

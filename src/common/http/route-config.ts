@@ -1,0 +1,43 @@
+import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants.js';
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * What a route tells the hooks that run before Nest sees a request (its Fastify route config):
+ * who may call it (see the auth decorators) and its own body limit.
+ */
+export interface EdgeRouteConfig {
+  access?: string;
+  bodyLimit?: number;
+}
+
+/**
+ * Adds to a handler's Fastify route config. Nest hands the router one config object per handler
+ * (`@RouteConfig()` replaces it whole), so each decorator merges its part in.
+ */
+export function edgeRouteConfig(part: EdgeRouteConfig): MethodDecorator {
+  return (_target, _key, descriptor) => {
+    const current = Reflect.getMetadata(
+      FASTIFY_ROUTE_CONFIG_METADATA,
+      descriptor.value as object,
+    ) as EdgeRouteConfig | undefined;
+    Reflect.defineMetadata(
+      FASTIFY_ROUTE_CONFIG_METADATA,
+      { ...current, ...part },
+      descriptor.value as object,
+    );
+  };
+}
+
+/**
+ * A body limit of the route's own, below the server's BODY_LIMIT_BYTES: a larger body is 413
+ * (without being read when its Content-Length says so).
+ */
+export const BodyLimit = (bytes: number) => edgeRouteConfig({ bodyLimit: bytes });
+
+/** Nest passes the router a route's config, not its options: the body limit is moved in here. */
+export function applyRouteBodyLimits(fastify: FastifyInstance, serverLimit: number): void {
+  fastify.addHook('onRoute', (route) => {
+    const { bodyLimit } = (route.config ?? {}) as EdgeRouteConfig;
+    if (bodyLimit !== undefined) route.bodyLimit = Math.min(bodyLimit, serverLimit);
+  });
+}

@@ -1,0 +1,81 @@
+import { Injectable } from '@nestjs/common';
+import { JwtService } from '@nestjs/jwt';
+import { DomainError } from '../../common/errors/domain-error.js';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import type { Access, AuthUser } from './auth.decorators.js';
+import { bearerCredentials } from './bearer.js';
+
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+const USER_ID = /^[1-9][0-9]{0,15}$/;
+/** Clock difference with the token issuer that is forgiven, in seconds. */
+const CLOCK_TOLERANCE_SECONDS = 5;
+
+interface Claims {
+  sub?: unknown;
+  exp?: unknown;
+  iat?: unknown;
+  role?: unknown;
+}
+
+/** What a request's Authorization header proved: a user, or the refusal to answer with. */
+export type Authentication = AuthUser | DomainError;
+
+/** Bearer tokens (HS256 JWTs) to users, and users to access decisions. */
+@Injectable()
+export class Authenticator {
+  private readonly maxAgeSeconds: number | null;
+
+  constructor(
+    private readonly jwt: JwtService,
+    @InjectConfig() config: AppConfig,
+  ) {
+    this.maxAgeSeconds = config.jwtMaxAgeSeconds;
+  }
+
+  /** Verifies the bearer token of an Authorization header. Never throws: a refusal is returned. */
+  authenticate(header: string | undefined): Authentication {
+    const token = bearerCredentials(header);
+    if (token === undefined || !JWT_SHAPE.test(token)) {
+      return new DomainError('UNAUTHORIZED', 'A bearer token is required');
+    }
+    let claims: Claims;
+    try {
+      // The algorithm is pinned: `alg: none` and RS/HS confusion are refused by the verifier.
+      claims = this.jwt.verify<Claims>(token, {
+        algorithms: ['HS256'],
+        clockTolerance: CLOCK_TOLERANCE_SECONDS,
+      });
+    } catch {
+      return new DomainError('UNAUTHORIZED', 'The token is invalid or expired');
+    }
+    if (typeof claims.exp !== 'number') {
+      return new DomainError('UNAUTHORIZED', 'The token has no expiry');
+    }
+    if (this.expiresTooLate(claims.exp, claims.iat)) {
+      return new DomainError('UNAUTHORIZED', 'The token expires too far ahead');
+    }
+    const sub = typeof claims.sub === 'number' ? String(claims.sub) : claims.sub;
+    if (typeof sub !== 'string' || !USER_ID.test(sub) || !Number.isSafeInteger(Number(sub))) {
+      return new DomainError('UNAUTHORIZED', 'The token subject is not a user id');
+    }
+    return { userId: Number(sub), admin: claims.role === 'admin' };
+  }
+
+  /** The user, when `access` lets it in; otherwise throws the refusal (401 or 403). */
+  authorize(access: Exclude<Access, 'public'>, authentication: Authentication): AuthUser {
+    if (authentication instanceof DomainError) throw authentication;
+    if (access === 'admin' && !authentication.admin) {
+      throw new DomainError('FORBIDDEN', 'This route is for admins');
+    }
+    return authentication;
+  }
+
+  /** A stolen token that lives for years is a standing key: JWT_MAX_AGE_SECONDS caps it. */
+  private expiresTooLate(exp: number, iat: unknown): boolean {
+    if (this.maxAgeSeconds === null) return false;
+    const aheadOfNow = exp - Date.now() / 1000 - CLOCK_TOLERANCE_SECONDS;
+    const aheadOfIssue = typeof iat === 'number' ? exp - iat : 0;
+    return Math.max(aheadOfNow, aheadOfIssue) > this.maxAgeSeconds;
+  }
+}

@@ -1,0 +1,25 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { DomainError } from '../../common/errors/domain-error.js';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { bearerCredentials, secretMatches } from '../auth/bearer.js';
+
+/**
+ * With METRICS_TOKEN set, /metrics answers only a scraper that presents it as a bearer token: the
+ * figures tell an outsider the sales, their stock and the queue depths.
+ */
+@Injectable()
+export class MetricsTokenGuard implements CanActivate {
+  constructor(@InjectConfig() private readonly config: AppConfig) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const expected = this.config.metricsToken;
+    if (expected === null) return true;
+    const { authorization } = context.switchToHttp().getRequest<FastifyRequest>().headers;
+    if (!secretMatches(bearerCredentials(authorization), expected)) {
+      throw new DomainError('UNAUTHORIZED', 'The metrics token is missing or wrong');
+    }
+    return true;
+  }
+}

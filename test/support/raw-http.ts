@@ -1,0 +1,61 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+
+export interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  /** Milliseconds from the first byte sent until the server closed the connection. */
+  elapsedMs: number;
+}
+
+export function portOf(app: NestFastifyApplication): number {
+  return (app.getHttpServer().address() as AddressInfo).port;
+}
+
+/**
+ * Sends bytes on a fresh connection exactly as given (no client library to fix them up), then
+ * waits for the server to answer and close the connection. Fails if the server has not closed
+ * it within `timeoutMs`.
+ */
+export function rawExchange(
+  port: number,
+  chunks: (string | Buffer)[],
+  { timeoutMs = 10_000 } = {},
+): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const received: Buffer[] = [];
+    const socket = connect({ port, host: '127.0.0.1' });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the server kept the connection open for ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    // A reset after the answer (the server closed with our bytes unread) still ends the exchange.
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      const text = Buffer.concat(received).toString('utf8');
+      const answer = parseAnswer(text);
+      if (answer) resolve({ ...answer, elapsedMs: Date.now() - started });
+      else reject(new Error(`no HTTP answer before the close: ${JSON.stringify(text)}`));
+    });
+    socket.on('connect', () => {
+      for (const chunk of chunks) socket.write(chunk);
+    });
+  });
+}
+
+function parseAnswer(text: string): Omit<RawAnswer, 'elapsedMs'> | undefined {
+  const split = text.indexOf('\r\n\r\n');
+  if (split < 0) return undefined;
+  const [statusLine, ...lines] = text.slice(0, split).split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  return { status: Number(statusLine.split(' ')[1]), headers, body: text.slice(split + 4) };
+}
