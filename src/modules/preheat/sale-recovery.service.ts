@@ -32,8 +32,9 @@ export class SaleRecovery implements OnModuleInit, OnApplicationShutdown {
     this.watchdog.onRestart((_previous, current) => this.begin(current));
   }
 
+  /** Purchases are closed: Redis is being rebuilt, or not yet identified since a reconnect. */
   get recovering(): boolean {
-    return this.since !== null;
+    return this.since !== null || !this.watchdog.identifiedSinceConnect;
   }
 
   private begin(runId: string): void {
