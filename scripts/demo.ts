@@ -14,8 +14,8 @@ import { fileURLToPath } from 'node:url';
 
 import type { Connection } from 'mysql2/promise';
 
-import { createGoods, fetchRedisRemaining, preheatGoods } from './demo/api.js';
-import { parseOptions, USAGE, UsageError, type DemoOptions } from './demo/options.js';
+import { createDemoGoods, fetchRedisRemaining } from './demo/api.js';
+import { parseOptions, USAGE, type DemoOptions } from './demo/options.js';
 import {
   countPaid,
   countPaidTooLate,
@@ -35,9 +35,11 @@ import {
   type Report,
 } from './demo/report.js';
 import { connectMysql, readDuplicateBuyers, readStock, waitForDrain } from './demo/store.js';
-import { installSignalHandlers, onCleanup, runCleanups } from './lib/cleanup.js';
+import { onCleanup } from './lib/cleanup.js';
 import { ScriptError } from './lib/errors.js';
 import { loadDotEnv, signToken } from './lib/jwt.js';
+import { runScript } from './lib/main.js';
+import { preheatGoods } from './lib/sale.js';
 import { findFreePort, startServer, stopServer, waitForReady } from './lib/server-process.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -104,7 +106,7 @@ async function runDemo(options: DemoOptions): Promise<boolean> {
     options.url ??
     (await launchServer(options.port, Math.round(options.paymentTimeoutSeconds * 1000)));
   const adminToken = signToken({ userId: ADMIN_USER_ID, admin: true });
-  const goodsId = await createGoods(baseUrl, adminToken, options.stock);
+  const goodsId = await createDemoGoods(baseUrl, adminToken, options.stock);
   await preheatGoods(baseUrl, adminToken, goodsId);
   console.log(
     `goods ${goodsId}: ${options.stock} units, ${options.buyers} buyers × ${options.clicks} clicks`,
@@ -141,31 +143,5 @@ async function runDemo(options: DemoOptions): Promise<boolean> {
   return drainOk && lifecycleOk;
 }
 
-async function main(): Promise<void> {
-  loadDotEnv();
-  let options: DemoOptions | 'help';
-  try {
-    options = parseOptions(process.argv.slice(2));
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    console.error(`error: ${error.message}\n\n${USAGE}`);
-    process.exitCode = 2;
-    return;
-  }
-  if (options === 'help') {
-    console.log(USAGE);
-    return;
-  }
-
-  installSignalHandlers();
-  try {
-    process.exitCode = (await runDemo(options)) ? 0 : 1;
-  } catch (error) {
-    console.error(error instanceof ScriptError ? `error: ${error.message}` : error);
-    process.exitCode = 1;
-  } finally {
-    await runCleanups();
-  }
-}
-
-await main();
+loadDotEnv();
+await runScript(parseOptions, USAGE, runDemo);

@@ -1,42 +1,11 @@
-// The demo's calls to the server's own routes: create and preheat the goods, read it back,
-// reconcile.
+// The demo's calls to the server's own routes: create the goods, read it back, reconcile.
 import { expectStatus, isRecord, nonNegativeIntegerField, requestJson } from '../lib/http.js';
+import { createGoods } from '../lib/sale.js';
 import { DemoError } from './options.js';
 
-export async function createGoods(
-  baseUrl: string,
-  adminToken: string,
-  stock: number,
-): Promise<number> {
-  const now = Date.now();
-  const response = await requestJson('POST', `${baseUrl}/api/v1/admin/goods`, {
-    token: adminToken,
-    body: {
-      name: 'Demo phone',
-      price: 4999,
-      stock,
-      // A second in the past so the sale is already open when the burst starts.
-      startAt: new Date(now - 1_000).toISOString(),
-      endAt: new Date(now + 3_600_000).toISOString(),
-      perUserLimit: 1,
-    },
-  });
-  expectStatus('create goods', response, 201);
-  const id = nonNegativeIntegerField(response.body, 'id');
-  if (id === undefined || id === 0)
-    throw new DemoError(`create goods: no id in ${JSON.stringify(response.body)}`);
-  return id;
-}
-
-export async function preheatGoods(
-  baseUrl: string,
-  adminToken: string,
-  goodsId: number,
-): Promise<void> {
-  const response = await requestJson('POST', `${baseUrl}/api/v1/admin/goods/${goodsId}/preheat`, {
-    token: adminToken,
-  });
-  expectStatus('preheat goods', response, 200);
+/** The demo's goods: one phone model, `stock` units. */
+export function createDemoGoods(baseUrl: string, adminToken: string, stock: number) {
+  return createGoods(baseUrl, adminToken, { name: 'Demo phone', price: 4999, stock });
 }
 
 export async function fetchRedisRemaining(

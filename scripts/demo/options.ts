@@ -1,7 +1,7 @@
 // The demo's command line: flags, their checks, and the usage text.
 import { parseArgs } from 'node:util';
 
-import { ScriptError } from '../lib/errors.js';
+import { ScriptError, UsageError } from '../lib/errors.js';
 import { MAX_BUYERS } from '../lib/load.js';
 
 export const DEFAULT_DATABASE_URL = 'mysql://root:@127.0.0.1:3306/seckill';
@@ -45,8 +45,6 @@ export interface DemoOptions {
 }
 
 export class DemoError extends ScriptError {}
-
-export class UsageError extends DemoError {}
 
 export function parsePositiveInteger(
   name: string,
