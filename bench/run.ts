@@ -12,6 +12,7 @@ import { onCleanup, startProgressBar } from '../scripts/lib/cleanup.js';
 import { UsageError } from '../scripts/lib/errors.js';
 import { runScript } from '../scripts/lib/main.js';
 import { parseOptions, USAGE, type BenchOptions } from './lib/options.js';
+import { readProfile, type ProfileSummary } from './lib/profile.js';
 import { buildHtml, mainChart, summarize, summaryMarkdown, summaryTable } from './lib/report.js';
 import { Buyers, runScenario, scenarios, warmUp, type RunRecord } from './lib/scenarios.js';
 import { SIDES, startSide, type Side, type SideName } from './lib/sides.js';
@@ -23,6 +24,24 @@ function quietly(command: string, args: string[]): string {
     return execFileSync(command, args, { encoding: 'utf8', cwd: REPO_ROOT }).trim();
   } catch {
     return '';
+  }
+}
+
+function readProfiles(dir: string): Record<SideName, ProfileSummary> {
+  return Object.fromEntries(
+    SIDES.map((name) => [name, readProfile(join(dir, `profile-${name}`))]),
+  ) as Record<SideName, ProfileSummary>;
+}
+
+function printProfiles(profiles: Record<SideName, ProfileSummary>): void {
+  for (const name of SIDES) {
+    const profile = profiles[name];
+    console.log(`\n${name}: self time over ${profile.seconds} s (idle excluded), by package`);
+    for (const share of profile.byPackage)
+      console.log(`  ${share.percent.toFixed(1).padStart(5)} %  ${share.name}`);
+    console.log(`${name}: by function`);
+    for (const share of profile.byFunction)
+      console.log(`  ${share.percent.toFixed(1).padStart(5)} %  ${share.name}`);
   }
 }
 
@@ -54,7 +73,12 @@ async function bench(options: BenchOptions): Promise<boolean> {
   const buyers = {} as Record<SideName, Buyers>;
   for (const name of SIDES) {
     console.log(`starting ${name}…`);
-    const side = await startSide(name, { repoRoot: REPO_ROOT, logDir: outDir, jwtSecret: secret });
+    const side = await startSide(name, {
+      repoRoot: REPO_ROOT,
+      logDir: outDir,
+      jwtSecret: secret,
+      profileDir: options.profile ? outDir : undefined,
+    });
     onCleanup(() => side.stop());
     sides[name] = side;
     buyers[name] = new Buyers(secret);
@@ -96,16 +120,19 @@ async function bench(options: BenchOptions): Promise<boolean> {
   }
 
   meta.finishedAt = new Date().toISOString();
+  for (const name of SIDES) await sides[name].stop();
+  const profiles = options.profile ? readProfiles(outDir) : undefined;
   meta.loadAverageAtEnd = loadavg().map((v) => Number(v.toFixed(2)));
   const summaries = summarize(runs, list);
   const broken = runs.filter((r) => !r.invariants.ok);
-  const results = { meta, summaries, runs, ok: broken.length === 0 };
+  const results = { meta, summaries, profiles, runs, ok: broken.length === 0 };
   writeFileSync(join(outDir, 'results.json'), JSON.stringify(results, null, 2));
   writeFileSync(join(outDir, 'report.html'), buildHtml({ meta, runs, summaries }));
   writeFileSync(join(outDir, 'chart.svg'), mainChart(summaries));
   writeFileSync(join(outDir, 'summary.md'), summaryMarkdown(summaries) + '\n');
 
   console.log(summaryTable(summaries));
+  if (profiles) printProfiles(profiles);
   console.log(`results: ${join(outDir, 'results.json')}, report: ${join(outDir, 'report.html')}`);
   for (const run of broken) {
     console.log(

@@ -13,6 +13,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --connections <n>  connections the load generator keeps open to a side (default 100)
   --only <names>     comma-separated scenarios (success, soldout, crowd, drain, scale-1e2, …)
   --out <dir>        where results.json, report.html and chart.svg go (default bench-results)
+  --profile          run both sides under node --cpu-prof and print where their CPU went
+                     (slows them down: for finding the cost, not for the figures)
   --help             show this help
 
 Needs MariaDB/MySQL on 127.0.0.1:3306 (root), RabbitMQ on 127.0.0.1:5672 with rabbitmqctl,
@@ -25,6 +27,7 @@ export interface BenchOptions {
   only: string[] | undefined;
   outDir: string;
   warmUpMs: number;
+  profile: boolean;
 }
 
 function positive(name: string, raw: string, max: number): number {
@@ -47,6 +50,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
         connections: { type: 'string', default: '100' },
         only: { type: 'string' },
         out: { type: 'string', default: 'bench-results' },
+        profile: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -73,5 +77,6 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     only: values.only?.split(',').map((name) => name.trim()),
     outDir: values.out,
     warmUpMs: quick ? 1_000 : 3_000,
+    profile: values.profile,
   };
 }

@@ -28,6 +28,11 @@ export function metricsOf(run: RunRecord): Record<string, number> {
     p90Ms: run.latencyMs.p90,
     p99Ms: run.latencyMs.p99,
     cpuPercent: run.proc.cpuPercent,
+    // What one answer costs the app's process, whatever the load generator managed to send.
+    cpuMsPerAnswer:
+      run.answers > 0
+        ? Number((((run.proc.cpuPercent / 100) * run.loadSeconds * 1000) / run.answers).toFixed(3))
+        : 0,
     rssMaxMb: run.proc.rssMaxMb,
     redisCmdsPerAnswer: run.redis.perAnswer,
     redisScriptsPerAnswer: run.redis.scriptsPerAnswer,
@@ -65,6 +70,7 @@ const LABELS: Record<string, string> = {
   drainSeconds: 'drain after load (s)',
   pipelineOrdersPerSec: 'orders/s, load + drain',
   cpuPercent: 'app CPU (% of a core)',
+  cpuMsPerAnswer: 'app CPU ms per answer',
   rssMaxMb: 'app RSS max (MB)',
   redisCmdsPerAnswer: 'Redis cmds per answer',
   redisCmdsPerAccepted: 'Redis cmds per purchase',
@@ -82,12 +88,21 @@ const ROWS: Record<string, string[]> = {
     'drainSeconds',
     'pipelineOrdersPerSec',
     'cpuPercent',
+    'cpuMsPerAnswer',
     'rssMaxMb',
     'redisCmdsPerAccepted',
     'redisScriptsPerAnswer',
     'redisBytesPerBuyer',
   ],
-  soldout: ['answersPerSec', 'p50Ms', 'p99Ms', 'cpuPercent', 'redisCmdsPerAnswer'],
+  soldout: [
+    'answersPerSec',
+    'p50Ms',
+    'p99Ms',
+    'cpuPercent',
+    'cpuMsPerAnswer',
+    'redisCmdsPerAnswer',
+    'redisScriptsPerAnswer',
+  ],
   crowd: ['answersPerSec', 'acceptedPerSec', 'p50Ms', 'p99Ms', 'drainSeconds'],
   drain: ['answersPerSec', 'p99Ms', 'drainSeconds', 'pipelineOrdersPerSec'],
 };

@@ -51,6 +51,8 @@ export interface SideOptions {
   repoRoot: string;
   logDir: string;
   jwtSecret: string;
+  /** Where `node --cpu-prof` writes `<side>/*.cpuprofile` at exit; no profiling when absent. */
+  profileDir?: string;
 }
 
 function portIsFree(port: number): Promise<boolean> {
@@ -74,14 +76,19 @@ export async function freePortBelowEphemeral(): Promise<number> {
   throw new ScriptError('no free port found below 32000');
 }
 
-function sideCommand(name: SideName, repoRoot: string): string[] {
+function sideCommand(name: SideName, options: SideOptions): string[] {
+  // A directory per side: tsx's loader thread writes a profile of its own beside the main one.
+  const profile =
+    options.profileDir === undefined
+      ? []
+      : ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `profile-${name}`)}`];
   if (name === 'project') {
-    const entry = join(repoRoot, 'dist', 'main.js');
+    const entry = join(options.repoRoot, 'dist', 'main.js');
     if (!existsSync(entry)) throw new ScriptError(`${entry} not found: run \`npm run build\``);
-    return [entry];
+    return [...profile, entry];
   }
   // tsx only compiles the file at start; the running code is plain JavaScript like the project's.
-  return ['--import', 'tsx', join(repoRoot, 'bench', 'baseline', 'server.ts')];
+  return [...profile, '--import', 'tsx', join(options.repoRoot, 'bench', 'baseline', 'server.ts')];
 }
 
 async function createProjectSale(origin: string, admin: string, stock: number): Promise<number> {
@@ -109,7 +116,7 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
   await freshVhost(store);
   const logPath = join(options.logDir, `${name}.log`);
   const server: ServerProcess = startServer({
-    args: sideCommand(name, options.repoRoot),
+    args: sideCommand(name, options),
     cwd: options.repoRoot,
     port,
     logPath,
@@ -134,6 +141,7 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
   const db = createPool({ uri: databaseUrl(store), connectionLimit: 2 });
   const admin = signToken({ userId: 1, admin: true, secret: options.jwtSecret });
   const origin = server.baseUrl;
+  let stopping: Promise<void> | undefined;
   return {
     name,
     origin,
@@ -145,11 +153,14 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
       name === 'project'
         ? createProjectSale(origin, admin, stock)
         : createBaselineSale(origin, admin, stock),
-    stop: async () => {
-      await stopServer(server);
-      await db.end();
-      await redis.stop();
-    },
+    // Memoized: the bench stops the sides itself before it reads their profiles, and the
+    // exit cleanups call it again.
+    stop: () =>
+      (stopping ??= (async () => {
+        await stopServer(server);
+        await db.end();
+        await redis.stop();
+      })()),
   };
 }
 

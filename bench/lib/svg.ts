@@ -39,7 +39,7 @@ export interface BarChartOptions {
   height?: number;
 }
 
-const MARGIN = { top: 40, right: 20, bottom: 56, left: 70 };
+const MARGIN = { top: 58, right: 20, bottom: 56, left: 70 };
 const FONT = 'font-family="system-ui, sans-serif" font-size="12"';
 
 export function escapeXml(text: string): string {
@@ -98,15 +98,17 @@ function yAxis(ticks: number[], y: (v: number) => number, x0: number, x1: number
   );
 }
 
+/** One row under the title, so that it never hides a line or a bar. */
 function legend(items: readonly { name: string; color: string; dashed?: boolean }[], x: number) {
+  let offset = x;
   return items
-    .map((item, i) => {
-      const ly = MARGIN.top + 4 + i * 16;
+    .map((item) => {
       const dash = item.dashed ? ' stroke-dasharray="5 3"' : '';
-      return (
-        `<line x1="${x}" x2="${x + 18}" y1="${ly}" y2="${ly}" stroke="${item.color}" stroke-width="3"${dash}/>` +
-        `<text x="${x + 24}" y="${ly + 4}">${escapeXml(item.name)}</text>`
-      );
+      const out =
+        `<line x1="${offset}" x2="${offset + 18}" y1="38" y2="38" stroke="${item.color}" stroke-width="3"${dash}/>` +
+        `<text x="${offset + 24}" y="42">${escapeXml(item.name)}</text>`;
+      offset += 24 + item.name.length * 7 + 16;
+      return out;
     })
     .join('');
 }
@@ -147,7 +149,7 @@ export function lineChart(options: LineChartOptions): string {
     yAxis(yTicks, y, MARGIN.left, MARGIN.left + plotW, options.yLabel) +
       xAxis +
       lines +
-      legend(options.series, MARGIN.left + plotW - 160),
+      legend(options.series, MARGIN.left),
   );
 }
 
@@ -198,7 +200,7 @@ export function barChart(options: BarChartOptions): string {
       bars +
       legend(
         [...names].map(([name, color]) => ({ name, color })),
-        MARGIN.left + plotW - 140,
+        MARGIN.left,
       ),
   );
 }
