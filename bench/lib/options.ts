@@ -70,9 +70,9 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     connections: Math.round(positive('connections', values.connections, 2_000)),
     sizes: {
       durationMs: seconds * 1000,
-      crowdBuyers: quick ? 2_000 : 20_000,
+      crowdBuyers: quick ? 2_000 : 10_000,
       crowdStock: quick ? 100 : 1_000,
-      drainBuyers: quick ? 3_000 : 15_000,
+      drainBuyers: quick ? 3_000 : 10_000,
     },
     only: values.only?.split(',').map((name) => name.trim()),
     outDir: values.out,

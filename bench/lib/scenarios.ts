@@ -114,6 +114,9 @@ export interface RunRecord extends LoadFigures {
     scriptsPerAnswer: number;
   };
   proc: ProcFigures;
+  /** The side's redis-server, and this load generator, over the same span. */
+  redisCpuPercent: number;
+  loadGeneratorCpuPercent: number;
   redisBytesPerBuyer: number | null;
   /** Tokens that had to be signed during the load because the pre-signed ones ran out. */
   lateTokens: number;
@@ -231,6 +234,8 @@ export async function runScenario(
 
   const before = await commandStats(side.redis);
   const proc = sampleProcess(side.pid);
+  const redisProc = sampleProcess(side.redisPid, 1_000);
+  const ownCpu = process.cpuUsage();
   const run = await runLoad({
     origin: side.origin,
     connections: context.connections,
@@ -239,6 +244,11 @@ export async function runScenario(
     onResult: context.onAnswer,
   });
   const procFigures = proc.stop();
+  const redisCpuPercent = redisProc.stop().cpuPercent;
+  const own = process.cpuUsage(ownCpu);
+  const loadGeneratorCpuPercent = Number(
+    (((own.user + own.system) / 1000 / run.elapsedMs) * 100).toFixed(1),
+  );
   const afterLoad = await commandStats(side.redis);
   const figures = summarizeLoad(run.results, run.elapsedMs);
   context.buyers.noteRate(figures.answersPerSec);
@@ -276,6 +286,8 @@ export async function runScenario(
         figures.answers > 0 ? Number((load.scripts / figures.answers).toFixed(2)) : 0,
     },
     proc: procFigures,
+    redisCpuPercent,
+    loadGeneratorCpuPercent,
     redisBytesPerBuyer: buyersHeld > 0 ? Math.round(bytes / buyersHeld) : null,
     lateTokens,
     invariants: checkInvariants(await saleCounts(side.db, goodsId), expected),

@@ -39,6 +39,7 @@ export interface Side {
   name: SideName;
   origin: string;
   pid: number;
+  redisPid: number;
   redis: Redis;
   db: Pool;
   logPath: string;
@@ -146,6 +147,7 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
     name,
     origin,
     pid,
+    redisPid: redis.pid,
     redis: redis.client,
     db,
     logPath,

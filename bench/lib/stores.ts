@@ -61,6 +61,7 @@ export async function freshVhost(vhost: string): Promise<void> {
 
 export interface RedisServer {
   url: string;
+  pid: number;
   client: Redis;
   stop: () => Promise<void>;
 }
@@ -96,6 +97,7 @@ export async function startRedis(port: number): Promise<RedisServer> {
   client.off('error', ignore);
   return {
     url,
+    pid: child.pid ?? 0,
     client,
     stop: async () => {
       client.disconnect();
