@@ -3,7 +3,7 @@
 // one run rather than as an absolute that the shared cores would make meaningless.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +13,14 @@ import { UsageError } from '../scripts/lib/errors.js';
 import { runScript } from '../scripts/lib/main.js';
 import { parseOptions, USAGE, type BenchOptions } from './lib/options.js';
 import { readProfile, type ProfileSummary } from './lib/profile.js';
-import { buildHtml, mainChart, summarize, summaryMarkdown, summaryTable } from './lib/report.js';
+import {
+  buildHtml,
+  mainChart,
+  summarize,
+  summaryMarkdown,
+  summaryTable,
+  type ScenarioSummary,
+} from './lib/report.js';
 import { Buyers, runScenario, scenarios, warmUp, type RunRecord } from './lib/scenarios.js';
 import { SIDES, startSide, type Side, type SideName } from './lib/sides.js';
 
@@ -48,6 +55,12 @@ function printProfiles(profiles: Record<SideName, ProfileSummary>): void {
 async function bench(options: BenchOptions): Promise<boolean> {
   const outDir = resolve(options.outDir);
   mkdirSync(outDir, { recursive: true });
+  if (options.from !== undefined) {
+    const earlier = JSON.parse(readFileSync(options.from, 'utf8')) as Results;
+    // Summarized again, so that a figure added since is there for old runs too.
+    const named = earlier.summaries.map((s) => ({ name: s.scenario, title: s.title }));
+    return writeResults(outDir, { ...earlier, summaries: summarize(earlier.runs, named) });
+  }
   const list = scenarios(options.sizes).filter(
     (s) => options.only === undefined || options.only.includes(s.name),
   );
@@ -122,25 +135,38 @@ async function bench(options: BenchOptions): Promise<boolean> {
   meta.finishedAt = new Date().toISOString();
   for (const name of SIDES) await sides[name].stop();
   const profiles = options.profile ? readProfiles(outDir) : undefined;
-  meta.loadAverageAtEnd = loadavg().map((v) => Number(v.toFixed(2)));
-  const summaries = summarize(runs, list);
+  if (profiles) printProfiles(profiles);
+  return writeResults(outDir, { meta, summaries: summarize(runs, list), profiles, runs });
+}
+
+interface Results {
+  meta: Record<string, unknown>;
+  summaries: ScenarioSummary[];
+  profiles: Record<SideName, ProfileSummary> | undefined;
+  runs: RunRecord[];
+}
+
+/** Writes the files and prints the table; true when no run broke an invariant. */
+function writeResults(outDir: string, results: Results): boolean {
+  const { meta, summaries, runs } = results;
   const broken = runs.filter((r) => !r.invariants.ok);
-  const results = { meta, summaries, profiles, runs, ok: broken.length === 0 };
-  writeFileSync(join(outDir, 'results.json'), JSON.stringify(results, null, 2));
+  writeFileSync(
+    join(outDir, 'results.json'),
+    JSON.stringify({ ...results, ok: broken.length === 0 }, null, 2),
+  );
   writeFileSync(join(outDir, 'report.html'), buildHtml({ meta, runs, summaries }));
   writeFileSync(join(outDir, 'chart.svg'), mainChart(summaries));
   writeFileSync(join(outDir, 'summary.md'), summaryMarkdown(summaries) + '\n');
-
   console.log(summaryTable(summaries));
-  if (profiles) printProfiles(profiles);
   console.log(`results: ${join(outDir, 'results.json')}, report: ${join(outDir, 'report.html')}`);
   for (const run of broken) {
     console.log(
       `BROKEN  round ${run.round} ${run.scenario} ${run.side}: ${run.invariants.problems.join('; ')}`,
     );
   }
-  if (broken.length === 0)
+  if (broken.length === 0) {
     console.log('OK      no side oversold, sold twice to a user, or lost an order');
+  }
   return broken.length === 0;
 }
 

@@ -13,6 +13,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --connections <n>  connections the load generator keeps open to a side (default 100)
   --only <names>     comma-separated scenarios (success, soldout, crowd, drain, scale-1e2, …)
   --out <dir>        where results.json, report.html and chart.svg go (default bench-results)
+  --from <file>      only render: read a results.json of an earlier run and write its report,
+                     chart and summary again into --out
   --profile          run both sides under node --cpu-prof and print where their CPU went
                      (slows them down: for finding the cost, not for the figures)
   --help             show this help
@@ -28,6 +30,7 @@ export interface BenchOptions {
   outDir: string;
   warmUpMs: number;
   profile: boolean;
+  from: string | undefined;
 }
 
 function positive(name: string, raw: string, max: number): number {
@@ -51,6 +54,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
         only: { type: 'string' },
         out: { type: 'string', default: 'bench-results' },
         profile: { type: 'boolean', default: false },
+        from: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -78,5 +82,6 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     outDir: values.out,
     warmUpMs: quick ? 1_000 : 3_000,
     profile: values.profile,
+    from: values.from,
   };
 }

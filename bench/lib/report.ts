@@ -50,7 +50,7 @@ export function metricsOf(run: RunRecord): Record<string, number> {
 
 export function summarize(
   runs: readonly RunRecord[],
-  scenarios: readonly Scenario[],
+  scenarios: readonly Pick<Scenario, 'name' | 'title'>[],
 ): ScenarioSummary[] {
   return scenarios.map((scenario) => {
     const of = (side: string) =>
@@ -190,6 +190,8 @@ export function mainChart(summaries: readonly ScenarioSummary[]): string {
 function throughputChart(runs: readonly RunRecord[], scenario: string): string {
   const series: Series[] = runs
     .filter((r) => r.scenario === scenario)
+    // Project's rounds, then the baseline's, so the legend reads as two groups.
+    .sort((a, b) => a.side.localeCompare(b.side) * -1 || a.round - b.round)
     .map((r) => ({
       name: `${r.side} r${r.round}`,
       color: ROUND_SHADES[r.side][(r.round - 1) % 4] ?? COLORS[r.side],

@@ -107,7 +107,7 @@ function legend(items: readonly { name: string; color: string; dashed?: boolean 
       const out =
         `<line x1="${offset}" x2="${offset + 18}" y1="38" y2="38" stroke="${item.color}" stroke-width="3"${dash}/>` +
         `<text x="${offset + 24}" y="42">${escapeXml(item.name)}</text>`;
-      offset += 24 + item.name.length * 7 + 16;
+      offset += 24 + Math.ceil(item.name.length * 6.5) + 12;
       return out;
     })
     .join('');
