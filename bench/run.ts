@@ -16,11 +16,13 @@ import { readProfile, type ProfileSummary } from './lib/profile.js';
 import {
   buildHtml,
   mainChart,
+  roundTripTable,
   summarize,
   summaryMarkdown,
   summaryTable,
   type ScenarioSummary,
 } from './lib/report.js';
+import { measureRoundTrips, type RoundTrips } from './lib/round-trips.js';
 import { Buyers, runScenario, scenarios, warmUp, type RunRecord } from './lib/scenarios.js';
 import { SIDES, startSide, type Side, type SideName } from './lib/sides.js';
 
@@ -133,31 +135,42 @@ async function bench(options: BenchOptions): Promise<boolean> {
   }
 
   meta.finishedAt = new Date().toISOString();
+  const roundTrips = {} as Record<SideName, RoundTrips>;
+  for (const name of SIDES) roundTrips[name] = await measureRoundTrips(sides[name], buyers[name]);
   for (const name of SIDES) await sides[name].stop();
   const profiles = options.profile ? readProfiles(outDir) : undefined;
   if (profiles) printProfiles(profiles);
-  return writeResults(outDir, { meta, summaries: summarize(runs, list), profiles, runs });
+  return writeResults(outDir, {
+    meta,
+    summaries: summarize(runs, list),
+    roundTrips,
+    profiles,
+    runs,
+  });
 }
 
 interface Results {
   meta: Record<string, unknown>;
   summaries: ScenarioSummary[];
+  /** Absent in results written before it was measured. */
+  roundTrips?: Record<SideName, RoundTrips>;
   profiles: Record<SideName, ProfileSummary> | undefined;
   runs: RunRecord[];
 }
 
 /** Writes the files and prints the table; true when no run broke an invariant. */
 function writeResults(outDir: string, results: Results): boolean {
-  const { meta, summaries, runs } = results;
+  const { meta, summaries, runs, roundTrips } = results;
   const broken = runs.filter((r) => !r.invariants.ok);
   writeFileSync(
     join(outDir, 'results.json'),
     JSON.stringify({ ...results, ok: broken.length === 0 }, null, 2),
   );
-  writeFileSync(join(outDir, 'report.html'), buildHtml({ meta, runs, summaries }));
+  writeFileSync(join(outDir, 'report.html'), buildHtml({ meta, runs, summaries, roundTrips }));
   writeFileSync(join(outDir, 'chart.svg'), mainChart(summaries));
   writeFileSync(join(outDir, 'summary.md'), summaryMarkdown(summaries) + '\n');
   console.log(summaryTable(summaries));
+  if (roundTrips) console.log(roundTripTable(roundTrips));
   console.log(`results: ${join(outDir, 'results.json')}, report: ${join(outDir, 'report.html')}`);
   for (const run of broken) {
     console.log(

@@ -3,6 +3,7 @@
 import Table from 'cli-table3';
 
 import { compare, type Comparison } from './figures.js';
+import type { RoundTrips } from './round-trips.js';
 import type { RunRecord, Scenario } from './scenarios.js';
 import { barChart, escapeXml, lineChart, type Series } from './svg.js';
 
@@ -158,6 +159,44 @@ export function summaryTable(summaries: readonly ScenarioSummary[]): string {
   return table.toString();
 }
 
+export function roundTripRows(roundTrips: Record<'project' | 'baseline', RoundTrips>): string[][] {
+  const { project, baseline } = roundTrips;
+  const row = (label: string, p: number, b: number) => [
+    label,
+    formatNumber(p),
+    formatNumber(b),
+    formatRatio(b > 0 ? p / b : null),
+  ];
+  const names = (sent: RoundTrips['purchase']) =>
+    Object.entries(sent.byCommand)
+      .map(([name, n]) => `${name} ${n}`)
+      .join(', ');
+  return [
+    row(
+      'Redis commands sent per purchase',
+      project.purchase.perAnswer,
+      baseline.purchase.perAnswer,
+    ),
+    row(
+      'Redis commands sent per sold-out answer',
+      project.soldOut.perAnswer,
+      baseline.soldOut.perAnswer,
+    ),
+    ['  project, per purchase', names(project.purchase), '', ''],
+    ['  baseline, per purchase', names(baseline.purchase), '', ''],
+  ];
+}
+
+export function roundTripTable(roundTrips: Record<'project' | 'baseline', RoundTrips>): string {
+  const table = new Table({
+    head: ['sent, not counting inside Lua (MONITOR sample)', 'project', 'baseline', 'ratio'],
+    colAligns: ['left', 'right', 'right', 'right'],
+    style: process.stdout.isTTY ? { compact: true } : { head: [], border: [], compact: true },
+  });
+  table.push(...roundTripRows(roundTrips).slice(0, 2));
+  return table.toString();
+}
+
 /** The same rows as a Markdown table, for the README. */
 export function summaryMarkdown(summaries: readonly ScenarioSummary[]): string {
   const lines = [
@@ -254,6 +293,7 @@ export interface ReportInput {
   meta: Record<string, unknown>;
   runs: readonly RunRecord[];
   summaries: readonly ScenarioSummary[];
+  roundTrips?: Record<'project' | 'baseline', RoundTrips> | undefined;
 }
 
 export function buildHtml(input: ReportInput): string {
@@ -299,6 +339,13 @@ contract, the same Lua deduct script and the same MySQL writes, but none of the 
 defences. Both ran alternately in one run on the same machine; a ratio is project ÷ baseline
 (above 1 is more of it: better for throughput, worse for latency and cost).</p>
 ${mainChart(input.summaries)}
+${
+  input.roundTrips === undefined
+    ? ''
+    : '<h2>Redis round trips</h2><p>Commands each side sent itself (a script call counts once), ' +
+      'from a short sample under MONITOR after the rounds.</p>' +
+      htmlTable(['', 'project', 'baseline', 'ratio'], roundTripRows(input.roundTrips))
+}
 <pre>${escapeXml(JSON.stringify(input.meta, null, 2))}</pre>
 ${sections}
 </body></html>
