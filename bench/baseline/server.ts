@@ -1,0 +1,279 @@
+// The bench's yardstick: the purchase contract with nothing but its essentials (JWT, the project's
+// own deduct script, a confirmed publish, a batched version-checked writer), so that the project's
+// figures can be read as ratios measured in the same run on the same noisy machine. No rate limits,
+// no purchase lock, no idempotency, no outbox sweeper, no metrics: whatever the project spends on
+// those shows up as the gap.
+import { createHmac, createSecretKey, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
+import amqp, { type ConsumeMessage } from 'amqplib';
+import Fastify, { type FastifyReply } from 'fastify';
+import { Redis } from 'ioredis';
+import { createPool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+
+import { saleKeys } from '../../src/infra/redis/seckill-keys.js';
+import type { NewOrder } from '../../src/modules/orders/order.types.js';
+
+const env = process.env;
+const PORT = Number(env.PORT ?? 3100);
+const QUEUE = env.BASELINE_QUEUE ?? 'baseline.orders';
+const PREFETCH = 500;
+const BATCH_SIZE = 200;
+const BATCH_WAIT_MS = 10;
+const PAYMENT_TIMEOUT_MS = 900_000;
+const LUA_DIR = new URL('../../lua/', import.meta.url);
+// Same order as lua/seckill-deduct.lua's return codes.
+const DEDUCT_CODES = [
+  'ACCEPTED',
+  'NOT_PREHEATED',
+  'SALE_NOT_STARTED',
+  'SALE_ENDED',
+  'SOLD_OUT',
+  'ALREADY_PURCHASED',
+  'OVER_LIMIT',
+  'REPLAYED',
+  'VOIDED',
+];
+
+type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+interface Scripts {
+  seckillDeduct: ScriptFn;
+  seckillPreheat: ScriptFn;
+  seckillComplete: ScriptFn;
+}
+
+const jwtKey = createSecretKey(Buffer.from(env.JWT_SECRET ?? '', 'utf8'));
+
+interface Claims {
+  userId: number;
+  admin: boolean;
+}
+
+function verifyJwt(header: string | undefined): Claims | undefined {
+  if (header === undefined || !header.startsWith('Bearer ')) return undefined;
+  const parts = header.slice(7).split('.');
+  if (parts.length !== 3) return undefined;
+  const [head, payload, signature] = parts as [string, string, string];
+  try {
+    const alg = (JSON.parse(Buffer.from(head, 'base64url').toString()) as { alg?: unknown }).alg;
+    if (alg !== 'HS256') return undefined;
+    const expected = createHmac('sha256', jwtKey).update(`${head}.${payload}`).digest();
+    const given = Buffer.from(signature, 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<
+      string,
+      unknown
+    >;
+    if (typeof claims.exp !== 'number' || claims.exp * 1000 <= Date.now()) return undefined;
+    const userId = Number(claims.sub);
+    if (!Number.isSafeInteger(userId) || userId <= 0) return undefined;
+    return { userId, admin: claims.role === 'admin' };
+  } catch {
+    return undefined;
+  }
+}
+
+function refuse(reply: FastifyReply, statusCode: number, code: string, message = code) {
+  return reply.code(statusCode).send({ statusCode, code, message });
+}
+
+function positiveInt(raw: unknown): number | undefined {
+  const value = typeof raw === 'string' && /^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : raw;
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : undefined;
+}
+
+const redis = new Redis(env.REDIS_URL ?? 'redis://127.0.0.1:6379/0');
+for (const [name, file, numberOfKeys] of [
+  ['seckillDeduct', 'seckill-deduct.lua', 7],
+  ['seckillPreheat', 'seckill-preheat.lua', 2],
+  ['seckillComplete', 'seckill-complete.lua', 5],
+] as const) {
+  redis.defineCommand(name, { numberOfKeys, lua: readFileSync(new URL(file, LUA_DIR), 'utf8') });
+}
+const scripts = redis as unknown as Scripts;
+
+const db = createPool({ uri: env.DATABASE_URL, connectionLimit: 4, timezone: 'Z' });
+const broker = await amqp.connect(env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672/');
+const publisher = await broker.createConfirmChannel();
+await publisher.assertQueue(QUEUE, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+
+function publish(message: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    publisher.publish('', QUEUE, Buffer.from(message), { persistent: true }, (error) =>
+      error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(),
+    );
+  });
+}
+
+const app = Fastify({ logger: false, trustProxy: false });
+
+app.get('/health/ready', async () => ({ status: 'ok' }));
+
+app.post<{ Params: { goodsId: string }; Body: { quantity?: unknown } | undefined }>(
+  '/api/v1/seckill/:goodsId',
+  async (request, reply) => {
+    const claims = verifyJwt(request.headers.authorization);
+    if (!claims) return refuse(reply, 401, 'UNAUTHORIZED');
+    const goodsId = positiveInt(request.params.goodsId);
+    const quantity = request.body?.quantity === undefined ? 1 : positiveInt(request.body.quantity);
+    if (goodsId === undefined || quantity === undefined) {
+      return refuse(reply, 400, 'VALIDATION_FAILED');
+    }
+    const requestId = randomUUID();
+    const orderNo = `SK${Date.now()}${randomBytes(8).toString('hex').toUpperCase()}`;
+    const message = JSON.stringify({
+      v: 1,
+      requestId,
+      orderNo,
+      userId: claims.userId,
+      goodsId,
+      quantity,
+      acceptedAt: Date.now(),
+    });
+    const keys = saleKeys(goodsId);
+    const [code] = (await scripts.seckillDeduct(
+      keys.stock,
+      keys.meta,
+      keys.buyers,
+      keys.inflight,
+      keys.outbox,
+      keys.results,
+      keys.voided,
+      claims.userId,
+      quantity,
+      requestId,
+      message,
+    )) as [number, number];
+    if (code === 6) return refuse(reply, 400, 'VALIDATION_FAILED', 'quantity above the limit');
+    if (code !== 0) return refuse(reply, 409, DEDUCT_CODES[code] ?? 'CONFLICT');
+    try {
+      await publish(message);
+    } catch {
+      // The outbox entry stays; the baseline has no sweeper, so this purchase is simply lost.
+      return refuse(reply, 503, 'UNAVAILABLE');
+    }
+    return reply.code(202).send({ status: 'QUEUED', requestId });
+  },
+);
+
+// The bench's setup hook: a goods row plus the same preheat script the project runs.
+app.post<{ Body: { stock: number; name?: string } }>('/admin/goods', async (request, reply) => {
+  if (!verifyJwt(request.headers.authorization)?.admin) return refuse(reply, 403, 'FORBIDDEN');
+  const stock = positiveInt(request.body.stock);
+  if (stock === undefined) return refuse(reply, 400, 'VALIDATION_FAILED');
+  const startAt = new Date(Date.now() - 1_000);
+  const endAt = new Date(Date.now() + 3_600_000);
+  const [insert] = await db.query<ResultSetHeader>(
+    'INSERT INTO seckill_goods (name, price, total_stock, stock, start_at, end_at, per_user_limit) VALUES (?, ?, ?, ?, ?, ?, 1)',
+    [request.body.name ?? 'bench', 1, stock, stock, startAt, endAt],
+  );
+  const keys = saleKeys(insert.insertId);
+  await scripts.seckillPreheat(keys.stock, keys.meta, stock, stock, +startAt, +endAt, 1);
+  return reply.code(201).send({ id: insert.insertId, stock });
+});
+
+async function writeGroup(goodsId: number, orders: NewOrder[]): Promise<void> {
+  const total = orders.reduce((sum, order) => sum + order.quantity, 0);
+  const conn = await db.getConnection();
+  try {
+    for (;;) {
+      await conn.beginTransaction();
+      const [[goods]] = await conn.query<RowDataPacket[]>(
+        'SELECT version FROM seckill_goods WHERE id = ?',
+        [goodsId],
+      );
+      const [update] = await conn.query<ResultSetHeader>(
+        'UPDATE seckill_goods SET stock = stock - ?, version = version + 1 WHERE id = ? AND version = ? AND stock >= ?',
+        [total, goodsId, goods?.version, total],
+      );
+      if (update.affectedRows !== 1) {
+        await conn.rollback();
+        continue;
+      }
+      await conn.query(
+        'INSERT INTO seckill_order (order_no, request_id, user_id, goods_id, quantity, status, expire_at) VALUES ?',
+        [
+          orders.map((o) => [
+            o.orderNo,
+            o.requestId,
+            o.userId,
+            goodsId,
+            o.quantity,
+            'PENDING_PAYMENT',
+            new Date(o.acceptedAt + PAYMENT_TIMEOUT_MS),
+          ]),
+        ],
+      );
+      await conn.commit();
+      break;
+    }
+  } finally {
+    conn.release();
+  }
+  const keys = saleKeys(goodsId);
+  await scripts.seckillComplete(
+    keys.inflight,
+    keys.outbox,
+    keys.claims,
+    keys.results,
+    keys.completed,
+    ...orders.flatMap((o) => [o.requestId, o.userId, o.orderNo]),
+  );
+}
+
+const consumer = await broker.createChannel();
+await consumer.prefetch(PREFETCH);
+let batch: ConsumeMessage[] = [];
+let timer: NodeJS.Timeout | undefined;
+let writing = Promise.resolve();
+
+function flush(): void {
+  clearTimeout(timer);
+  timer = undefined;
+  const messages = batch;
+  batch = [];
+  if (messages.length === 0) return;
+  writing = writing.then(async () => {
+    const groups = new Map<number, NewOrder[]>();
+    for (const message of messages) {
+      const order = JSON.parse(message.content.toString()) as NewOrder;
+      groups.set(order.goodsId, [...(groups.get(order.goodsId) ?? []), order]);
+    }
+    for (;;) {
+      try {
+        for (const [goodsId, orders] of groups) {
+          await writeGroup(goodsId, orders);
+          groups.delete(goodsId);
+        }
+        break;
+      } catch (error) {
+        console.error('batch failed, retrying:', error);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+    // Batches are written one after another in delivery order, so one cumulative ack covers them.
+    consumer.ack(messages[messages.length - 1], true);
+  });
+}
+
+await consumer.consume(QUEUE, (message) => {
+  if (message === null) return;
+  batch.push(message);
+  if (batch.length >= BATCH_SIZE) flush();
+  else timer ??= setTimeout(flush, BATCH_WAIT_MS);
+});
+
+const shutdown = async () => {
+  await app.close();
+  flush();
+  await writing;
+  await broker.close();
+  redis.disconnect();
+  await db.end();
+  process.exit(0);
+};
+process.once('SIGTERM', () => void shutdown());
+process.once('SIGINT', () => void shutdown());
+
+await app.listen({ port: PORT, host: '127.0.0.1' });
+console.log(`baseline listening on ${PORT}`);

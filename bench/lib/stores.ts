@@ -1,0 +1,111 @@
+// Each side's own stores, made fresh for every bench: a MySQL database with the project's schema,
+// a RabbitMQ vhost, and a private redis-server (so that INFO commandstats counts that side alone).
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+
+import { Redis } from 'ioredis';
+import { createConnection } from 'mysql2/promise';
+import { DataSource } from 'typeorm';
+
+import { ScriptError } from '../../scripts/lib/errors.js';
+
+const run = promisify(execFile);
+const MYSQL_ROOT = process.env.BENCH_MYSQL_URL ?? 'mysql://root:@127.0.0.1:3306';
+const RABBIT_HOST = process.env.BENCH_RABBITMQ_HOST ?? '127.0.0.1:5672';
+const REDIS_READY_MS = 10_000;
+
+export function databaseUrl(name: string): string {
+  return `${MYSQL_ROOT}/${name}`;
+}
+
+export function rabbitUrl(vhost: string): string {
+  return `amqp://guest:guest@${RABBIT_HOST}/${encodeURIComponent(vhost)}`;
+}
+
+/** Drops and recreates the database; names without "bench" are refused, to spare real data. */
+export async function freshDatabase(name: string, migrationsGlob: string): Promise<void> {
+  if (!/^[a-z0-9_]*bench[a-z0-9_]*$/.test(name)) {
+    throw new ScriptError(`refusing to recreate database ${name}`);
+  }
+  const root = await createConnection(MYSQL_ROOT);
+  try {
+    await root.query(`DROP DATABASE IF EXISTS \`${name}\``);
+    await root.query(
+      `CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
+    );
+  } finally {
+    await root.end();
+  }
+  // The project's own migrations, as its start runs them: both sides get the same schema.
+  const source = new DataSource({
+    type: 'mysql',
+    url: databaseUrl(name),
+    migrations: [migrationsGlob],
+    migrationsTransactionMode: 'each',
+  });
+  await source.initialize();
+  try {
+    await source.runMigrations();
+  } finally {
+    await source.destroy();
+  }
+}
+
+/** A new, empty vhost: queues left by an earlier bench would hold stale messages. */
+export async function freshVhost(vhost: string): Promise<void> {
+  await run('rabbitmqctl', ['-q', 'delete_vhost', vhost]).catch(() => undefined);
+  await run('rabbitmqctl', ['-q', 'add_vhost', vhost]);
+  await run('rabbitmqctl', ['-q', 'set_permissions', '-p', vhost, 'guest', '.*', '.*', '.*']);
+}
+
+export interface RedisServer {
+  url: string;
+  pid: number;
+  client: Redis;
+  stop: () => Promise<void>;
+}
+
+/** No persistence: a bench's sales are thrown away, and a snapshot would steal CPU mid-run. */
+export async function startRedis(port: number): Promise<RedisServer> {
+  const child: ChildProcess = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
+  const url = `redis://127.0.0.1:${port}/0`;
+  const client = new Redis(url, { retryStrategy: () => 100, maxRetriesPerRequest: 1 });
+  // Refused until the server listens; ioredis retries by itself meanwhile.
+  const ignore = () => undefined;
+  client.on('error', ignore);
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code) => reject(new ScriptError(`redis-server exited (${code})`))),
+  );
+  // Only the start awaits it; a later exit (our own stop) must not surface as unhandled.
+  exited.catch(() => undefined);
+  try {
+    await Promise.race([
+      new Promise((resolve) => client.once('ready', resolve)),
+      exited,
+      sleep(REDIS_READY_MS).then(() => Promise.reject(new ScriptError('redis-server not ready'))),
+    ]);
+  } catch (error) {
+    client.disconnect();
+    child.kill('SIGKILL');
+    throw error;
+  }
+  client.off('error', ignore);
+  return {
+    url,
+    pid: child.pid ?? 0,
+    client,
+    stop: async () => {
+      client.disconnect();
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      }
+    },
+  };
+}

@@ -1,0 +1,156 @@
+// The demo's command line: flags, their checks, and the usage text.
+import { parseArgs } from 'node:util';
+
+import { ScriptError, UsageError } from '../lib/errors.js';
+import { MAX_BUYERS } from '../lib/load.js';
+
+export const DEFAULT_DATABASE_URL = 'mysql://root:@127.0.0.1:3306/seckill';
+
+// Shorter than the burst plus the drain, orders would expire while the first table's stock
+// checks read them, and those checks would compare a moving target.
+const MIN_PAYMENT_TIMEOUT_SECONDS = 5;
+const MAX_PAYMENT_TIMEOUT_SECONDS = (2 ** 31 - 1) / 1000;
+const EXPIRY_TIMEOUT_SLACK_SECONDS = 60;
+
+export const USAGE = `usage: npm run demo -- [options]
+
+  --stock <n>            units for sale (default 100)
+  --buyers <n>           distinct buyers (default 1000)
+  --clicks <n>           concurrent purchase requests per buyer (default 2)
+  --concurrency <n>      max requests in flight (default 200)
+  --port <n>             port for the server this demo starts (default: a free one)
+  --drain-timeout <s>    seconds to wait for accepted orders to reach MySQL (default 60)
+  --pay-share <f>        fraction of the orders paid by their owners, 0..1 (default 0.5);
+                         the others are left to expire
+  --payment-timeout <s>  ORDER_PAYMENT_TIMEOUT_MS of the server this demo starts, in seconds
+                         (default 10, at least 5); with --url the server's own timeout applies
+  --expiry-timeout <s>   seconds to wait for the unpaid orders to be cancelled
+                         (default: payment timeout + ${EXPIRY_TIMEOUT_SLACK_SECONDS})
+  --url <base>           use an already running server (e.g. http://127.0.0.1:3000) instead of starting one
+  --help                 show this help
+
+Environment: DATABASE_URL (default ${DEFAULT_DATABASE_URL}), JWT_SECRET; ./.env is read too.`;
+
+export interface DemoOptions {
+  stock: number;
+  buyers: number;
+  clicks: number;
+  concurrency: number;
+  port: number | undefined;
+  drainTimeoutSeconds: number;
+  payShare: number;
+  paymentTimeoutSeconds: number;
+  expiryTimeoutSeconds: number;
+  url: string | undefined;
+}
+
+export class DemoError extends ScriptError {}
+
+export function parsePositiveInteger(
+  name: string,
+  raw: string,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
+  // A strict pattern, because Number() would accept "1e3", "0x10" or " 7".
+  if (!/^[1-9][0-9]*$/.test(raw) || Number(raw) > max) {
+    throw new UsageError(
+      `--${name} must be an integer between 1 and ${max}, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return Number(raw);
+}
+
+export function parsePositiveSeconds(name: string, raw: string): number {
+  const value = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(value) || value <= 0) {
+    throw new UsageError(
+      `--${name} must be a positive number of seconds, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return value;
+}
+
+export function parsePaymentTimeout(raw: string): number {
+  const value = Number(raw);
+  if (
+    raw.trim() === '' ||
+    !Number.isFinite(value) ||
+    value < MIN_PAYMENT_TIMEOUT_SECONDS ||
+    value > MAX_PAYMENT_TIMEOUT_SECONDS
+  ) {
+    throw new UsageError(
+      `--payment-timeout must be between ${MIN_PAYMENT_TIMEOUT_SECONDS} and ${Math.floor(MAX_PAYMENT_TIMEOUT_SECONDS)} seconds, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return value;
+}
+
+export function parseFraction(name: string, raw: string): number {
+  // Plain decimals only, for the same reason as parsePositiveInteger ("0x1" would be 1).
+  const value = Number(raw);
+  if (!/^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$/.test(raw) || value > 1) {
+    throw new UsageError(`--${name} must be a number between 0 and 1, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+export function parseBaseUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`--url must be an absolute URL, got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new UsageError(`--url must be http or https, got ${url.protocol}`);
+  }
+  // Routes are appended as absolute paths, so a trailing slash would double up.
+  return url.href.replace(/\/+$/, '');
+}
+
+export function readFlags(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      options: {
+        stock: { type: 'string', default: '100' },
+        buyers: { type: 'string', default: '1000' },
+        clicks: { type: 'string', default: '2' },
+        concurrency: { type: 'string', default: '200' },
+        port: { type: 'string' },
+        'drain-timeout': { type: 'string', default: '60' },
+        'pay-share': { type: 'string', default: '0.5' },
+        'payment-timeout': { type: 'string', default: '10' },
+        // No default here: it follows --payment-timeout.
+        'expiry-timeout': { type: 'string' },
+        url: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+export function parseOptions(argv: string[]): DemoOptions | 'help' {
+  const flags = readFlags(argv);
+  if (flags.help) return 'help';
+  const paymentTimeoutSeconds = parsePaymentTimeout(flags['payment-timeout']);
+  return {
+    stock: parsePositiveInteger('stock', flags.stock),
+    buyers: parsePositiveInteger('buyers', flags.buyers, MAX_BUYERS),
+    clicks: parsePositiveInteger('clicks', flags.clicks, 1000),
+    concurrency: parsePositiveInteger('concurrency', flags.concurrency, 100_000),
+    port: flags.port === undefined ? undefined : parsePositiveInteger('port', flags.port, 65_535),
+    drainTimeoutSeconds: parsePositiveSeconds('drain-timeout', flags['drain-timeout']),
+    payShare: parseFraction('pay-share', flags['pay-share']),
+    paymentTimeoutSeconds,
+    expiryTimeoutSeconds:
+      flags['expiry-timeout'] === undefined
+        ? paymentTimeoutSeconds + EXPIRY_TIMEOUT_SLACK_SECONDS
+        : parsePositiveSeconds('expiry-timeout', flags['expiry-timeout']),
+    url: flags.url === undefined ? undefined : parseBaseUrl(flags.url),
+  };
+}

@@ -1,0 +1,140 @@
+// Load generation shared by the demo and the bench: a fixed number of lanes (one keep-alive
+// connection each) taking requests from one source until it runs dry or the time is up.
+import { Pool } from 'undici';
+
+import { signToken } from './jwt.js';
+
+export interface LoadRequest {
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+}
+
+export interface LoadResult {
+  /** 0 when no answer came (connection refused, reset, timeout). */
+  status: number;
+  /** The error body's `code`, or the network error's, when not 2xx. */
+  code: string | undefined;
+  latencyMs: number;
+  /** When the answer came, in ms since the load started. */
+  at: number;
+}
+
+export interface LoadRun {
+  results: LoadResult[];
+  startedAt: number;
+  endedAt: number;
+  elapsedMs: number;
+}
+
+export interface LoadOptions {
+  origin: string;
+  connections: number;
+  /** The next request to send, or undefined when there is none left. */
+  next: (index: number) => LoadRequest | undefined;
+  /** Stop taking new requests after this long (those in flight are still awaited). */
+  durationMs?: number;
+  timeoutMs?: number;
+  onResult?: (result: LoadResult) => void;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function errorCode(text: string): string | undefined {
+  try {
+    const body: unknown = JSON.parse(text);
+    return isRecord(body) && typeof body.code === 'string' ? body.code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  // undici's own errors carry UND_ERR_*; the socket's (ECONNREFUSED, …) hide in `cause`.
+  const cause = error.cause;
+  if (isRecord(cause) && typeof cause.code === 'string') return cause.code;
+  if (typeof code === 'string') return code.replace(/^UND_ERR_/, '');
+  return error.name === 'TimeoutError' ? 'TIMEOUT' : error.message;
+}
+
+export async function runLoad(options: LoadOptions): Promise<LoadRun> {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const pool = new Pool(options.origin, {
+    connections: options.connections,
+    pipelining: 1,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+  });
+  const results: LoadResult[] = [];
+  const startedAt = performance.now();
+  const stopAt = options.durationMs === undefined ? Infinity : startedAt + options.durationMs;
+  let index = 0;
+
+  const send = async (request: LoadRequest): Promise<LoadResult> => {
+    const sent = performance.now();
+    let status = 0;
+    let code: string | undefined;
+    try {
+      const response = await pool.request({
+        method: request.method,
+        path: request.path,
+        headers: request.headers,
+      });
+      status = response.statusCode;
+      const text = await response.body.text();
+      if (status >= 300) code = errorCode(text);
+    } catch (error) {
+      code = describeError(error);
+    }
+    const now = performance.now();
+    return { status, code, latencyMs: now - sent, at: now - startedAt };
+  };
+
+  // Lanes share `index`, so each request is handed out exactly once, in order.
+  const lane = async (): Promise<void> => {
+    while (performance.now() < stopAt) {
+      const request = options.next(index++);
+      if (request === undefined) return;
+      const result = await send(request);
+      results.push(result);
+      options.onResult?.(result);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: options.connections }, lane));
+  } finally {
+    await pool.close();
+  }
+  const endedAt = performance.now();
+  return { results, startedAt, endedAt, elapsedMs: endedAt - startedAt };
+}
+
+/** 10.a.b.c from the buyer index, skipping 10.0.0.0 so every address looks like a host. */
+export function buyerAddress(index: number): string {
+  const n = index + 1;
+  return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+}
+
+/** Buyer addresses are 10.0.0.1 .. 10.255.255.254, one per buyer. */
+export const MAX_BUYERS = 2 ** 24 - 2;
+
+/**
+ * The headers of a buyer: a token of its own and an address of its own, so that neither the
+ * per-user nor the per-IP limit of a server trusting 127.0.0.1 as a proxy lumps buyers together.
+ */
+export function buyerHeaders(
+  userId: number,
+  index: number,
+  secret?: string,
+): Record<string, string> {
+  return {
+    authorization: `Bearer ${signToken({ userId, secret })}`,
+    'x-forwarded-for': buyerAddress(index % MAX_BUYERS),
+  };
+}
