@@ -18,6 +18,9 @@ import { SeckillScripts } from './seckill-scripts.js';
         const client = new Redis(config.redisUrl, {
           maxRetriesPerRequest: 1,
           enableOfflineQueue: true,
+          // Commands issued in the same tick (a crowd's throttle hits, locks, deducts) go out in
+          // one socket write: the per-command write was a fifth of the purchase route's CPU.
+          enableAutoPipelining: true,
           connectTimeout: 5_000,
           commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
           retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),

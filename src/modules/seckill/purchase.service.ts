@@ -71,7 +71,10 @@ export class PurchaseService {
     try {
       return await this.purchaseLocked(goodsId, userId, quantity);
     } finally {
-      await lock.release();
+      // Not awaited: the answer need not wait for Redis to drop the lock. The release is sent at
+      // once on this instance's one connection, so the same buyer's next click here reaches
+      // Redis after it; a lost release expires with PURCHASE_LOCK_TTL_MS.
+      void lock.release();
     }
   }
 
@@ -107,8 +110,9 @@ export class PurchaseService {
     this.faults.crashPoint('after-deduct');
 
     if (await this.publisher.publish(order)) {
-      // Best effort: if this fails the sweeper republishes it, and the consumer dedups.
-      await this.stock.markPublished(goodsId, [order.requestId]).catch(() => undefined);
+      // Best effort and off the answer's path: if it is lost the sweeper republishes the
+      // message, and the consumer dedups.
+      void this.stock.markPublished(goodsId, [order.requestId]).catch(() => undefined);
       return { status: 'QUEUED', requestId: order.requestId };
     }
 
