@@ -12,6 +12,9 @@ import { setSecurityHeaders } from './common/http/security-headers.js';
 import { LOG_LEVELS, validateEnv, type AppConfig } from './config/env.validation.js';
 import { Authenticator } from './modules/auth/authenticator.js';
 import { authenticateBeforeBody } from './modules/auth/early-auth.hook.js';
+import { MetricsService } from './modules/metrics/metrics.service.js';
+import { SoldOutMemo } from './modules/stock/sold-out-memo.js';
+import { answerSoldOutFromMemory } from './modules/stock/sold-out.hook.js';
 
 export const API_PREFIX = 'api/v1';
 
@@ -87,6 +90,10 @@ function configureApp(app: NestFastifyApplication, config: AppConfig): void {
   });
   // After the headers hook, so that its refusals carry them.
   fastify.addHook('onRequest', authenticateBeforeBody(app.get(Authenticator)));
+  fastify.addHook(
+    'onRequest',
+    answerSoldOutFromMemory(app.get(SoldOutMemo), app.get(MetricsService)),
+  );
   applyRouteBodyLimits(fastify, config.bodyLimitBytes);
   if (config.corsOrigins.length > 0) {
     // Only listed origins may call from a browser; without the list no CORS header is sent and

@@ -3,7 +3,12 @@ import { RedisLocks } from '../src/infra/redis/redis-locks.js';
 import { adminAuth, bearer, createSale, waitFor, useApp } from './support/harness.js';
 
 describe('one-time purchase tokens (SECKILL_REQUIRE_TOKEN=true)', () => {
-  const t = useApp({ SECKILL_REQUIRE_TOKEN: 'true', SECKILL_TOKEN_EARLY_MS: '5000' });
+  // No sold-out memo: it would answer a sold-out sale's purchases before their token is read.
+  const t = useApp({
+    SECKILL_REQUIRE_TOKEN: 'true',
+    SECKILL_TOKEN_EARLY_MS: '5000',
+    SOLD_OUT_MEMO_MS: '0',
+  });
   const stores = t.stores;
 
   const tokenFor = async (goodsId: number, userId: number): Promise<string> => {

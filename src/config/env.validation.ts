@@ -59,6 +59,8 @@ export interface AppConfig {
   seckillRequireToken: boolean;
   seckillTokenTtlMs: number;
   seckillTokenEarlyMs: number;
+  /** How long an instance answers SOLD_OUT from memory after Redis said so; 0 = off. */
+  soldOutMemoMs: number;
   /** How long after a sale's end an Idempotency-Key's answer is kept. */
   idempotencyRetentionMs: number;
 }
@@ -301,6 +303,7 @@ export function validateEnv(env: Env): AppConfig {
     seckillRequireToken: readBool(env, 'SECKILL_REQUIRE_TOKEN', false),
     seckillTokenTtlMs: readInt(env, 'SECKILL_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     seckillTokenEarlyMs: readInt(env, 'SECKILL_TOKEN_EARLY_MS', 0, 0, 600_000),
+    soldOutMemoMs: readInt(env, 'SOLD_OUT_MEMO_MS', 1_000, 0, 60_000),
     idempotencyRetentionMs: readInt(
       env,
       'IDEMPOTENCY_RETENTION_MS',

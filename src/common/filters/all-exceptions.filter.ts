@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import { isDependencyFailure } from '../errors/dependency-errors.js';
+import { bodyStillComing } from '../http/body-coming.js';
 import { DomainError, ERROR_STATUS, ErrorCode } from '../errors/domain-error.js';
 
 export interface ErrorBody {
@@ -139,9 +140,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
         reason,
       );
     }
-    // Refused before the whole request arrived (no token, too large): close rather than read the
-    // rest of a body nobody will use, as Fastify does for its own body errors.
-    if (!request.raw.complete) void reply.header('Connection', 'close');
+    // Refused before the whole body arrived (no token, too large): close rather than read the
+    // rest of a body nobody will use, as Fastify does for its own body errors. A refusal of a
+    // request without a body (a sold-out answer from memory) keeps the connection.
+    if (bodyStillComing(request.raw)) void reply.header('Connection', 'close');
     if (body.statusCode === 429 && typeof body.retryAfterSeconds === 'number') {
       void reply.header('Retry-After', String(body.retryAfterSeconds));
     }

@@ -8,6 +8,8 @@ import type { FastifyInstance } from 'fastify';
 export interface EdgeRouteConfig {
   access?: string;
   bodyLimit?: number;
+  /** The sold-out memo may answer this route before Nest sees the request. */
+  soldOutShortcut?: boolean;
 }
 
 /**

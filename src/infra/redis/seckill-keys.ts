@@ -49,3 +49,9 @@ export function idempotencyKey(userId: number, key: string): string {
 export function recoveryKey(runId: string): string {
   return `seckill:recovery:${runId}`;
 }
+
+/**
+ * Pub/sub channel on which an instance announces that a goods has stock again (a cancel, an
+ * expiry, a void, a preheat or a rebuild), so that every instance drops its sold-out memo.
+ */
+export const STOCK_BACK_CHANNEL = 'seckill:stock-back';

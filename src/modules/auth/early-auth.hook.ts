@@ -1,13 +1,8 @@
-import type { IncomingMessage } from 'node:http';
 import type { onRequestHookHandler } from 'fastify';
+import { bodyStillComing } from '../../common/http/body-coming.js';
 import type { EdgeRouteConfig } from '../../common/http/route-config.js';
 import type { Access, AuthenticatedRequest } from './auth.decorators.js';
 import type { Authenticator } from './authenticator.js';
-
-function bodyComing({ headers }: IncomingMessage): boolean {
-  const length = headers['content-length'];
-  return (length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined;
-}
 
 /**
  * Fastify reads and buffers a body before Nest's guards run, so an anonymous client could make
@@ -22,7 +17,7 @@ export function authenticateBeforeBody(authenticator: Authenticator): onRequestH
     if (request.is404 || access === 'public') return done();
     const authentication = authenticator.authenticate(request.headers.authorization);
     (request as AuthenticatedRequest).authentication = authentication;
-    if (bodyComing(request.raw)) {
+    if (bodyStillComing(request.raw)) {
       try {
         authenticator.authorize(access ?? 'user', authentication);
       } catch (refusal) {

@@ -14,6 +14,7 @@ import { BodyLimit } from '../../common/http/route-config.js';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
 import { RateLimit } from '../rate-limit/rate-limit.policy.js';
+import { SoldOutShortcut } from '../stock/sold-out-memo.js';
 import {
   PURCHASE_BODY_LIMIT_BYTES,
   PurchaseBodyDto,
@@ -67,6 +68,7 @@ export class SeckillController {
   @Post(':goodsId')
   @HttpCode(202)
   @RateLimit('purchase')
+  @SoldOutShortcut()
   @BodyLimit(PURCHASE_BODY_LIMIT_BYTES)
   @ApiOperation({
     summary: 'Buy: takes stock at once and queues the order (poll the result)',

@@ -1,8 +1,9 @@
 import { Module } from '@nestjs/common';
+import { SoldOutMemo } from './sold-out-memo.js';
 import { StockService } from './stock.service.js';
 
 @Module({
-  providers: [StockService],
-  exports: [StockService],
+  providers: [StockService, SoldOutMemo],
+  exports: [StockService, SoldOutMemo],
 })
 export class StockModule {}

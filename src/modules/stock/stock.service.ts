@@ -10,6 +10,7 @@ import {
   SeckillScripts,
 } from '../../infra/redis/seckill-scripts.js';
 import { recoveryKey, SALES_INDEX_KEY, saleKeys } from '../../infra/redis/seckill-keys.js';
+import { SoldOutMemo } from './sold-out-memo.js';
 
 export { DeductCode, ReleaseCode, RestockCode };
 export type { ActiveOrderRef, CompletedOrder };
@@ -38,18 +39,43 @@ export class StockService {
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: Redis,
     private readonly scripts: SeckillScripts,
+    private readonly soldOut: SoldOutMemo,
   ) {}
 
-  deduct(goodsId: number, userId: number, quantity: number, requestId: string, message: string) {
-    return this.scripts.deduct(saleKeys(goodsId), userId, quantity, requestId, message);
+  async deduct(
+    goodsId: number,
+    userId: number,
+    quantity: number,
+    requestId: string,
+    message: string,
+  ) {
+    const result = await this.scripts.deduct(
+      saleKeys(goodsId),
+      userId,
+      quantity,
+      requestId,
+      message,
+    );
+    if (result.code === DeductCode.SoldOut && result.remaining === 0) {
+      this.soldOut.markSoldOut(goodsId);
+    }
+    return result;
   }
 
   /**
    * Gives an accepted purchase back unless a consumer already owns it (`force` skips that) or it
    * is an order already (told by the user's result, when `userId` is given).
    */
-  release(goodsId: number, requestId: string, reason: string, force = false, userId?: number) {
-    return this.scripts.release(saleKeys(goodsId), requestId, force, reason, userId);
+  async release(
+    goodsId: number,
+    requestId: string,
+    reason: string,
+    force = false,
+    userId?: number,
+  ) {
+    const code = await this.scripts.release(saleKeys(goodsId), requestId, force, reason, userId);
+    if (code === ReleaseCode.Released) await this.stockBack(goodsId);
+    return code;
   }
 
   claim(goodsId: number, requestIds: string[]) {
@@ -87,6 +113,7 @@ export class StockService {
     }
     const result = await this.scripts.preheat(keys, sale);
     await this.redis.sadd(SALES_INDEX_KEY, String(goodsId));
+    await this.stockBack(goodsId);
     return result;
   }
 
@@ -95,8 +122,10 @@ export class StockService {
   }
 
   /** Gives a cancelled order's stock back, once per order number. */
-  restock(goodsId: number, orderNo: string, userId: number, quantity: number) {
-    return this.scripts.restock(saleKeys(goodsId), orderNo, userId, quantity);
+  async restock(goodsId: number, orderNo: string, userId: number, quantity: number) {
+    const code = await this.scripts.restock(saleKeys(goodsId), orderNo, userId, quantity);
+    if (code === RestockCode.Restocked) await this.stockBack(goodsId);
+    return code;
   }
 
   /** Which of these cancelled orders Redis has not given back yet. */
@@ -115,20 +144,30 @@ export class StockService {
   }
 
   /** `completedSince`: serverTimeMs() read before MySQL's active orders were. */
-  rebuild(
+  async rebuild(
     goodsId: number,
     totalStock: number,
     completedSince: number,
     activeOrders: ActiveOrderRef[],
     cancelledOrderNos: string[],
   ) {
-    return this.scripts.rebuild(
+    const rebuilt = await this.scripts.rebuild(
       saleKeys(goodsId),
       totalStock,
       completedSince,
       activeOrders,
       cancelledOrderNos,
     );
+    await this.stockBack(goodsId);
+    return rebuilt;
+  }
+
+  /**
+   * Stock may be back: every instance drops its sold-out memo. Best effort, after the stock is
+   * back for real: a lost announcement only keeps the memo until it lapses (SOLD_OUT_MEMO_MS).
+   */
+  private async stockBack(goodsId: number): Promise<void> {
+    await this.soldOut.announceStockBack(goodsId).catch(() => undefined);
   }
 
   /** Redis's clock (epoch ms): the clock the Lua scripts stamp their records with. */

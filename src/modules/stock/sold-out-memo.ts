@@ -1,0 +1,92 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
+import { edgeRouteConfig, type EdgeRouteConfig } from '../../common/http/route-config.js';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
+import { STOCK_BACK_CHANNEL } from '../../infra/redis/seckill-keys.js';
+
+/** Marks the route whose requests the sold-out memo may answer before any other work. */
+export const SoldOutShortcut = () => edgeRouteConfig({ soldOutShortcut: true });
+
+/**
+ * Remembers, per instance, that a goods was found sold out, so that the crowd that keeps
+ * clicking after the last unit is answered SOLD_OUT from memory: no Redis call, no rate-limit
+ * budget. It only ever refuses, never sells, so it cannot oversell. Stock that comes back is
+ * announced on a Redis channel and drops the memo on every instance at once; a memo also lapses
+ * after SOLD_OUT_MEMO_MS, which bounds how long a missed announcement can keep a sale shut.
+ * While the subscription is down nothing is memoised, and what was memoised before is dropped.
+ */
+@Injectable()
+export class SoldOutMemo implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(SoldOutMemo.name);
+  private readonly until = new Map<number, number>();
+  private subscriber?: Redis;
+  private listening = false;
+
+  constructor(
+    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    @InjectConfig() private readonly config: AppConfig,
+  ) {}
+
+  onModuleInit(): void {
+    if (this.config.soldOutMemoMs === 0) return;
+    const subscriber = this.redis.duplicate({ enableOfflineQueue: true });
+    this.subscriber = subscriber;
+    subscriber.on('error', () => undefined); // the main client already logs Redis errors
+    subscriber.on('close', () => {
+      this.listening = false;
+      this.until.clear();
+    });
+    subscriber.on('ready', () => {
+      subscriber.subscribe(STOCK_BACK_CHANNEL).then(
+        () => {
+          this.listening = true;
+        },
+        (error: Error) => this.logger.warn(`stock-back subscription failed: ${error.message}`),
+      );
+    });
+    subscriber.on('message', (_channel: string, goodsId: string) => {
+      this.until.delete(Number(goodsId));
+    });
+  }
+
+  /** True while this goods is known to be sold out (and the memo is still fresh). */
+  isSoldOut(goodsId: number): boolean {
+    const until = this.until.get(goodsId);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.until.delete(goodsId);
+    return false;
+  }
+
+  /** Redis answered SOLD_OUT with nothing left at all (a smaller order could still fit otherwise). */
+  markSoldOut(goodsId: number): void {
+    if (this.listening) this.until.set(goodsId, Date.now() + this.config.soldOutMemoMs);
+  }
+
+  /** Tells every instance, this one first, that the goods may have stock again. */
+  async announceStockBack(goodsId: number): Promise<void> {
+    this.until.delete(goodsId);
+    if (this.config.soldOutMemoMs === 0) return;
+    await this.redis.publish(STOCK_BACK_CHANNEL, String(goodsId));
+  }
+
+  /**
+   * Whether this request may be answered SOLD_OUT from memory: its route allows it, it has no
+   * Idempotency-Key (a retry must get its stored answer, maybe its own 202) and its goods is
+   * known to be sold out.
+   */
+  answersSoldOut(request: FastifyRequest): boolean {
+    if (this.until.size === 0) return false;
+    if ((request.routeOptions.config as EdgeRouteConfig).soldOutShortcut !== true) return false;
+    if (request.headers['idempotency-key'] !== undefined) return false;
+    const goodsId = Number((request.params as Record<string, string> | undefined)?.goodsId);
+    return Number.isSafeInteger(goodsId) && goodsId > 0 && this.isSoldOut(goodsId);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.subscriber?.quit().catch(() => this.subscriber?.disconnect());
+  }
+}
