@@ -128,7 +128,9 @@ export class AllExceptionsFilter implements ExceptionFilter {
       // A dependency outage is an expected outcome: one line, with the driver's word for it
       // when no service said it already.
       const cause =
-        exception instanceof DomainError || !(exception instanceof Error)
+        exception instanceof DomainError ||
+        exception instanceof HttpException ||
+        !(exception instanceof Error)
           ? ''
           : ` (${exception.message})`;
       this.logger.warn(`${request.method} ${request.url} -> 503 ${body.message}${cause}`);
