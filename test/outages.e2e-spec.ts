@@ -5,11 +5,11 @@ import {
   createSale,
   startApp,
   Stores,
+  useApp,
   waitFor,
   type TestApp,
 } from './support/harness.js';
 import { PrivateRedis } from './support/private-redis.js';
-import { proxyInFront, type TcpProxy } from './support/tcp-proxy.js';
 
 const unavailable = { statusCode: 503, code: 'UNAVAILABLE', message: expect.any(String) };
 
@@ -54,33 +54,18 @@ describe('outages: Redis known to be down', () => {
 });
 
 describe('outages: MySQL down outside the purchase route', () => {
-  let proxy: TcpProxy;
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    const through = await proxyInFront(process.env.DATABASE_URL!, 3306);
-    proxy = through.proxy;
-    t = await startApp({ DATABASE_URL: through.url });
-  });
-
-  afterAll(async () => {
-    proxy.up();
-    await t.close();
-    await proxy.close();
-    await stores.close();
-  });
+  const t = useApp({}, { behindProxy: 'DATABASE_URL' });
 
   it('should answer 503 UNAVAILABLE on the goods, result, order and admin routes and change nothing', async () => {
     const goodsId = await createSale(t.http, { stock: 5 });
     const unreadGoodsId = await createSale(t.http, { stock: 5 });
     await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(901)).expect(202);
     const [order] = await waitFor(async () => {
-      const rows = await stores.orders(goodsId);
+      const rows = await t.stores.orders(goodsId);
       return rows.length === 1 ? rows : null;
     });
 
-    proxy.down();
+    t.proxy.down();
     const owner = bearer(901);
     const calls: [string, () => Promise<{ body: unknown }>][] = [
       ['goods', () => t.http.get(`/api/v1/goods/${unreadGoodsId}`)],
@@ -108,8 +93,8 @@ describe('outages: MySQL down outside the purchase route', () => {
       expect({ route, body: (await call()).body }).toEqual({ route, body: unavailable });
     }
 
-    proxy.up();
-    expect((await stores.orders(goodsId))[0].status).toBe('PENDING_PAYMENT');
-    expect(await stores.redisStock(goodsId)).toBe(4);
+    t.proxy.up();
+    expect((await t.stores.orders(goodsId))[0].status).toBe('PENDING_PAYMENT');
+    expect(await t.stores.redisStock(goodsId)).toBe(4);
   });
 });
