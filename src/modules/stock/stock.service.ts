@@ -113,7 +113,8 @@ export class StockService {
     }
     const result = await this.scripts.preheat(keys, sale);
     await this.redis.sadd(SALES_INDEX_KEY, String(goodsId));
-    await this.stockBack(goodsId);
+    // The preheat job runs on every open sale each interval; only a load puts stock in.
+    if (result.loaded) await this.stockBack(goodsId);
     return result;
   }
 
