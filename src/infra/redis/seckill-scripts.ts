@@ -17,7 +17,8 @@ const SCRIPTS = {
   seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
   seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 3 },
   seckillRebuild: { file: 'seckill-rebuild.lua', keys: 6 },
-  throttleHit: { file: 'throttle-hit.lua', keys: 2 },
+  // Variable: the caller passes the key count first.
+  throttleHits: { file: 'throttle-hits.lua', keys: undefined },
   purchaseTokenConsume: { file: 'purchase-token-consume.lua', keys: 1 },
   idempotencyReserve: { file: 'idempotency-reserve.lua', keys: 1 },
   idempotencySettle: { file: 'idempotency-settle.lua', keys: 1 },
@@ -58,11 +59,21 @@ export enum TokenConsumeCode {
   Used = 3,
 }
 
-export interface ThrottleHit {
+/** One rate-limit budget a request spends: its two keys and its window, limit and block. */
+export interface ThrottleBudget {
+  keys: ReturnType<typeof throttleKeys>;
+  windowMs: number;
+  limit: number;
+  blockMs: number;
+}
+
+export interface ThrottleVerdict {
+  /** The index of the budget that refused the request, or -1 when every one let it through. */
+  refused: number;
+  msToBlockEnd: number;
+  /** The last budget checked's count and window (the refusing one, or the last). */
   totalHits: number;
   msToWindowEnd: number;
-  blocked: boolean;
-  msToBlockEnd: number;
 }
 
 export interface RedisSaleSnapshot {
@@ -95,10 +106,8 @@ export class SeckillScripts implements OnModuleInit {
 
   onModuleInit(): void {
     for (const [name, { file, keys }] of Object.entries(SCRIPTS)) {
-      this.redis.defineCommand(name, {
-        numberOfKeys: keys,
-        lua: readFileSync(LUA_DIR + file, 'utf8'),
-      });
+      const lua = readFileSync(LUA_DIR + file, 'utf8');
+      this.redis.defineCommand(name, keys === undefined ? { lua } : { numberOfKeys: keys, lua });
     }
   }
 
@@ -249,21 +258,16 @@ export class SeckillScripts implements OnModuleInit {
     return { loaded: loaded === 1, stock };
   }
 
-  async throttleHit(
-    keys: ReturnType<typeof throttleKeys>,
-    windowMs: number,
-    limit: number,
-    blockMs: number,
-  ): Promise<ThrottleHit> {
-    const [totalHits, msToWindowEnd, blocked, msToBlockEnd] = (await this.call(
-      'throttleHit',
-      keys.hits,
-      keys.block,
-      windowMs,
-      limit,
-      blockMs,
+  /** Spends one request from each budget in order; see lua/throttle-hits.lua. */
+  async throttleHits(budgets: readonly ThrottleBudget[]): Promise<ThrottleVerdict> {
+    const args: (string | number)[] = [budgets.length * 2];
+    for (const { keys } of budgets) args.push(keys.hits, keys.block);
+    for (const { windowMs, limit, blockMs } of budgets) args.push(windowMs, limit, blockMs);
+    const [refused, msToBlockEnd, totalHits, msToWindowEnd] = (await this.call(
+      'throttleHits',
+      ...args,
     )) as [number, number, number, number];
-    return { totalHits, msToWindowEnd, blocked: blocked === 1, msToBlockEnd };
+    return { refused: refused - 1, msToBlockEnd, totalHits, msToWindowEnd };
   }
 
   async consumePurchaseToken(tokenKey: string, userId: number): Promise<TokenConsumeCode> {

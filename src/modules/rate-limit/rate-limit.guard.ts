@@ -1,51 +1,89 @@
-import { ExecutionContext, Injectable } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
-import {
-  InjectThrottlerOptions,
-  InjectThrottlerStorage,
-  ThrottlerGuard,
-  type ThrottlerLimitDetail,
-  type ThrottlerModuleOptions,
-  type ThrottlerRequest,
-  type ThrottlerStorage,
-} from '@nestjs/throttler';
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { InjectThrottlerStorage, normalizeIp } from '@nestjs/throttler';
 import { DomainError } from '../../common/errors/domain-error.js';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import type { AuthenticatedRequest } from '../auth/auth.decorators.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import {
+  rateLimitPolicyOf,
+  throttlerSpecs,
+  type RateLimitPolicy,
+  type ThrottlerSpec,
+} from './rate-limit.policy.js';
+import type { RateLimitBudget, RedisThrottlerStorage } from './redis-throttler.storage.js';
 
 /**
- * @nestjs/throttler's guard, answering in the contract's terms: 429 TOO_MANY_REQUESTS with
- * `Retry-After` (the exception filter turns `retryAfterSeconds` into the header). It runs
- * after authentication (see EntryGuard) and before any pipe or handler, so a throttled
- * request never reaches the stock, the purchase lock or a Lua script.
+ * `request.ip` is Fastify's: the peer address, or the client named in X-Forwarded-For only when
+ * the peer is in TRUSTED_PROXIES (bootstrap.ts sets `trustProxy`). An IPv6 client is limited
+ * by its /64, which it usually owns whole.
+ */
+const trackers = {
+  user: (req: AuthenticatedRequest) => `u:${req.user!.userId}`,
+  ip: (req: AuthenticatedRequest) => `ip:${normalizeIp(req.ip)}`,
+  global: () => 'all',
+};
+
+/**
+ * Spends a request's rate-limit budgets (the route's policy: per user, per client IP, and the
+ * global ceiling when set) in one call to the @nestjs/throttler storage, where ThrottlerGuard
+ * would make one Redis round trip per budget, one after the other. The budgets are checked in
+ * the same order and with the same effect: the first refusal ends the walk. A refusal is the
+ * contract's 429 TOO_MANY_REQUESTS with `Retry-After` (the exception filter turns
+ * `retryAfterSeconds` into the header). It runs after authentication (see EntryGuard) and before
+ * any pipe or handler, so a throttled request never reaches the stock, the purchase lock or a
+ * Lua script.
  */
 @Injectable()
-export class RateLimitGuard extends ThrottlerGuard {
-  constructor(
-    @InjectThrottlerOptions() options: ThrottlerModuleOptions,
-    @InjectThrottlerStorage() storage: ThrottlerStorage,
-    reflector: Reflector,
-    private readonly metrics: MetricsService,
-  ) {
-    super(options, storage, reflector);
-  }
+export class RateLimitGuard implements CanActivate {
+  private readonly specsByPolicy = new Map<RateLimitPolicy, ThrottlerSpec[]>();
+  /** A handler's policy never changes: read its metadata once. */
+  private readonly policyOfHandler = new WeakMap<object, RateLimitPolicy | null>();
 
-  protected override async handleRequest(request: ThrottlerRequest): Promise<boolean> {
-    try {
-      return await super.handleRequest(request);
-    } catch (error) {
-      if (error instanceof DomainError && error.code === 'TOO_MANY_REQUESTS') {
-        this.metrics.throttled.inc({ throttler: request.throttler.name ?? 'default' });
-      }
-      throw error;
+  constructor(
+    @InjectThrottlerStorage() private readonly storage: RedisThrottlerStorage,
+    private readonly metrics: MetricsService,
+    @InjectConfig() private readonly config: AppConfig,
+  ) {
+    for (const spec of throttlerSpecs(config.rateLimit)) {
+      const specs = this.specsByPolicy.get(spec.policy) ?? [];
+      specs.push(spec);
+      this.specsByPolicy.set(spec.policy, specs);
     }
   }
 
-  protected override throwThrottlingException(
-    _context: ExecutionContext,
-    detail: ThrottlerLimitDetail,
-  ): Promise<void> {
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const policy = this.policyOf(context);
+    const specs = policy && this.specsByPolicy.get(policy);
+    if (!specs) return true;
+    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    const budgets: RateLimitBudget[] = [];
+    for (const spec of specs) {
+      // A public route has no user: only its IP budget applies.
+      if (spec.dimension === 'user' && !request.user) continue;
+      budgets.push({
+        throttler: spec.name,
+        tracker: trackers[spec.dimension](request),
+        ttl: this.config.rateLimit.windowMs,
+        limit: spec.limit,
+        blockDuration: this.config.rateLimit.blockMs,
+      });
+    }
+    const refusal = await this.storage.spend(budgets);
+    if (!refusal) return true;
+    this.metrics.throttled.inc({ throttler: refusal.throttler });
     throw new DomainError('TOO_MANY_REQUESTS', 'Too many requests; retry after Retry-After', {
-      retryAfterSeconds: Math.max(1, detail.timeToBlockExpire),
+      retryAfterSeconds: refusal.retryAfterSeconds,
     });
+  }
+
+  private policyOf(context: ExecutionContext): RateLimitPolicy | null {
+    const handler = context.getHandler();
+    let policy = this.policyOfHandler.get(handler);
+    if (policy === undefined) {
+      policy = rateLimitPolicyOf(context) ?? null;
+      this.policyOfHandler.set(handler, policy);
+    }
+    return policy;
   }
 }

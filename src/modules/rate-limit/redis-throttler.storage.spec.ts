@@ -100,6 +100,64 @@ describe('RedisThrottlerStorage (real Redis)', () => {
     expect(fresh.totalHits).toBe(1);
   });
 
+  describe("all of a request's budgets in one call", () => {
+    const budget = (throttler: string, who: string, limit: number) => ({
+      throttler,
+      tracker: who,
+      ttl: 60_000,
+      limit,
+      blockDuration: 30_000,
+    });
+
+    it('should spend every budget once when none is exhausted', async () => {
+      const [user, ip] = [tracker(), tracker()];
+
+      const refusal = await storage.spend([budget('spec-user', user, 2), budget('spec-ip', ip, 2)]);
+
+      expect(refusal).toBeUndefined();
+      expect(await storage.increment(user, 60_000, 2, 60_000, 'spec-user')).toMatchObject({
+        totalHits: 2,
+      });
+      expect(await storage.increment(ip, 60_000, 2, 60_000, 'spec-ip')).toMatchObject({
+        totalHits: 2,
+      });
+    });
+
+    it('should name the first budget that refuses, and not spend the budgets after it', async () => {
+      const [user, ip, everyone] = [tracker(), tracker(), tracker()];
+      const budgets = [
+        budget('spec-user', user, 5),
+        budget('spec-ip', ip, 1),
+        budget('spec-all', everyone, 5),
+      ];
+      await storage.spend(budgets);
+
+      const refusal = await storage.spend(budgets);
+
+      expect(refusal).toEqual({ throttler: 'spec-ip', retryAfterSeconds: 30 });
+      expect(await storage.increment(user, 60_000, 5, 60_000, 'spec-user')).toMatchObject({
+        totalHits: 3,
+      });
+      expect(await storage.increment(everyone, 60_000, 5, 60_000, 'spec-all')).toMatchObject({
+        totalHits: 2,
+      });
+    });
+
+    it('should refuse while a budget is blocked without counting the refused requests', async () => {
+      const [user, ip] = [tracker(), tracker()];
+      const budgets = [budget('spec-user', user, 1), budget('spec-ip', ip, 10)];
+      await storage.spend(budgets);
+      await storage.spend(budgets);
+
+      const again = await storage.spend(budgets);
+
+      expect(again?.throttler).toBe('spec-user');
+      expect(await storage.increment(ip, 60_000, 10, 60_000, 'spec-ip')).toMatchObject({
+        totalHits: 2,
+      });
+    });
+  });
+
   it('should let requests through when Redis is unreachable', async () => {
     const down = new Redis({
       port: 1,
