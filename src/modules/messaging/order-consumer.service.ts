@@ -65,7 +65,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
 
   onApplicationBootstrap(): void {
     if (!this.config.consumerEnabled) return;
-    this.channel = this.rabbit.createChannel({
+    this.channel = this.rabbit.createChannel('consume', {
       name: 'order-consumer',
       setup: async (channel: Channel) => {
         await assertTopology(channel, this.rabbit.names);

@@ -29,7 +29,7 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
   ) {}
 
   onModuleInit(): void {
-    this.channel = this.rabbit.createChannel({
+    this.channel = this.rabbit.createChannel('publish', {
       name: 'order-publisher',
       confirm: true,
       publishTimeout: this.config.publishConfirmTimeoutMs,

@@ -37,7 +37,7 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
 
   onApplicationBootstrap(): void {
     if (!this.config.consumerEnabled) return;
-    this.channel = this.rabbit.createChannel({
+    this.channel = this.rabbit.createChannel('consume', {
       name: 'timeout-consumer',
       setup: async (channel: Channel) => {
         await assertTopology(channel, this.rabbit.names);
