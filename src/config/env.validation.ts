@@ -281,9 +281,8 @@ export function validateEnv(env: Env): AppConfig {
     consumerEnabled: readBool(env, 'CONSUMER_ENABLED', true),
     consumerPrefetch: readInt(env, 'CONSUMER_PREFETCH', 500, 1, 10_000),
     consumerBatchSize: readInt(env, 'CONSUMER_BATCH_SIZE', 200, 1, 5_000),
-    // Long enough that a crowd's messages make a few large batches rather than many small ones
-    // (each costs two scripts, a transaction and a round of confirms): the consumer keeps up
-    // during the load instead of draining for seconds after it (bench: 1.4 s -> 0.1 s).
+    // Only while the consumer is idle (see Batcher): in a crowd, batches take what gathered
+    // during the previous one and nothing waits on this.
     consumerBatchWaitMs: readInt(env, 'CONSUMER_BATCH_WAIT_MS', 50, 0, 10_000),
     consumerMaxDeliveries: readInt(env, 'CONSUMER_MAX_DELIVERIES', 5, 1, 1_000),
     shutdownTimeoutMs: readInt(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),

@@ -27,11 +27,11 @@ describe('Batcher', () => {
     vi.useRealTimers();
   });
 
-  it('should hand out a batch once it is full, with what came in the same tick', async () => {
+  it('should hand out a full batch at once, and what is over the size right after it', async () => {
     const b = batcher();
     for (const item of [1, 2, 3, 4]) b.push(item);
     await vi.advanceTimersByTimeAsync(0);
-    expect(handled).toEqual([[1, 2, 3, 4]]);
+    expect(handled).toEqual([[1, 2, 3], [4]]);
   });
 
   it('should hand out a partial batch after the wait, counted from its first item', async () => {
@@ -64,6 +64,22 @@ describe('Batcher', () => {
     expect(log).toEqual(['start 1,2,3', 'end 1,2,3', 'start 4,5,6', 'end 4,5,6']);
   });
 
+  it('should start the next batch as soon as the one before is done, with what came in meanwhile', async () => {
+    const b = batcher();
+    let finishFirst!: () => void;
+    handle = async (batch) => {
+      if (batch[0] === 1) await new Promise<void>((resolve) => (finishFirst = resolve));
+      handled.push(batch);
+    };
+    b.push(1);
+    await vi.advanceTimersByTimeAsync(100);
+    b.push(2);
+    b.push(3);
+    finishFirst();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(handled).toEqual([[1], [2, 3]]);
+  });
+
   it('should report a failed batch and still run the next ones', async () => {
     const b = batcher();
     handle = async (batch) => {
@@ -74,8 +90,8 @@ describe('Batcher', () => {
     await b.drain();
     b.push(7);
     await b.drain();
-    expect(errors).toEqual(['boom 1,2,3,4,5,6']);
-    expect(handled).toEqual([[7]]);
+    expect(errors).toEqual(['boom 1,2,3']);
+    expect(handled).toEqual([[4, 5, 6], [7]]);
   });
 
   it('should hand out what is buffered on drain and resolve once it is handled', async () => {
@@ -85,5 +101,9 @@ describe('Batcher', () => {
     expect(handled).toEqual([[1]]);
     await vi.advanceTimersByTimeAsync(1_000);
     expect(handled).toEqual([[1]]);
+  });
+
+  it('should resolve a drain at once when nothing is buffered or running', async () => {
+    await expect(batcher().drain()).resolves.toBeUndefined();
   });
 });
