@@ -35,6 +35,23 @@ function readRssMb(pid: number): number {
   return match ? Number(match[1]) / 1024 : 0;
 }
 
+/**
+ * The oldest local process of one of these names (RabbitMQ's beam.smp, MariaDB's mariadbd or
+ * MySQL's mysqld): both sides share the broker and the database, so what they burn during a
+ * side's load is that side's. Undefined when none runs here (a remote service).
+ */
+export function localPid(names: readonly string[]): number | undefined {
+  for (const name of names) {
+    try {
+      const pid = Number(execFileSync('pgrep', ['-o', '-x', name], { encoding: 'utf8' }).trim());
+      if (Number.isSafeInteger(pid) && pid > 0) return pid;
+    } catch {
+      // pgrep exits 1 when nothing matches.
+    }
+  }
+  return undefined;
+}
+
 /** Samples a process every `intervalMs` until stopped. */
 export function sampleProcess(pid: number, intervalMs = 250): { stop: () => ProcFigures } {
   const startedAt = performance.now();

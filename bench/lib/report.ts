@@ -44,6 +44,9 @@ export function metricsOf(run: RunRecord): Record<string, number> {
     metrics.pipelineOrdersPerSec = run.pipelineOrdersPerSec;
     if (run.drainSeconds !== null) metrics.drainSeconds = run.drainSeconds;
   }
+  // Absent from records written before these were measured.
+  if (typeof run.brokerCpuPercent === 'number') metrics.brokerCpuPercent = run.brokerCpuPercent;
+  if (typeof run.mysqlCpuPercent === 'number') metrics.mysqlCpuPercent = run.mysqlCpuPercent;
   if (run.redis.perAccepted !== null) metrics.redisCmdsPerAccepted = run.redis.perAccepted;
   if (run.redisBytesPerBuyer !== null) metrics.redisBytesPerBuyer = run.redisBytesPerBuyer;
   return metrics;
@@ -77,6 +80,8 @@ const LABELS: Record<string, string> = {
   rssMaxMb: 'app RSS max (MB)',
   redisCpuPercent: 'redis-server CPU (% of a core)',
   loadGeneratorCpuPercent: 'load generator CPU (% of a core)',
+  brokerCpuPercent: 'RabbitMQ CPU (% of a core)',
+  mysqlCpuPercent: 'MySQL CPU (% of a core)',
   redisCmdsPerAnswer: 'Redis cmds per answer',
   redisCmdsPerAccepted: 'Redis cmds per purchase',
   redisScriptsPerAnswer: 'Lua calls per answer',
@@ -95,6 +100,8 @@ const ROWS: Record<string, string[]> = {
     'cpuPercent',
     'cpuMsPerAnswer',
     'redisCpuPercent',
+    'brokerCpuPercent',
+    'mysqlCpuPercent',
     'loadGeneratorCpuPercent',
     'rssMaxMb',
     'redisCmdsPerAccepted',
@@ -113,7 +120,14 @@ const ROWS: Record<string, string[]> = {
     'redisScriptsPerAnswer',
   ],
   crowd: ['answersPerSec', 'acceptedPerSec', 'p50Ms', 'p99Ms', 'drainSeconds'],
-  drain: ['answersPerSec', 'p99Ms', 'drainSeconds', 'pipelineOrdersPerSec'],
+  drain: [
+    'answersPerSec',
+    'p99Ms',
+    'drainSeconds',
+    'pipelineOrdersPerSec',
+    'brokerCpuPercent',
+    'mysqlCpuPercent',
+  ],
 };
 const SCALE_ROWS = ['answersPerSec', 'acceptedPerSec', 'p99Ms'];
 

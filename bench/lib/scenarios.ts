@@ -8,6 +8,7 @@ import {
   commandFigures,
   commandStats,
   diffCommands,
+  localPid,
   sampleProcess,
   saleMemoryBytes,
   type CommandFigures,
@@ -117,6 +118,9 @@ export interface RunRecord extends LoadFigures {
   /** The side's redis-server, and this load generator, over the same span. */
   redisCpuPercent: number;
   loadGeneratorCpuPercent: number;
+  /** The shared local RabbitMQ and MySQL over the same span; null when they are not local. */
+  brokerCpuPercent: number | null;
+  mysqlCpuPercent: number | null;
   redisBytesPerBuyer: number | null;
   /** Tokens that had to be signed during the load because the pre-signed ones ran out. */
   lateTokens: number;
@@ -124,6 +128,8 @@ export interface RunRecord extends LoadFigures {
 }
 
 const DRAIN_TIMEOUT_MS = 120_000;
+const BROKER_PID = localPid(['beam.smp']);
+const MYSQL_PID = localPid(['mariadbd', 'mysqld']);
 const DRAIN_POLL_MS = 50;
 const FIRST_BUYER_ID = 1_000_000;
 // A guess for the first run's token supply; later runs size it from the fastest run seen.
@@ -235,6 +241,8 @@ export async function runScenario(
   const before = await commandStats(side.redis);
   const proc = sampleProcess(side.pid);
   const redisProc = sampleProcess(side.redisPid, 1_000);
+  const brokerProc = BROKER_PID === undefined ? undefined : sampleProcess(BROKER_PID, 1_000);
+  const mysqlProc = MYSQL_PID === undefined ? undefined : sampleProcess(MYSQL_PID, 1_000);
   const ownCpu = process.cpuUsage();
   const run = await runLoad({
     origin: side.origin,
@@ -245,6 +253,8 @@ export async function runScenario(
   });
   const procFigures = proc.stop();
   const redisCpuPercent = redisProc.stop().cpuPercent;
+  const brokerCpuPercent = brokerProc?.stop().cpuPercent ?? null;
+  const mysqlCpuPercent = mysqlProc?.stop().cpuPercent ?? null;
   const own = process.cpuUsage(ownCpu);
   const loadGeneratorCpuPercent = Number(
     (((own.user + own.system) / 1000 / run.elapsedMs) * 100).toFixed(1),
@@ -288,6 +298,8 @@ export async function runScenario(
     proc: procFigures,
     redisCpuPercent,
     loadGeneratorCpuPercent,
+    brokerCpuPercent,
+    mysqlCpuPercent,
     redisBytesPerBuyer: buyersHeld > 0 ? Math.round(bytes / buyersHeld) : null,
     lateTokens,
     invariants: checkInvariants(await saleCounts(side.db, goodsId), expected),
