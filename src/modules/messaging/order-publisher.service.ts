@@ -104,7 +104,7 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
         orders.map((order) =>
           this.channel.sendToQueue(
             this.rabbit.names.delayQueue,
-            Buffer.from(encodeTimeoutMessage(order.orderNo, order.goodsId)),
+            Buffer.from(encodeTimeoutMessage([order])),
             { persistent: true, contentType: 'application/json', messageId: order.orderNo },
           ),
         ),
