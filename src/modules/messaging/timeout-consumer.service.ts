@@ -17,6 +17,8 @@ const MAX_BACKOFF_MS = 5_000;
 /**
  * Orders of one message expired at once. Each expiry is a few round trips to MySQL and Redis;
  * a message's orders share a goods row, whose stock update serialises their cancels anyway.
+ * Measured on a 1,000-order message (shared 2-core box): one at a time 370-460 orders/s, four
+ * 600-680, eight 610-780; the one-order messages before, 50 in flight, 380-630.
  */
 const EXPIRE_CONCURRENCY = 4;
 
