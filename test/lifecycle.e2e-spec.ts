@@ -19,8 +19,8 @@ import {
 const PAYMENT_TIMEOUT_MS = 2_000;
 const prefix = process.env.RABBITMQ_PREFIX!;
 
-describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
-  const t = useApp({ ORDER_PAYMENT_TIMEOUT_MS: String(PAYMENT_TIMEOUT_MS) });
+/** The reads and purchases the lifecycle tests share, against one app. */
+function lifecycleOf(t: ReturnType<typeof useApp>) {
   const stores = t.stores;
 
   /** Buys one unit and waits for the order row; returns its order number and deadline. */
@@ -56,18 +56,21 @@ describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
         .expect(200)
     ).body;
 
-  async function publishTimeout(orderNo: string, goodsId: number): Promise<void> {
-    const connection = await amqp.connect(process.env.RABBITMQ_URL!);
-    const channel = await connection.createConfirmChannel();
-    channel.publish(
-      `${prefix}.timeout`,
-      'order.timeout',
-      Buffer.from(encodeTimeoutMessage(orderNo, goodsId)),
-      { persistent: true },
-    );
-    await channel.waitForConfirms();
-    await connection.close();
-  }
+  return { stores, buyAndWait, statusOf, reconcile };
+}
+
+/** Puts a message straight into the timeout queue, as if its delay had just passed. */
+async function publishTimeout(body: string): Promise<void> {
+  const connection = await amqp.connect(process.env.RABBITMQ_URL!);
+  const channel = await connection.createConfirmChannel();
+  channel.publish(`${prefix}.timeout`, 'order.timeout', Buffer.from(body), { persistent: true });
+  await channel.waitForConfirms();
+  await connection.close();
+}
+
+describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
+  const t = useApp({ ORDER_PAYMENT_TIMEOUT_MS: String(PAYMENT_TIMEOUT_MS) });
+  const { stores, buyAndWait, statusOf, reconcile } = lifecycleOf(t);
 
   it('should cancel an unpaid order at its deadline and give its stock back to both stores once, even when the timeout comes twice', async () => {
     const goodsId = await createSale(t.http, { stock: 3 });
@@ -86,7 +89,8 @@ describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
 
     const before = await counter(t.app, 'seckill_timeout_messages_total', 'already_cancelled');
     for (let i = 1; i <= 2; i++) {
-      await publishTimeout(orderNo, goodsId);
+      // In the version-1 format (one order a message), as a rolling upgrade finds it queued.
+      await publishTimeout(JSON.stringify({ v: 1, orderNo, goodsId }));
       await waitFor(
         async () =>
           (await counter(t.app, 'seckill_timeout_messages_total', 'already_cancelled')) >=
@@ -333,6 +337,82 @@ describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
       .set('Authorization', adminAuth())
       .expect(404);
     expect(unknown.body.code).toBe('GOODS_NOT_FOUND');
+  });
+});
+
+describe('payment timeouts: one message for a batch of orders', () => {
+  // The default payment timeout: the orders' own timeout messages stay in the delay queue for
+  // the whole test, so only the messages the tests send expire anything.
+  const t = useApp();
+  const { stores, buyAndWait, statusOf, reconcile } = lifecycleOf(t);
+  const timeouts = (outcome: string) => counter(t.app, 'seckill_timeout_messages_total', outcome);
+
+  /** Moves the orders' deadlines into the past, as if their payment timeout had passed. */
+  async function makeDue(...orderNos: string[]): Promise<void> {
+    await stores.mysql.query(
+      'UPDATE seckill_order SET expire_at = UTC_TIMESTAMP(3) - INTERVAL 2 SECOND WHERE order_no IN (?)',
+      [orderNos],
+    );
+  }
+
+  it('should cancel exactly the unpaid order of a batch timeout message and keep the paid one', async () => {
+    const goodsId = await createSale(t.http, { stock: 3 });
+    const paid = await buyAndWait(goodsId, 431);
+    const unpaid = await buyAndWait(goodsId, 432);
+    await t.http
+      .post(`/api/v1/orders/${paid.orderNo}/pay`)
+      .set('Authorization', bearer(431))
+      .expect(200);
+    await makeDue(paid.orderNo, unpaid.orderNo);
+    const [cancelledBefore, paidBefore] = [await timeouts('cancelled'), await timeouts('paid')];
+
+    await publishTimeout(
+      encodeTimeoutMessage([
+        { orderNo: paid.orderNo, goodsId },
+        { orderNo: unpaid.orderNo, goodsId },
+      ]),
+    );
+
+    // Counted when the message is acked, every order of it at once.
+    await waitFor(async () => (await timeouts('cancelled')) > cancelledBefore, {
+      what: 'the batch timeout consumed',
+    });
+    expect(await timeouts('cancelled')).toBe(cancelledBefore + 1);
+    expect(await timeouts('paid')).toBe(paidBefore + 1);
+    expect(await statusOf(paid.orderNo)).toBe('PAID');
+    expect(await statusOf(unpaid.orderNo)).toBe('CANCELLED');
+    expect(await stores.mysqlStock(goodsId)).toBe(2);
+    expect(await stores.redisStock(goodsId)).toBe(2);
+    expect((await reconcile(goodsId)).consistent).toBe(true);
+  });
+
+  it('should cancel an order named twice in one timeout message once, and again not at all', async () => {
+    const goodsId = await createSale(t.http, { stock: 3 });
+    const { orderNo } = await buyAndWait(goodsId, 433);
+    await makeDue(orderNo);
+    const cancelledBefore = await timeouts('cancelled');
+    const alreadyBefore = await timeouts('already_cancelled');
+    const twice = encodeTimeoutMessage([
+      { orderNo, goodsId },
+      { orderNo, goodsId },
+    ]);
+
+    await publishTimeout(twice);
+    await waitFor(async () => (await timeouts('cancelled')) > cancelledBefore, {
+      what: 'the timeout consumed',
+    });
+    // The same message again (a redelivery): the order is already cancelled.
+    await publishTimeout(twice);
+    await waitFor(async () => (await timeouts('already_cancelled')) > alreadyBefore, {
+      what: 'the repeated timeout consumed',
+    });
+
+    expect(await timeouts('cancelled')).toBe(cancelledBefore + 1);
+    expect(await timeouts('already_cancelled')).toBe(alreadyBefore + 1);
+    expect(await statusOf(orderNo)).toBe('CANCELLED');
+    expect(await stores.mysqlStock(goodsId)).toBe(3);
+    expect(await stores.redisStock(goodsId)).toBe(3);
+    expect(await stores.redisBuyers(goodsId)).toEqual({});
   });
 });
 

@@ -1,9 +1,8 @@
-import type { CreateChannelOpts } from 'amqp-connection-manager';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { fakeBroker } from '../../../test/support/fake-broker.js';
 import type { AppConfig } from '../../config/env.validation.js';
-import type { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type { OrderIngest } from '../orders/order-ingest.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder } from '../orders/order.types.js';
@@ -38,32 +37,6 @@ function message(body: NewOrder | string, deliveryCount?: number): ConsumeMessag
   } as unknown as ConsumeMessage;
 }
 
-/** The broker's side of the channel: what it was told about each delivery tag. */
-function fakeChannel() {
-  let deliver: (message: ConsumeMessage | null) => void = () => undefined;
-  const channel = {
-    assertExchange: vi.fn(async () => ({})),
-    assertQueue: vi.fn(async () => ({})),
-    bindQueue: vi.fn(async () => ({})),
-    prefetch: vi.fn(async () => ({})),
-    consume: vi.fn(async (_queue: string, onMessage: typeof deliver) => {
-      deliver = onMessage;
-      return { consumerTag: 'test' };
-    }),
-    ack: vi.fn<(message: ConsumeMessage) => void>(),
-    nack: vi.fn<(message: ConsumeMessage, allUpTo?: boolean, requeue?: boolean) => void>(),
-  };
-  /** How each delivery tag was settled, in order: a tag settled twice shows up twice. */
-  const settled = () => [
-    ...channel.ack.mock.calls.map(([m]) => [m.fields.deliveryTag, 'ack']),
-    ...channel.nack.mock.calls.map(([m, , requeue]) => [
-      m.fields.deliveryTag,
-      requeue ? 'requeue' : 'reject',
-    ]),
-  ];
-  return { channel, deliver: (m: ConsumeMessage) => deliver(m), settled };
-}
-
 describe('OrderConsumer', () => {
   const config = {
     consumerEnabled: true,
@@ -74,28 +47,20 @@ describe('OrderConsumer', () => {
     shutdownTimeoutMs: 5_000,
   } as AppConfig;
   const ingest = { ingest: vi.fn<OrderIngest['ingest']>() };
-  let broker: ReturnType<typeof fakeChannel>;
+  let broker: ReturnType<typeof fakeBroker>;
   let consumer: OrderConsumer;
 
   beforeEach(async () => {
     vi.resetAllMocks();
-    broker = fakeChannel();
-    let setup: CreateChannelOpts['setup'];
-    const rabbit = {
-      names: { ordersQueue: 'orders' },
-      createChannel: (options: CreateChannelOpts) => {
-        setup = options.setup;
-        return { close: vi.fn(async () => undefined) };
-      },
-    };
+    broker = fakeBroker({ ordersQueue: 'orders' });
     consumer = new OrderConsumer(
-      rabbit as unknown as RabbitConnection,
+      broker.rabbit,
       ingest as unknown as OrderIngest,
       new MetricsService(),
       config,
     );
     consumer.onApplicationBootstrap();
-    await (setup as (channel: Channel) => Promise<void>)(broker.channel as unknown as Channel);
+    await broker.connect();
   });
 
   /** Ingest answers with these kinds, by request id. */

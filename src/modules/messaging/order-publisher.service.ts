@@ -9,7 +9,11 @@ import { assertTopology } from '../../infra/rabbitmq/topology.js';
 import type { NewOrder } from '../orders/order.types.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { encodeOrderMessage } from './order-message.js';
-import { encodeTimeoutMessage } from './timeout-message.js';
+import {
+  encodeTimeoutMessage,
+  MAX_TIMEOUTS_PER_MESSAGE,
+  type OrderTimeout,
+} from './timeout-message.js';
 
 /**
  * Publishes order messages on a confirm channel, persistent, to the durable orders queue.
@@ -94,27 +98,33 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Starts the payment clock of written orders: one message each into the delay queue. True
-   * when every one was confirmed; the caller then acks the order messages, never before.
+   * Starts the payment clock of written orders: one message into the delay queue for all of
+   * them (several past MAX_TIMEOUTS_PER_MESSAGE). True when every message was confirmed; the
+   * caller then acks the order messages, never before.
    */
-  async publishTimeouts(orders: { orderNo: string; goodsId: number }[]): Promise<boolean> {
+  async publishTimeouts(orders: OrderTimeout[]): Promise<boolean> {
+    const messages: OrderTimeout[][] = [];
+    for (let i = 0; i < orders.length; i += MAX_TIMEOUTS_PER_MESSAGE) {
+      messages.push(orders.slice(i, i + MAX_TIMEOUTS_PER_MESSAGE));
+    }
     this.pending++;
     try {
       await Promise.all(
-        orders.map((order) =>
+        messages.map((message) =>
           this.channel.sendToQueue(
             this.rabbit.names.delayQueue,
-            Buffer.from(encodeTimeoutMessage(order.orderNo, order.goodsId)),
-            { persistent: true, contentType: 'application/json', messageId: order.orderNo },
+            Buffer.from(encodeTimeoutMessage(message)),
+            // Any one id will do: the consumer is idempotent by each order's state, not by message.
+            { persistent: true, contentType: 'application/json', messageId: message[0].orderNo },
           ),
         ),
       );
-      this.metrics.publishes.inc({ result: 'confirmed' }, orders.length);
+      this.metrics.publishes.inc({ result: 'confirmed' }, messages.length);
       return true;
     } catch (error) {
       this.metrics.publishes.inc({ result: 'unconfirmed' });
       this.logger.warn(
-        `timeout publish not confirmed: n=${orders.length} ${(error as Error).message}`,
+        `timeout publish not confirmed: order=${orders[0]?.orderNo} n=${orders.length} ${(error as Error).message}`,
       );
       return false;
     } finally {

@@ -8,17 +8,26 @@ import type { AppConfig } from '../../config/env.validation.js';
 import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { assertTopology } from '../../infra/rabbitmq/topology.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { OrderLifecycleService } from '../orders/order-lifecycle.service.js';
+import { OrderLifecycleService, type ExpireOutcome } from '../orders/order-lifecycle.service.js';
 import { OrderPublisher } from './order-publisher.service.js';
-import { parseTimeoutMessage } from './timeout-message.js';
+import { parseTimeoutMessage, type OrderTimeout } from './timeout-message.js';
 
 const PREFETCH = 50;
 const MAX_BACKOFF_MS = 5_000;
+/**
+ * Orders of one message expired at once. Each expiry is a few round trips to MySQL and Redis;
+ * a message's orders share a goods row, whose stock update serialises their cancels anyway.
+ * Measured on a 1,000-order message (shared 2-core box): one at a time 370-460 orders/s, four
+ * 600-680, eight 610-780; the one-order messages before, 50 in flight, 380-630.
+ */
+const EXPIRE_CONCURRENCY = 4;
 
 /**
- * Drains the timeout queue (fed by the delay queue's dead-lettering): cancels each order still
- * unpaid and gives its stock back. Acks only once that is durable in both stores; a message
- * for a paid or already cancelled order is simply acked.
+ * Drains the timeout queue (fed by the delay queue's dead-lettering): cancels each order of a
+ * message still unpaid and gives its stock back. Acks a message only once that is durable in
+ * both stores for every order in it; paid or already cancelled orders are simply counted.
+ * Expiring is idempotent per order (state-checked), so a redelivered message cancels nothing
+ * twice.
  */
 @Injectable()
 export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy {
@@ -56,35 +65,73 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
   }
 
   private async handle(channel: Channel, message: ConsumeMessage): Promise<void> {
-    const parsed = parseTimeoutMessage(message.content);
-    if (typeof parsed === 'string') {
-      this.logger.error(`dead-lettered timeout message: ${parsed}`);
+    const orders = parseTimeoutMessage(message.content);
+    if (typeof orders === 'string') {
+      this.logger.error(`dead-lettered timeout message: ${orders}`);
       this.settle(channel, message, false);
       this.metrics.timeoutMessages.inc({ outcome: 'dead_lettered' });
       return;
     }
+    // Final outcomes so far, by order number: a retry expires only the other orders.
+    const settled = new Map<string, ExpireOutcome>();
     for (let attempt = 0; !this.stopping; attempt++) {
-      try {
-        const outcome = await this.lifecycle.expire(parsed.orderNo);
-        if (outcome === 'not_due') {
-          // Early (the payment timeout was lengthened since it was sent): wait another round.
-          if (!(await this.publisher.publishTimeouts([parsed]))) throw new Error('not confirmed');
-        }
-        if (outcome === 'not_found') {
-          this.logger.warn(`timeout for an unknown order: order=${parsed.orderNo}`);
-        }
+      const failed = await this.expireAll(orders, settled);
+      if (settled.size === orders.length) {
         this.settle(channel, message, true);
-        this.metrics.timeoutMessages.inc({ outcome });
+        for (const outcome of settled.values()) this.metrics.timeoutMessages.inc({ outcome });
         return;
-      } catch (error) {
-        const backoff = backoffWithJitter(attempt, 100, MAX_BACKOFF_MS);
-        this.logger.error(
-          `order timeout failed, retrying in ${backoff} ms: order=${parsed.orderNo} ${(error as Error).message}`,
-        );
-        await sleep(backoff);
       }
+      if (!failed) break; // stopping: the rest were not taken
+      const backoff = backoffWithJitter(attempt, 100, MAX_BACKOFF_MS);
+      this.logger.error(
+        `order timeout failed, retrying in ${backoff} ms: order=${failed.orderNo} unsettled=${orders.length - settled.size} ${failed.error.message}`,
+      );
+      await sleep(backoff);
     }
     // Stopping: left unacked, the broker hands it to the next consumer.
+  }
+
+  /**
+   * Expires the message's orders not settled yet, a few at a time, and sends the early ones
+   * round again in one message; records each final outcome in `settled`. Returns the first
+   * failure, if any. Stops taking orders when the service stops.
+   */
+  private async expireAll(
+    orders: OrderTimeout[],
+    settled: Map<string, ExpireOutcome>,
+  ): Promise<{ orderNo: string; error: Error } | undefined> {
+    const pending = orders.filter(({ orderNo }) => !settled.has(orderNo));
+    const early: OrderTimeout[] = [];
+    let failed: { orderNo: string; error: Error } | undefined;
+    let next = 0;
+    const worker = async () => {
+      while (next < pending.length && !this.stopping) {
+        const order = pending[next++];
+        try {
+          const outcome = await this.lifecycle.expire(order.orderNo);
+          if (outcome === 'not_due') {
+            early.push(order);
+            continue;
+          }
+          if (outcome === 'not_found') {
+            this.logger.warn(`timeout for an unknown order: order=${order.orderNo}`);
+          }
+          settled.set(order.orderNo, outcome);
+        } catch (error) {
+          failed ??= { orderNo: order.orderNo, error: error as Error };
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: EXPIRE_CONCURRENCY }, worker));
+    if (early.length > 0) {
+      // Early (the payment timeout was lengthened since they were sent): wait another round.
+      if (await this.publisher.publishTimeouts(early)) {
+        for (const order of early) settled.set(order.orderNo, 'not_due');
+      } else {
+        failed ??= { orderNo: early[0].orderNo, error: new Error('not confirmed') };
+      }
+    }
+    return failed;
   }
 
   private settle(channel: Channel, message: ConsumeMessage, ack: boolean): void {
