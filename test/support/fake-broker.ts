@@ -1,7 +1,10 @@
 import type { CreateChannelOpts } from 'amqp-connection-manager';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { vi } from 'vitest';
-import type { RabbitConnection } from '../../src/infra/rabbitmq/rabbitmq.connection.js';
+import type {
+  ConnectionRole,
+  RabbitConnection,
+} from '../../src/infra/rabbitmq/rabbitmq.connection.js';
 
 /**
  * The broker as a consumer's unit spec sees it: the RabbitConnection to build the consumer
@@ -26,7 +29,9 @@ export function fakeBroker(names: Record<string, string>) {
   let setup: CreateChannelOpts['setup'];
   const rabbit = {
     names,
-    createChannel: (options: CreateChannelOpts) => {
+    createChannel: (role: ConnectionRole, options: CreateChannelOpts) => {
+      // Consumers stay off the publishers' connection (see RabbitConnection).
+      if (role !== 'consume') throw new Error(`a consumer asked for a ${role} channel`);
       setup = options.setup;
       return { close: vi.fn(async () => undefined) };
     },

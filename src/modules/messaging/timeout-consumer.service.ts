@@ -12,7 +12,11 @@ import { OrderLifecycleService, type ExpireOutcome } from '../orders/order-lifec
 import { OrderPublisher } from './order-publisher.service.js';
 import { parseTimeoutMessage, type OrderTimeout } from './timeout-message.js';
 
-const PREFETCH = 50;
+/**
+ * Messages in hand at once. Each carries a written batch's orders (up to the consumer batch
+ * size), so a few keep MySQL's pool busy: 8 x EXPIRE_CONCURRENCY expiries at most.
+ */
+const PREFETCH = 8;
 const MAX_BACKOFF_MS = 5_000;
 /**
  * Orders of one message expired at once. Each expiry is a few round trips to MySQL and Redis;
