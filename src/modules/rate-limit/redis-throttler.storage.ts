@@ -48,7 +48,7 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
     const verdict = await this.hit(budgets);
     if (verdict === undefined || verdict.refused < 0) return undefined;
     return {
-      throttler: budgets[verdict.refused]!.throttler,
+      throttler: budgets[verdict.refused].throttler,
       retryAfterSeconds: Math.max(1, Math.ceil(verdict.msToBlockEnd / 1000)),
     };
   }
