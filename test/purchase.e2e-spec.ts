@@ -50,6 +50,20 @@ describe('purchase path (real MySQL, Redis, RabbitMQ)', () => {
     });
   });
 
+  it("should leave neither the buyer's lock nor an outbox entry behind a confirmed purchase", async () => {
+    const goodsId = await createSale(t.http, { stock: 5, perUserLimit: 1 });
+    const accepted = await buy(goodsId, 103).expect(202);
+
+    // Both go in the one round trip after the answer (lua/purchase-unlock.lua).
+    await waitFor(
+      async () =>
+        (await stores.redis.exists(`seckill:{${goodsId}}:lock:user:103`)) === 0 &&
+        (await stores.redis.zscore(`seckill:{${goodsId}}:outbox`, accepted.body.requestId)) ===
+          null,
+      { what: 'the lock dropped and the outbox entry gone' },
+    );
+  });
+
   it('should reject a second purchase by the same user', async () => {
     const goodsId = await createSale(t.http, { stock: 5 });
     await buy(goodsId, 102).expect(202);

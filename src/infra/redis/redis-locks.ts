@@ -4,6 +4,7 @@ import Redlock from 'redlock';
 import { randomHex } from '../../common/random/random-hex.js';
 import { REDIS_CLIENT } from './redis.constants.js';
 import { jobLockKey, saleKeys } from './seckill-keys.js';
+import { SeckillScripts } from './seckill-scripts.js';
 
 /**
  * Redlock with its lock values (16 random bytes, as redlock makes them) from the pooled source:
@@ -19,6 +20,17 @@ export interface HeldLock {
   release(): Promise<void>;
 }
 
+/** A buyer's purchase lock. */
+export interface PurchaseLock {
+  /**
+   * Drops the lock and, given the request whose order message the broker confirmed, takes it out
+   * of the sale's outbox in the same round trip (lua/purchase-unlock.lua). A lost release
+   * expires with the lock's TTL; a lost outbox removal only makes the sweeper republish a
+   * message the consumer then drops as a duplicate.
+   */
+  release(confirmedRequestId?: string): Promise<void>;
+}
+
 /**
  * Redlock locks, for the purchase path and for scheduled jobs alike. Taken without retry: a held
  * lock means someone else is already doing the work, so the caller answers at once
@@ -29,7 +41,10 @@ export class RedisLocks {
   private readonly logger = new Logger(RedisLocks.name);
   private readonly redlock: Redlock;
 
-  constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {
+  constructor(
+    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    private readonly scripts: SeckillScripts,
+  ) {
     // redlock 4 passes EVAL its arguments as one array, which ioredis 5 flattens; only the
     // typings disagree.
     this.redlock = new PooledRedlock([redis as unknown as Redlock.CompatibleRedisClient], {
@@ -43,8 +58,22 @@ export class RedisLocks {
   }
 
   /** The per-(goods, user) purchase lock, or null when it is held by a concurrent click. */
-  tryLockPurchase(goodsId: number, userId: number, ttlMs: number): Promise<HeldLock | null> {
-    return this.tryLock(saleKeys(goodsId).userLock(userId), ttlMs);
+  async tryLockPurchase(
+    goodsId: number,
+    userId: number,
+    ttlMs: number,
+  ): Promise<PurchaseLock | null> {
+    const keys = saleKeys(goodsId);
+    const lockKey = keys.userLock(userId);
+    const lock = await this.acquire(lockKey, ttlMs);
+    if (!lock) return null;
+    return {
+      release: async (confirmedRequestId) => {
+        await this.scripts
+          .purchaseUnlock({ lock: lockKey, outbox: keys.outbox }, lock.value!, confirmedRequestId)
+          .catch(() => undefined);
+      },
+    };
   }
 
   /** A lock that lets one of many instances run a scheduled job. */
@@ -53,14 +82,19 @@ export class RedisLocks {
   }
 
   private async tryLock(resource: string, ttlMs: number): Promise<HeldLock | null> {
+    const lock = await this.acquire(resource, ttlMs);
+    if (!lock) return null;
+    return {
+      release: async () => {
+        // An expired lock is fine to drop: its holder's work is already done.
+        await lock.unlock().catch(() => undefined);
+      },
+    };
+  }
+
+  private async acquire(resource: string, ttlMs: number): Promise<Redlock.Lock | null> {
     try {
-      const lock = await this.redlock.lock(resource, ttlMs);
-      return {
-        release: async () => {
-          // An expired lock is fine to drop: its holder's work is already done.
-          await lock.unlock().catch(() => undefined);
-        },
-      };
+      return await this.redlock.lock(resource, ttlMs);
     } catch (error) {
       if (!(error instanceof Redlock.LockError)) throw error;
       // Redlock says LockError both when the lock is held and when Redis failed; only the

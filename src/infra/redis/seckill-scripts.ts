@@ -20,6 +20,7 @@ const SCRIPTS = {
   // Variable: the caller passes the key count first.
   throttleHits: { file: 'throttle-hits.lua', keys: undefined },
   purchaseTokenConsume: { file: 'purchase-token-consume.lua', keys: 1 },
+  purchaseUnlock: { file: 'purchase-unlock.lua', keys: 2 },
   idempotencyReserve: { file: 'idempotency-reserve.lua', keys: 1 },
   idempotencySettle: { file: 'idempotency-settle.lua', keys: 1 },
 } as const;
@@ -268,6 +269,22 @@ export class SeckillScripts implements OnModuleInit {
       ...args,
     )) as [number, number, number, number];
     return { refused: refused - 1, msToBlockEnd, totalHits, msToWindowEnd };
+  }
+
+  /** See lua/purchase-unlock.lua; `confirmedRequestId` leaves the outbox with the lock. */
+  async purchaseUnlock(
+    keys: Pick<SaleKeys, 'outbox'> & { lock: string },
+    lockValue: string,
+    confirmedRequestId: string | undefined,
+  ): Promise<{ unlocked: boolean; removedFromOutbox: boolean }> {
+    const [unlocked, removed] = (await this.call(
+      'purchaseUnlock',
+      keys.lock,
+      keys.outbox,
+      lockValue,
+      confirmedRequestId ?? '',
+    )) as [number, number];
+    return { unlocked: unlocked === 1, removedFromOutbox: removed === 1 };
   }
 
   async consumePurchaseToken(tokenKey: string, userId: number): Promise<TokenConsumeCode> {

@@ -68,13 +68,17 @@ export class PurchaseService {
         'Another purchase of this goods by you is in progress',
       );
     }
+    let confirmed: string | undefined;
     try {
-      return await this.purchaseLocked(goodsId, userId, quantity);
+      const outcome = await this.purchaseLocked(goodsId, userId, quantity);
+      if (outcome.confirmed) confirmed = outcome.accepted.requestId;
+      return outcome.accepted;
     } finally {
-      // Not awaited: the answer need not wait for Redis to drop the lock. The release is sent at
-      // once on this instance's one connection, so the same buyer's next click here reaches
-      // Redis after it; a lost release expires with PURCHASE_LOCK_TTL_MS.
-      void lock.release();
+      // Not awaited: the answer need not wait for Redis to drop the lock (and, once the broker
+      // confirmed the message, the outbox entry with it: the sweeper has nothing to resend). The
+      // release is sent at once on this instance's one connection, so the same buyer's next
+      // click here reaches Redis after it; a lost release expires with PURCHASE_LOCK_TTL_MS.
+      void lock.release(confirmed);
     }
   }
 
@@ -82,7 +86,7 @@ export class PurchaseService {
     goodsId: number,
     userId: number,
     quantity: number,
-  ): Promise<PurchaseAccepted> {
+  ): Promise<{ accepted: PurchaseAccepted; confirmed: boolean }> {
     const acceptedAt = Date.now();
     const order: NewOrder = {
       requestId: randomUUID(),
@@ -102,19 +106,15 @@ export class PurchaseService {
         encodeOrderMessage(order),
       ));
     } catch (error) {
-      return this.afterFailedDeduct(order, error);
+      return { accepted: await this.afterFailedDeduct(order, error), confirmed: false };
     }
     if (code !== DeductCode.Accepted && code !== DeductCode.Replayed) {
       throw deductRefusal(code) ?? (await this.notPreheated(goodsId));
     }
     this.faults.crashPoint('after-deduct');
 
-    if (await this.publisher.publish(order)) {
-      // Best effort and off the answer's path: if it is lost the sweeper republishes the
-      // message, and the consumer dedups.
-      void this.stock.markPublished(goodsId, [order.requestId]).catch(() => undefined);
-      return { status: 'QUEUED', requestId: order.requestId };
-    }
+    const accepted: PurchaseAccepted = { status: 'QUEUED', requestId: order.requestId };
+    if (await this.publisher.publish(order)) return { accepted, confirmed: true };
 
     // Not confirmed. Void the purchase unless a consumer already took it (the message did
     // arrive after all): exactly one of "order" and "stock given back" ever happens.
@@ -124,11 +124,11 @@ export class PurchaseService {
     } catch {
       // Neither voided nor confirmed: the outbox holds it and the sweeper will deliver it.
       this.logger.warn(`purchase left to the outbox sweeper: request=${order.requestId}`);
-      return { status: 'QUEUED', requestId: order.requestId };
+      return { accepted, confirmed: false };
     }
     if (released === ReleaseCode.Claimed || released === ReleaseCode.Completed) {
       // The message did arrive after all and a consumer took it: it is (becoming) an order.
-      return { status: 'QUEUED', requestId: order.requestId };
+      return { accepted, confirmed: false };
     }
     this.logger.warn(
       `purchase voided, broker did not confirm: request=${order.requestId} goods=${goodsId} user=${userId}`,
