@@ -1,5 +1,5 @@
 import type { onRequestHookHandler } from 'fastify';
-import { DomainError } from '../../common/errors/domain-error.js';
+import { bodyStillComing } from '../../common/http/body-coming.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import type { SoldOutMemo } from './sold-out-memo.js';
 
@@ -9,15 +9,22 @@ import type { SoldOutMemo } from './sold-out-memo.js';
  * unit. It runs after the token hook, and only for a caller that hook let through, so an
  * anonymous or refused caller still gets its 401/403.
  */
+/** The contract's body, serialised once: this answer is the one a crowd gets most. */
+const SOLD_OUT_BODY = JSON.stringify({ statusCode: 409, code: 'SOLD_OUT', message: 'Sold out' });
+
 export function answerSoldOutFromMemory(
   memo: SoldOutMemo,
   metrics: MetricsService,
 ): onRequestHookHandler {
-  return (request, _reply, done) => {
+  return (request, reply, done) => {
     if (!memo.answersSoldOut(request)) return done();
     const { authentication } = request as { authentication?: { userId?: unknown } };
     if (typeof authentication?.userId !== 'number') return done();
     metrics.purchases.inc({ outcome: 'SOLD_OUT' });
-    done(new DomainError('SOLD_OUT', 'Sold out'));
+    // Answered here rather than thrown to the exception filter (which answers the same body):
+    // no error object, no filter, no serialisation. As the filter does, a body still on its way
+    // is not read but the connection closed.
+    if (bodyStillComing(request.raw)) void reply.header('Connection', 'close');
+    void reply.code(409).type('application/json; charset=utf-8').send(SOLD_OUT_BODY);
   };
 }
