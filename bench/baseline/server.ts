@@ -93,8 +93,9 @@ for (const [name, file, numberOfKeys] of [
 const scripts = redis as unknown as Scripts;
 
 const db = createPool({ uri: env.DATABASE_URL, connectionLimit: 4, timezone: 'Z' });
+// TCP_NODELAY as the project has it: with amqplib's default (Nagle on) each confirm waits.
 const broker = await amqp.connect(env.RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672/', {
-  noDelay: !env.BASE_NAGLE,
+  noDelay: true,
 });
 const publisher = await broker.createConfirmChannel();
 await publisher.assertQueue(QUEUE, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
