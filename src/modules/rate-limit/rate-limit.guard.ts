@@ -52,6 +52,8 @@ export class RateLimitGuard implements CanActivate {
     }
   }
 
+  // Only a 429 carries a header (Retry-After): X-RateLimit-* headers on every answer of the
+  // hottest route would buy the honest client nothing.
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const policy = this.policyOf(context);
     const specs = policy && this.specsByPolicy.get(policy);

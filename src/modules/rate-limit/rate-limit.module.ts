@@ -19,9 +19,6 @@ import { RedisThrottlerStorage } from './redis-throttler.storage.js';
           ttl: config.rateLimit.windowMs,
           blockDuration: config.rateLimit.blockMs,
         })),
-        // Only 429s carry a header (Retry-After); six X-RateLimit-* headers on every answer of
-        // the hottest route buy the honest client nothing.
-        setHeaders: false,
         storage: new RedisThrottlerStorage(scripts),
       }),
     }),
