@@ -1,5 +1,4 @@
 import amqp from 'amqplib';
-import { Redis } from 'ioredis';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +16,11 @@ import {
   waitFor,
   type TestApp,
 } from './support/harness.js';
-import { PrivateRedis } from './support/private-redis.js';
+import {
+  buyUntilReopened,
+  PrivateRedis,
+  restartFromStaleSnapshot,
+} from './support/private-redis.js';
 
 const prefix = process.env.RABBITMQ_PREFIX!;
 
@@ -210,31 +213,15 @@ describe('roles: Redis restarts under an api instance and a worker', () => {
     const goodsId = await createSale(api.http, { stock: 10 });
     const buy = (userId: number) =>
       api.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
-    for (const userId of [43_001, 43_002, 43_003]) await buy(userId).expect(202);
-    await waitFor(async () => (await stores.orders(goodsId)).length === 3, {
-      what: 'three orders',
-    });
-    const direct = new Redis(redis.url);
-    await direct.save(); // the snapshot knows three buyers
-    direct.disconnect();
-    for (const userId of [43_004, 43_005]) await buy(userId).expect(202);
-    await waitFor(async () => (await stores.orders(goodsId)).length === 5, { what: 'five orders' });
-
-    await redis.kill();
-    await redis.up(); // back with the snapshot: stock 7, three buyers (truth: 5, five buyers)
-    const answers: string[] = [];
-    await waitFor(
-      async () => {
-        const response = await buy(43_006);
-        answers.push(`${response.status} ${response.body.code ?? ''}`.trim());
-        return response.status === 202;
-      },
-      // Slower than the per-user rate limit (5 purchases a second).
-      { timeoutMs: 30_000, intervalMs: 300, what: 'purchases to reopen on the api' },
+    // Back with stock 7 and three buyers, where the truth is 5 and five.
+    await restartFromStaleSnapshot(
+      redis,
+      stores,
+      goodsId,
+      buy,
+      [43_001, 43_002, 43_003, 43_004, 43_005],
     );
-    for (const answer of answers.slice(0, -1)) {
-      expect(['503 UNAVAILABLE', '409 NOT_PREHEATED']).toContain(answer);
-    }
+    await buyUntilReopened(buy, 43_006);
     // A buyer the snapshot did not know is refused: the buyers are MySQL's, not the snapshot's.
     expect((await buy(43_004).expect(409)).body.code).toBe('ALREADY_PURCHASED');
     const report = await waitFor(async () => {

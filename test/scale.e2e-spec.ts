@@ -5,9 +5,12 @@ import {
   adminAuth,
   bearer,
   createSale,
+  doubleClickCrowd,
+  expectOneOrderPerPurchaseTaken,
   startApp,
   Stores,
   waitFor,
+  waitForSettled,
   type TestApp,
 } from './support/harness.js';
 
@@ -37,16 +40,10 @@ describe('several instances on one set of stores', () => {
         const stock = 100;
         const goodsId = await createSale(apis[0].http, { stock });
         const users = Array.from({ length: 1_000 }, (_, i) => 60_000 + i);
-        const clicks = users.flatMap((userId) => [0, 1].map((click) => ({ userId, click })));
-
-        const responses = await Promise.all(
-          clicks.map(({ userId, click }) =>
-            apis[(userId + click) % apis.length].http
-              .post(`/api/v1/seckill/${goodsId}`)
-              .set('Authorization', bearer(userId))
-              .set('X-Forwarded-For', `10.2.${(userId >> 8) & 255}.${userId & 255}`)
-              .then((response) => ({ userId, status: response.status, code: response.body.code })),
-          ),
+        const responses = await doubleClickCrowd(
+          apis.map((api) => api.http),
+          goodsId,
+          users,
         );
 
         const accepted = responses.filter((response) => response.status === 202);
@@ -134,20 +131,8 @@ describe('several instances on one set of stores', () => {
 
       // Everything Redis took is settled: written by the survivor's consumer (redelivered when
       // the victim held it unacked) or republished by its outbox sweeper.
-      await waitFor(
-        async () =>
-          (await stores.inflight(goodsId)) === 0 &&
-          (await stores.redis.zcard(`seckill:{${goodsId}}:outbox`)) === 0,
-        { timeoutMs: 30_000, what: 'every accepted purchase to settle' },
-      );
-      const orders = await stores.orders(goodsId);
-      const soldInRedis = stock - (await stores.redisStock(goodsId))!;
-      // Each purchase Redis took (the 202s, and those the kill cut off before the answer) is
-      // exactly one order, never more than the stock, one per user.
-      expect(orders.length).toBe(soldInRedis);
-      expect(orders.length).toBeLessThanOrEqual(stock);
-      expect(new Set(orders.map((order) => order.request_id)).size).toBe(orders.length);
-      expect(new Set(orders.map((order) => order.user_id)).size).toBe(orders.length);
+      await waitForSettled(stores, goodsId);
+      const orders = await expectOneOrderPerPurchaseTaken(stores, goodsId, stock);
       const written = new Set(orders.map((order) => order.request_id));
       for (const answer of accepted) expect(written).toContain(answer.requestId);
 

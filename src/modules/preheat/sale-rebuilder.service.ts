@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
 import { PreheatService } from './preheat.service.js';
@@ -21,15 +21,14 @@ export class SaleRebuilder implements OnModuleInit, OnApplicationShutdown {
     private readonly wipe: SurvivorWipe,
     private readonly preheat: PreheatService,
   ) {
-    this.loop = new RecoveryLoop(
-      new Logger(SaleRebuilder.name),
-      async (runId) => (await this.wipe.done(runId)) && (await this.pendingSales()) === 0,
-      { began: 'redis restarted: rebuilding the sales from MySQL', settled: 'sales rebuilt' },
-    );
+    this.loop = new RecoveryLoop(SaleRebuilder.name, wipe, () => this.pendingSales(), {
+      began: 'redis restarted: rebuilding the sales from MySQL',
+      settled: 'sales rebuilt',
+    });
   }
 
   onModuleInit(): void {
-    this.watchdog.onRestart((_previous, current) => this.loop.begin(current));
+    this.loop.follow(this.watchdog);
   }
 
   /** Preheats (rebuilds) each sale a restart concerns; returns how many are not back yet. */

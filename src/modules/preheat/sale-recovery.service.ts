@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
 import { StockService } from '../stock/stock.service.js';
 import { RecoveryLoop } from './recovery-loop.js';
@@ -20,18 +20,14 @@ export class SaleRecovery implements OnModuleInit, OnApplicationShutdown {
     private readonly wipe: SurvivorWipe,
     private readonly stock: StockService,
   ) {
-    this.loop = new RecoveryLoop(
-      new Logger(SaleRecovery.name),
-      async (runId) => (await this.wipe.done(runId)) && (await this.missingSales()) === 0,
-      {
-        began: 'redis restarted: purchases closed until the sales are rebuilt from MySQL',
-        settled: 'sales rebuilt; purchases open again',
-      },
-    );
+    this.loop = new RecoveryLoop(SaleRecovery.name, wipe, () => this.missingSales(), {
+      began: 'redis restarted: purchases closed until the sales are rebuilt from MySQL',
+      settled: 'sales rebuilt; purchases open again',
+    });
   }
 
   onModuleInit(): void {
-    this.watchdog.onRestart((_previous, current) => this.loop.begin(current));
+    this.loop.follow(this.watchdog);
   }
 
   /** Purchases are closed: Redis is being rebuilt, or not yet identified since a reconnect. */
