@@ -1,41 +1,31 @@
-import { DynamicModule, Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
+import { DynamicModule, Module, type Type } from '@nestjs/common';
 import { AppConfigModule } from './config/config.module.js';
-import type { AppConfig } from './config/env.validation.js';
+import type { AppConfig, AppRole } from './config/env.validation.js';
 import { DatabaseModule } from './infra/database/database.module.js';
 import { RabbitMqModule } from './infra/rabbitmq/rabbitmq.module.js';
 import { RedisModule } from './infra/redis/redis.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
-import { GoodsModule } from './modules/goods/goods.module.js';
 import { HealthModule } from './modules/health/health.module.js';
-import { MessagingModule } from './modules/messaging/messaging.module.js';
 import { MetricsModule } from './modules/metrics/metrics.module.js';
-import { OrdersModule } from './modules/orders/orders.module.js';
-import { PreheatModule } from './modules/preheat/preheat.module.js';
-import { ReconcileModule } from './modules/reconcile/reconcile.module.js';
-import { SeckillModule } from './modules/seckill/seckill.module.js';
-import { StockModule } from './modules/stock/stock.module.js';
+import { ApiModule } from './roles/api.module.js';
+import { WorkerModule } from './roles/worker.module.js';
 
-const FEATURES = [
-  ScheduleModule.forRoot(),
-  DatabaseModule,
-  RedisModule,
-  RabbitMqModule,
-  MetricsModule,
-  AuthModule,
-  GoodsModule,
-  StockModule,
-  OrdersModule,
-  MessagingModule,
-  PreheatModule,
-  SeckillModule,
-  ReconcileModule,
-  HealthModule,
-];
+/** Every role: the stores, metrics, /health/* and /metrics, and the edge's authentication. */
+const CORE = [DatabaseModule, RedisModule, RabbitMqModule, MetricsModule, AuthModule, HealthModule];
+
+/** Chosen once, at build time: a role's module graph holds nothing it does not run. */
+const ROLE_MODULES: Record<AppRole, Type[]> = {
+  all: [ApiModule, WorkerModule],
+  api: [ApiModule],
+  worker: [WorkerModule],
+};
 
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig): DynamicModule {
-    return { module: AppModule, imports: [AppConfigModule.forRoot(config), ...FEATURES] };
+    return {
+      module: AppModule,
+      imports: [AppConfigModule.forRoot(config), ...CORE, ...ROLE_MODULES[config.appRole]],
+    };
   }
 }

@@ -10,7 +10,11 @@ async function main(): Promise<void> {
   if (existsSync('.env')) process.loadEnvFile('.env');
   const { app, config, beginDrain } = await createApp();
   await app.listen({ port: config.port, host: '0.0.0.0' });
-  logger.log(`listening on port ${config.port}; API docs at /docs`);
+  logger.log(
+    config.swaggerEnabled
+      ? `listening on port ${config.port} as role=${config.appRole}; API docs at /docs`
+      : `listening on port ${config.port} as role=${config.appRole}`,
+  );
 
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bearer, createSale, waitFor, useApp } from './support/harness.js';
+import { createSale, doubleClickCrowd, waitFor, useApp } from './support/harness.js';
 
 describe('a crowd buying at once', () => {
   // Default rate limits; the test client is the trusted proxy of a crowd of distinct addresses.
@@ -10,17 +10,7 @@ describe('a crowd buying at once', () => {
     const stock = 100;
     const goodsId = await createSale(t.http, { stock });
     const users = Array.from({ length: 1_000 }, (_, i) => 50_000 + i);
-    const clicks = users.flatMap((userId) => [userId, userId]);
-
-    const responses = await Promise.all(
-      clicks.map((userId) =>
-        t.http
-          .post(`/api/v1/seckill/${goodsId}`)
-          .set('Authorization', bearer(userId))
-          .set('X-Forwarded-For', `10.1.${(userId >> 8) & 255}.${userId & 255}`)
-          .then((response) => ({ userId, status: response.status, code: response.body.code })),
-      ),
-    );
+    const responses = await doubleClickCrowd([t.http], goodsId, users);
 
     const accepted = responses.filter((response) => response.status === 202);
     expect(accepted).toHaveLength(stock);

@@ -1,4 +1,3 @@
-import { Redis } from 'ioredis';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +12,11 @@ import {
   waitFor,
   type TestApp,
 } from './support/harness.js';
-import { PrivateRedis } from './support/private-redis.js';
+import {
+  buyUntilReopened,
+  PrivateRedis,
+  restartFromStaleSnapshot,
+} from './support/private-redis.js';
 
 describe('faults: Redis restarts empty during a sale', () => {
   let redis: PrivateRedis;
@@ -50,22 +53,11 @@ describe('faults: Redis restarts empty during a sale', () => {
 
     await redis.up(); // empty: the sale, its buyers and its outbox are gone
     const healedAt = Date.now();
-    const answers: string[] = [];
-    await waitFor(
-      async () => {
-        const response = await t.http
-          .post(`/api/v1/seckill/${goodsId}`)
-          .set('Authorization', bearer(506));
-        answers.push(`${response.status} ${response.body.code ?? ''}`.trim());
-        return response.status === 202;
-      },
-      // Slower than the per-user rate limit (5 purchases a second).
-      { timeoutMs: 30_000, intervalMs: 300, what: 'purchases to reopen' },
-    );
     // Until then every answer kept the sale closed and took nothing.
-    for (const answer of answers.slice(0, -1)) {
-      expect(['503 UNAVAILABLE', '409 NOT_PREHEATED']).toContain(answer);
-    }
+    const reopenRequests = await buyUntilReopened(
+      (userId) => t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId)),
+      506,
+    );
 
     const recoveredSeconds = secondsSince(healedAt);
     const again = await t.http
@@ -82,7 +74,7 @@ describe('faults: Redis restarts empty during a sale', () => {
       scenario: 'Redis restarted empty',
       fault: 'redis-server SIGKILLed mid-sale, restarted with no data',
       goodsId,
-      requests: 5 + 1 + answers.length + 1,
+      requests: 5 + 1 + reopenRequests + 1,
       accepted: 6,
       recoveredSeconds,
     });
@@ -117,28 +109,10 @@ describe('faults: Redis comes back with a stale snapshot', () => {
     const goodsId = await createSale(t.http, { stock: 10 });
     const buy = (userId: number) =>
       t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
-    for (const userId of [511, 512, 513]) await buy(userId).expect(202);
-    await waitFor(async () => (await stores.orders(goodsId)).length === 3, {
-      what: 'three orders',
-    });
-    const direct = new Redis(redis.url);
-    await direct.save(); // the snapshot knows three buyers
-    direct.disconnect();
-    for (const userId of [514, 515]) await buy(userId).expect(202);
-    await waitFor(async () => (await stores.orders(goodsId)).length === 5, { what: 'five orders' });
-
-    await redis.kill();
-    await redis.up(); // back with the snapshot: stock 7, three buyers (truth: 5, five buyers)
+    // Back with stock 7 and three buyers, where the truth is 5 and five.
+    await restartFromStaleSnapshot(redis, stores, goodsId, buy, [511, 512, 513, 514, 515]);
     const healedAt = Date.now();
-    let requests = 7;
-    await waitFor(
-      async () => {
-        requests++;
-        const response = await buy(516);
-        return response.status === 202;
-      },
-      { timeoutMs: 30_000, intervalMs: 300, what: 'purchases to reopen' },
-    );
+    const requests = 7 + (await buyUntilReopened(buy, 516));
     // A buyer the snapshot did not know is still refused; the stock is MySQL's.
     expect((await buy(514).expect(409)).body.code).toBe('ALREADY_PURCHASED');
     const report = await waitFor(async () => {

@@ -26,6 +26,7 @@ describe('validateEnv', () => {
       requestTimeoutMs: 10_000,
       jwtSecret: DEV_JWT_SECRET,
       jwtSecretIsDefault: true,
+      appRole: 'all',
     });
   });
 
@@ -74,11 +75,23 @@ describe('validateEnv', () => {
     ['RABBITMQ_PREFIX', 'bad prefix!'],
     ['REQUEST_TIMEOUT_MS', '50'],
     ['REQUEST_TIMEOUT_MS', 'ten seconds'],
+    ['APP_ROLE', 'both'],
+    ['APP_ROLE', 'API'],
   ])('should refuse %s=%j with an error naming the variable', (name, value) => {
     const error = refusal({ [name]: value });
 
     expect(error).toBeInstanceOf(ConfigValidationError);
     expect(error.message).toContain(name);
+  });
+
+  it.each(['all', 'api', 'worker'])('should read APP_ROLE=%s', (role) => {
+    expect(validateEnv({ APP_ROLE: ` ${role} ` }).appRole).toBe(role);
+  });
+
+  it('should list the roles it accepts when APP_ROLE is not one of them', () => {
+    expect(refusal({ APP_ROLE: 'consumer' }).message).toBe(
+      'APP_ROLE must be one of all, api, worker, got "consumer"',
+    );
   });
 
   it('should refuse to run in production with the default JWT secret', () => {
@@ -169,6 +182,12 @@ describe('validateEnv', () => {
       expect(validateEnv({}).swaggerEnabled).toBe(true);
       expect(validateEnv(production).swaggerEnabled).toBe(false);
       expect(validateEnv({ ...production, SWAGGER_ENABLED: 'true' }).swaggerEnabled).toBe(true);
+    });
+
+    it('should never serve Swagger on a worker, which has no API to document', () => {
+      expect(validateEnv({ APP_ROLE: 'worker', SWAGGER_ENABLED: 'true' }).swaggerEnabled).toBe(
+        false,
+      );
     });
 
     it('should leave /metrics open and token ages unlimited unless told otherwise', () => {

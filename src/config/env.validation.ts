@@ -6,6 +6,8 @@ import { isIP } from 'node:net';
  */
 export interface AppConfig {
   nodeEnv: string;
+  /** What this instance runs; see APP_ROLES. */
+  appRole: AppRole;
   logLevel: LogLevelName;
   port: number;
   databaseUrl: string;
@@ -79,6 +81,14 @@ export interface RateLimitConfig {
   readIp: number;
 }
 
+/**
+ * `all`: the HTTP API and the consumers and scheduled jobs. `api`: the HTTP API and publishing,
+ * nothing consumed. `worker`: the consumers and scheduled jobs; over HTTP only /health/* and
+ * /metrics.
+ */
+export const APP_ROLES = ['all', 'api', 'worker'] as const;
+export type AppRole = (typeof APP_ROLES)[number];
+
 export const LOG_LEVELS = ['error', 'warn', 'log', 'debug', 'verbose'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
 
@@ -144,6 +154,16 @@ function readMetricsToken(env: Env): string | null {
     );
   }
   return token;
+}
+
+function readAppRole(env: Env): AppRole {
+  const role = readString(env, 'APP_ROLE', 'all') as AppRole;
+  if (!APP_ROLES.includes(role)) {
+    throw new ConfigValidationError(
+      `APP_ROLE must be one of ${APP_ROLES.join(', ')}, got "${env.APP_ROLE}"`,
+    );
+  }
+  return role;
 }
 
 function readQueueType(env: Env): AppConfig['queueType'] {
@@ -243,12 +263,14 @@ export function validateEnv(env: Env): AppConfig {
       'RABBITMQ_PREFIX may hold only letters, digits, "_", "." and "-"',
     );
   }
+  const appRole = readAppRole(env);
   const logLevel = readString(env, 'LOG_LEVEL', 'log') as LogLevelName;
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigValidationError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   }
   return {
     nodeEnv,
+    appRole,
     logLevel,
     port: readInt(env, 'PORT', 3000, 0, 65535),
     databaseUrl: readUrl(env, 'DATABASE_URL', 'mysql://root:@127.0.0.1:3306/seckill', [
@@ -267,7 +289,9 @@ export function validateEnv(env: Env): AppConfig {
     trustedProxies: readTrustedProxies(env),
     bodyLimitBytes: readInt(env, 'BODY_LIMIT_BYTES', 1_048_576, 1_024, 100 * 1_048_576),
     requestTimeoutMs: readInt(env, 'REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
-    swaggerEnabled: readBool(env, 'SWAGGER_ENABLED', nodeEnv !== 'production'),
+    // A worker serves no API, so it has nothing to document (and /docs would be a route more).
+    swaggerEnabled:
+      appRole !== 'worker' && readBool(env, 'SWAGGER_ENABLED', nodeEnv !== 'production'),
     metricsToken: readMetricsToken(env),
     jwtMaxAgeSeconds: readOptionalInt(env, 'JWT_MAX_AGE_SECONDS', 1, 10 * 365 * 86_400),
     preheatCronEnabled: readBool(env, 'PREHEAT_CRON_ENABLED', true),

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createPool, type Pool, type RowDataPacket } from 'mysql2/promise';
 import request from 'supertest';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { createApp } from '../../src/bootstrap.js';
 import { encodeOrderMessage } from '../../src/modules/messaging/order-message.js';
@@ -215,6 +215,57 @@ export class Stores {
     this.redis.disconnect();
     await this.mysql.end();
   }
+}
+
+/**
+ * A crowd at a sale: every user clicks twice at once, from an address of its own (the test client
+ * is the trusted proxy), the clicks spread over `instances` in turn, so that with several a
+ * user's two clicks land on two of them. Returns every answer.
+ */
+export function doubleClickCrowd(instances: TestAgent[], goodsId: number, users: number[]) {
+  return Promise.all(
+    users.flatMap((userId) =>
+      [0, 1].map((click) =>
+        instances[(userId + click) % instances.length]
+          .post(`/api/v1/seckill/${goodsId}`)
+          .set('Authorization', bearer(userId))
+          .set('X-Forwarded-For', `10.1.${(userId >> 8) & 255}.${userId & 255}`)
+          .then((response) => ({
+            userId,
+            status: response.status,
+            code: response.body.code as string | undefined,
+          })),
+      ),
+    ),
+  );
+}
+
+/** Waits until every purchase Redis took is settled: nothing in flight, nothing in the outbox. */
+export async function waitForSettled(stores: Stores, goodsId: number): Promise<void> {
+  await waitFor(
+    async () =>
+      (await stores.inflight(goodsId)) === 0 &&
+      (await stores.redis.zcard(`seckill:{${goodsId}}:outbox`)) === 0,
+    { timeoutMs: 30_000, what: 'every accepted purchase to settle' },
+  );
+}
+
+/**
+ * Each purchase Redis took (answered 202 or cut off before its answer) is exactly one order: one
+ * per request and per user, never more than the stock, and MySQL's stock agrees. Returns them.
+ */
+export async function expectOneOrderPerPurchaseTaken(
+  stores: Stores,
+  goodsId: number,
+  stock: number,
+) {
+  const orders = await stores.orders(goodsId);
+  expect(orders.length).toBe(stock - (await stores.redisStock(goodsId))!);
+  expect(orders.length).toBeLessThanOrEqual(stock);
+  expect(new Set(orders.map((order) => order.request_id)).size).toBe(orders.length);
+  expect(new Set(orders.map((order) => order.user_id)).size).toBe(orders.length);
+  expect(await stores.mysqlStock(goodsId)).toBe(stock - orders.length);
+  return orders;
 }
 
 /** The value of one labelled series of a counter in the app's own metrics registry. */

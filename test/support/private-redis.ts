@@ -1,7 +1,9 @@
+import { Redis } from 'ioredis';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createConnection } from 'node:net';
-import { waitFor } from './harness.js';
+import { expect } from 'vitest';
+import { waitFor, type Stores } from './harness.js';
 
 /**
  * A throwaway redis-server of the test's own, on a port below the ephemeral range, that the test
@@ -65,4 +67,54 @@ export class PrivateRedis {
     child.kill('SIGKILL');
     await exited;
   }
+}
+
+/** A purchase as a test makes it: the answer's status and body. */
+type Buy = (userId: number) => PromiseLike<{ status: number; body: { code?: string } }>;
+
+/**
+ * Sells to the first three of five `buyers`, snapshots Redis (the snapshot knows only them), sells
+ * to the other two and restarts the server from the snapshot: back with three buyers and the
+ * stock of three sales, where the truth is five of each.
+ */
+export async function restartFromStaleSnapshot(
+  redis: PrivateRedis,
+  stores: Stores,
+  goodsId: number,
+  buy: Buy,
+  buyers: number[],
+): Promise<void> {
+  const sell = async (users: number[], orders: number) => {
+    for (const userId of users) expect((await buy(userId)).status).toBe(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === orders, {
+      what: `${orders} orders`,
+    });
+  };
+  await sell(buyers.slice(0, 3), 3);
+  const direct = new Redis(redis.url);
+  await direct.save();
+  direct.disconnect();
+  await sell(buyers.slice(3), 5);
+  await redis.kill();
+  await redis.up();
+}
+
+/**
+ * Buys for `userId` until it is accepted, slower than the per-user rate limit (5 a second); every
+ * answer before that must have kept the sale closed, taking nothing. Returns how many it sent.
+ */
+export async function buyUntilReopened(buy: Buy, userId: number): Promise<number> {
+  const answers: string[] = [];
+  await waitFor(
+    async () => {
+      const response = await buy(userId);
+      answers.push(`${response.status} ${response.body.code ?? ''}`.trim());
+      return response.status === 202;
+    },
+    { timeoutMs: 30_000, intervalMs: 300, what: 'purchases to reopen' },
+  );
+  for (const answer of answers.slice(0, -1)) {
+    expect(['503 UNAVAILABLE', '409 NOT_PREHEATED']).toContain(answer);
+  }
+  return answers.length;
 }

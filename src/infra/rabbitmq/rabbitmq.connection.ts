@@ -17,54 +17,68 @@ import { topologyNames, type TopologyNames } from './topology.js';
 export type ConnectionRole = 'publish' | 'consume';
 
 /**
- * The process's broker connections, one per role. amqp-connection-manager reconnects by itself
- * and re-runs every channel's setup (topology, prefetch, consumers) after a reconnect.
+ * The process's broker connections, one per role, each opened when its first channel is made: an
+ * `api` instance, which consumes nothing, never opens the consuming one. amqp-connection-manager
+ * reconnects by itself and re-runs every channel's setup (topology, prefetch, consumers) after a
+ * reconnect.
  */
 @Injectable()
 export class RabbitConnection implements OnApplicationShutdown {
   private readonly logger = new Logger(RabbitConnection.name);
-  private readonly connections: Record<ConnectionRole, AmqpConnectionManager>;
+  private readonly connections = new Map<ConnectionRole, AmqpConnectionManager>();
   readonly names: TopologyNames;
 
-  constructor(@InjectConfig() config: AppConfig) {
+  constructor(@InjectConfig() private readonly config: AppConfig) {
     this.names = topologyNames(config.rabbitmqPrefix, {
       paymentTimeoutMs: config.orderPaymentTimeoutMs,
       maxQueueLength: config.queueMaxLength,
       queueType: config.queueType,
     });
-    const connect = (role: ConnectionRole) => {
-      const connection = amqp.connect([config.rabbitmqUrl], {
-        heartbeatIntervalInSeconds: 10,
-        reconnectTimeInSeconds: 1,
-        connectionOptions: {
-          timeout: 5_000,
-          // amqplib leaves Nagle's algorithm on: a purchase's small publish frame then waits for
-          // the broker's ACK of the previous segment. Measured under load: a confirm took ~25 ms
-          // with it and ~5.5 ms without, and purchases/s rose by half.
-          noDelay: true,
-          // Named in the management UI and in `rabbitmqctl list_connections client_properties`.
-          clientProperties: { connection_name: `seckill-${role}` },
-        },
-      });
-      connection.on('connect', () => this.logger.log(`broker connected: role=${role}`));
-      connection.on('disconnect', ({ err }) =>
-        this.logger.warn(`broker disconnected: role=${role} ${err?.message ?? 'closed'}`),
-      );
-      connection.on('connectFailed', ({ err }) =>
-        this.logger.warn(`broker connect failed: role=${role} ${err?.message ?? 'unknown'}`),
-      );
-      return connection;
-    };
-    this.connections = { publish: connect('publish'), consume: connect('consume') };
+  }
+
+  private connect(role: ConnectionRole): AmqpConnectionManager {
+    const connection = amqp.connect([this.config.rabbitmqUrl], {
+      heartbeatIntervalInSeconds: 10,
+      reconnectTimeInSeconds: 1,
+      connectionOptions: {
+        timeout: 5_000,
+        // amqplib leaves Nagle's algorithm on: a purchase's small publish frame then waits for
+        // the broker's ACK of the previous segment. Measured under load: a confirm took ~25 ms
+        // with it and ~5.5 ms without, and purchases/s rose by half.
+        noDelay: true,
+        // Named in the management UI and in `rabbitmqctl list_connections client_properties`.
+        clientProperties: { connection_name: `seckill-${role}` },
+      },
+    });
+    connection.on('connect', () => this.logger.log(`broker connected: role=${role}`));
+    connection.on('disconnect', ({ err }) =>
+      this.logger.warn(`broker disconnected: role=${role} ${err?.message ?? 'closed'}`),
+    );
+    connection.on('connectFailed', ({ err }) =>
+      this.logger.warn(`broker connect failed: role=${role} ${err?.message ?? 'unknown'}`),
+    );
+    return connection;
   }
 
   /** The publishing connection is up: purchases can be confirmed. */
   isConnected(): boolean {
-    return this.connections.publish.isConnected();
+    return this.connections.get('publish')?.isConnected() ?? false;
+  }
+
+  /** The connections this instance uses that are down now (readiness). */
+  disconnected(): ConnectionRole[] {
+    return [...this.connections]
+      .filter(([, connection]) => !connection.isConnected())
+      .map(([role]) => role);
   }
 
   createChannel(role: ConnectionRole, options: CreateChannelOpts): ChannelWrapper {
-    const channel = this.connections[role].createChannel(options);
+    let connection = this.connections.get(role);
+    if (!connection) {
+      connection = this.connect(role);
+      this.connections.set(role, connection);
+    }
+    const channel = connection.createChannel(options);
     // A channel error (a failed setup, a closed channel) is retried by the manager; unheard,
     // the 'error' event would end the process.
     channel.on('error', (error: Error) =>
@@ -74,6 +88,6 @@ export class RabbitConnection implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await Promise.all([this.connections.publish.close(), this.connections.consume.close()]);
+    await Promise.all([...this.connections.values()].map((connection) => connection.close()));
   }
 }

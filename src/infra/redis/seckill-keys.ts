@@ -45,7 +45,10 @@ export function idempotencyKey(userId: number, key: string): string {
   return `seckill:idem:{user:${userId}}:${key}`;
 }
 
-/** Marks that a Redis server (by run_id) has had its surviving sales wiped for a rebuild. */
+/**
+ * A Redis server's (by run_id) recovery: `wiping` while one instance drops the sales that
+ * survived its restart, `wiped` once they are gone and may be rebuilt.
+ */
 export function recoveryKey(runId: string): string {
   return `seckill:recovery:${runId}`;
 }

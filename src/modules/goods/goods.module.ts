@@ -2,12 +2,11 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { StockModule } from '../stock/stock.module.js';
-import { GoodsController } from './goods.controller.js';
 import { GoodsService } from './goods.service.js';
 
+/** GoodsController is served by ApiModule (src/roles), on the instances that serve the API. */
 @Module({
   imports: [TypeOrmModule.forFeature([GoodsEntity]), StockModule],
-  controllers: [GoodsController],
   providers: [GoodsService],
   exports: [GoodsService],
 })

@@ -46,7 +46,9 @@ export class HealthController {
           .withTimeout(CHECK_TIMEOUT_MS),
       () => {
         const rabbitmq = this.indicators.check('rabbitmq');
-        if (!this.rabbit.isConnected()) return rabbitmq.down('not connected');
+        // Each connection this instance uses: a worker's consumers have one of their own.
+        const down = this.rabbit.disconnected();
+        if (down.length > 0) return rabbitmq.down(`not connected: ${down.join(', ')}`);
         // Connected is not enough: a stalled broker holds confirms, and purchases would 503.
         return rabbitmq
           .attempt(() => this.publisher.probeConfirms(CHECK_TIMEOUT_MS))

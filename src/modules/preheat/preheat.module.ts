@@ -3,15 +3,16 @@ import { GoodsModule } from '../goods/goods.module.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { StockModule } from '../stock/stock.module.js';
-import { PreheatController } from './preheat.controller.js';
-import { PreheatCron } from './preheat.cron.js';
 import { PreheatService } from './preheat.service.js';
-import { SaleRecovery } from './sale-recovery.service.js';
+import { SurvivorWipe } from './survivor-wipe.service.js';
 
+/**
+ * PreheatController is served by ApiModule; PreheatCron and SaleRebuilder run in WorkerModule
+ * (src/roles); SaleRecovery guards the purchase path in SeckillModule.
+ */
 @Module({
   imports: [GoodsModule, OrdersModule, StockModule, MessagingModule],
-  controllers: [PreheatController],
-  providers: [PreheatService, PreheatCron, SaleRecovery],
-  exports: [PreheatService, SaleRecovery],
+  providers: [PreheatService, SurvivorWipe],
+  exports: [PreheatService, SurvivorWipe],
 })
 export class PreheatModule {}

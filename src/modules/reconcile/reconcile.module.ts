@@ -4,13 +4,12 @@ import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { PreheatModule } from '../preheat/preheat.module.js';
 import { StockModule } from '../stock/stock.module.js';
-import { ReconcileController } from './reconcile.controller.js';
-import { ReconcileCron } from './reconcile.cron.js';
 import { ReconcileService } from './reconcile.service.js';
 
+/** ReconcileController is served by ApiModule and ReconcileCron run by WorkerModule (src/roles). */
 @Module({
   imports: [GoodsModule, OrdersModule, StockModule, PreheatModule, MessagingModule],
-  controllers: [ReconcileController],
-  providers: [ReconcileService, ReconcileCron],
+  providers: [ReconcileService],
+  exports: [ReconcileService],
 })
 export class ReconcileModule {}

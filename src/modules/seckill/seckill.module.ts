@@ -3,6 +3,7 @@ import { GoodsModule } from '../goods/goods.module.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { PreheatModule } from '../preheat/preheat.module.js';
+import { SaleRecovery } from '../preheat/sale-recovery.service.js';
 import { StockModule } from '../stock/stock.module.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
@@ -11,6 +12,11 @@ import { PurchaseResultService } from './purchase-result.service.js';
 import { PurchaseService } from './purchase.service.js';
 import { SeckillController } from './seckill.controller.js';
 
+/**
+ * The purchase path, served by the instances that serve the API (ApiModule). SaleRecovery is
+ * provided here, with what it guards: every instance that sells closes its own purchases while
+ * Redis is rebuilt.
+ */
 @Module({
   imports: [StockModule, MessagingModule, GoodsModule, OrdersModule, PreheatModule],
   controllers: [SeckillController],
@@ -20,6 +26,7 @@ import { SeckillController } from './seckill.controller.js';
     PurchaseResultService,
     PurchaseTokenService,
     IdempotencyService,
+    SaleRecovery,
   ],
 })
 export class SeckillModule {}

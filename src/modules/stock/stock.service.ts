@@ -209,10 +209,21 @@ export class StockService {
 
   /**
    * After a Redis restart or failover: true for the one instance that gets to wipe the sales
-   * this Redis holds (whatever survived is a snapshot older than the truth); false for the others.
+   * this Redis holds (whatever survived is a snapshot older than the truth); false for the others
+   * while it is at it, and once it is done. The claim is a lease: if its holder dies mid-wipe, the
+   * claim lapses and another instance wipes.
    */
-  async claimRecovery(runId: string): Promise<boolean> {
-    return (await this.redis.set(recoveryKey(runId), '1', 'EX', 86_400, 'NX')) === 'OK';
+  async claimRecovery(runId: string, leaseMs: number): Promise<boolean> {
+    return (await this.redis.set(recoveryKey(runId), 'wiping', 'PX', leaseMs, 'NX')) === 'OK';
+  }
+
+  /** The survivors of this Redis server are wiped: sales may be rebuilt and sold again. */
+  async markRecovered(runId: string): Promise<void> {
+    await this.redis.set(recoveryKey(runId), 'wiped', 'EX', 86_400);
+  }
+
+  async isRecovered(runId: string): Promise<boolean> {
+    return (await this.redis.get(recoveryKey(runId))) === 'wiped';
   }
 
   /** Drops a sale's keys unconditionally (they are about to be rebuilt from MySQL). */

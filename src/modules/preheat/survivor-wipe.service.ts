@@ -1,0 +1,48 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
+import { GoodsService } from '../goods/goods.service.js';
+import { StockService } from '../stock/stock.service.js';
+
+/** Longest a wipe may take before another instance takes it over (its holder died). */
+const CLAIM_LEASE_MS = 15_000;
+
+/**
+ * A restarted Redis may have come back with a snapshot (RDB/AOF, or a replica that was behind):
+ * its stock, buyers and voided requests are older than the truth, and trusting them could sell
+ * twice or revive a purchase that was answered 503. Before purchases reopen or a sale is rebuilt,
+ * one instance wipes what survived; every other instance waits until it has.
+ */
+@Injectable()
+export class SurvivorWipe {
+  private readonly logger = new Logger(SurvivorWipe.name);
+
+  constructor(
+    private readonly goods: GoodsService,
+    private readonly stock: StockService,
+    @InjectConfig() private readonly config: AppConfig,
+  ) {}
+
+  /** The sales a restart concerns: open, or opening within the preheat lookahead. */
+  salesToRecover(): Promise<GoodsEntity[]> {
+    return this.goods.startingBefore(new Date(Date.now() + this.config.preheatLookaheadMs));
+  }
+
+  /**
+   * True once what survived on this Redis server is gone: wiped here now, or by another instance
+   * before. False while another instance is at it.
+   */
+  async done(runId: string): Promise<boolean> {
+    if (await this.stock.isRecovered(runId)) return true;
+    // Read before claiming: MySQL being down then fails here rather than with the claim held.
+    const sales = await this.salesToRecover();
+    if (!(await this.stock.claimRecovery(runId, CLAIM_LEASE_MS))) return false;
+    for (const sale of sales) await this.stock.forget(sale.id);
+    await this.stock.markRecovered(runId);
+    this.logger.warn(
+      `wiped ${sales.length} sales that survived the restart, to rebuild them: run_id=${runId}`,
+    );
+    return true;
+  }
+}
