@@ -81,6 +81,7 @@ async function bench(options: BenchOptions): Promise<boolean> {
     rounds: options.rounds,
     connections: options.connections,
     sizes: options.sizes,
+    projectProcesses: options.worker ? 'api + worker' : 'one (APP_ROLE=all)',
   };
 
   const secret = randomBytes(32).toString('hex');
@@ -93,6 +94,7 @@ async function bench(options: BenchOptions): Promise<boolean> {
       logDir: outDir,
       jwtSecret: secret,
       profileDir: options.profile ? outDir : undefined,
+      worker: options.worker,
     });
     onCleanup(() => side.stop());
     sides[name] = side;

@@ -15,6 +15,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --out <dir>        where results.json, report.html and chart.svg go (default bench-results)
   --from <file>      only render: read a results.json of an earlier run and write its report,
                      chart and summary again into --out
+  --worker           run the project as two processes, APP_ROLE=api (HTTP, measured as "app")
+                     and APP_ROLE=worker (the consumers and jobs); the baseline stays one process
   --profile          run both sides under node --cpu-prof and print where their CPU went
                      (slows them down: for finding the cost, not for the figures)
   --help             show this help
@@ -30,6 +32,8 @@ export interface BenchOptions {
   outDir: string;
   warmUpMs: number;
   profile: boolean;
+  /** The project as an api process plus a worker process. */
+  worker: boolean;
   from: string | undefined;
 }
 
@@ -54,6 +58,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
         only: { type: 'string' },
         out: { type: 'string', default: 'bench-results' },
         profile: { type: 'boolean', default: false },
+        worker: { type: 'boolean', default: false },
         from: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -82,6 +87,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     outDir: values.out,
     warmUpMs: quick ? 1_000 : 3_000,
     profile: values.profile,
+    worker: values.worker,
     from: values.from,
   };
 }

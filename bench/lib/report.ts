@@ -44,7 +44,8 @@ export function metricsOf(run: RunRecord): Record<string, number> {
     metrics.pipelineOrdersPerSec = run.pipelineOrdersPerSec;
     if (run.drainSeconds !== null) metrics.drainSeconds = run.drainSeconds;
   }
-  // Absent from records written before these were measured.
+  // Absent from records written before these were measured, and when there is no worker.
+  if (typeof run.workerCpuPercent === 'number') metrics.workerCpuPercent = run.workerCpuPercent;
   if (typeof run.brokerCpuPercent === 'number') metrics.brokerCpuPercent = run.brokerCpuPercent;
   if (typeof run.mysqlCpuPercent === 'number') metrics.mysqlCpuPercent = run.mysqlCpuPercent;
   if (run.redis.perAccepted !== null) metrics.redisCmdsPerAccepted = run.redis.perAccepted;
@@ -80,6 +81,7 @@ const LABELS: Record<string, string> = {
   rssMaxMb: 'app RSS max (MB)',
   redisCpuPercent: 'redis-server CPU (% of a core)',
   loadGeneratorCpuPercent: 'load generator CPU (% of a core)',
+  workerCpuPercent: 'worker CPU (% of a core)',
   brokerCpuPercent: 'RabbitMQ CPU (% of a core)',
   mysqlCpuPercent: 'MySQL CPU (% of a core)',
   redisCmdsPerAnswer: 'Redis cmds per answer',
@@ -99,6 +101,7 @@ const ROWS: Record<string, string[]> = {
     'pipelineOrdersPerSec',
     'cpuPercent',
     'cpuMsPerAnswer',
+    'workerCpuPercent',
     'redisCpuPercent',
     'brokerCpuPercent',
     'mysqlCpuPercent',
@@ -125,6 +128,7 @@ const ROWS: Record<string, string[]> = {
     'p99Ms',
     'drainSeconds',
     'pipelineOrdersPerSec',
+    'workerCpuPercent',
     'brokerCpuPercent',
     'mysqlCpuPercent',
   ],

@@ -118,6 +118,8 @@ export interface RunRecord extends LoadFigures {
   /** The side's redis-server, and this load generator, over the same span. */
   redisCpuPercent: number;
   loadGeneratorCpuPercent: number;
+  /** The project's worker process (`--worker`) over the same span; null when there is none. */
+  workerCpuPercent?: number | null;
   /** The shared local RabbitMQ and MySQL over the same span; null when they are not local. */
   brokerCpuPercent: number | null;
   mysqlCpuPercent: number | null;
@@ -241,6 +243,8 @@ export async function runScenario(
   const before = await commandStats(side.redis);
   const proc = sampleProcess(side.pid);
   const redisProc = sampleProcess(side.redisPid, 1_000);
+  const workerProc =
+    side.workerPid === undefined ? undefined : sampleProcess(side.workerPid, 1_000);
   const brokerProc = BROKER_PID === undefined ? undefined : sampleProcess(BROKER_PID, 1_000);
   const mysqlProc = MYSQL_PID === undefined ? undefined : sampleProcess(MYSQL_PID, 1_000);
   const ownCpu = process.cpuUsage();
@@ -253,6 +257,7 @@ export async function runScenario(
   });
   const procFigures = proc.stop();
   const redisCpuPercent = redisProc.stop().cpuPercent;
+  const workerCpuPercent = workerProc?.stop().cpuPercent ?? null;
   const brokerCpuPercent = brokerProc?.stop().cpuPercent ?? null;
   const mysqlCpuPercent = mysqlProc?.stop().cpuPercent ?? null;
   const own = process.cpuUsage(ownCpu);
@@ -298,6 +303,7 @@ export async function runScenario(
     proc: procFigures,
     redisCpuPercent,
     loadGeneratorCpuPercent,
+    workerCpuPercent,
     brokerCpuPercent,
     mysqlCpuPercent,
     redisBytesPerBuyer: buyersHeld > 0 ? Math.round(bytes / buyersHeld) : null,

@@ -39,6 +39,8 @@ export interface Side {
   name: SideName;
   origin: string;
   pid: number;
+  /** The project's worker process, when it runs as api + worker (`--worker`). */
+  workerPid?: number;
   redisPid: number;
   redis: Redis;
   db: Pool;
@@ -54,6 +56,8 @@ export interface SideOptions {
   jwtSecret: string;
   /** Where `node --cpu-prof` writes `<side>/*.cpuprofile` at exit; no profiling when absent. */
   profileDir?: string;
+  /** The project as APP_ROLE=api plus an APP_ROLE=worker process on the same stores. */
+  worker?: boolean;
 }
 
 function portIsFree(port: number): Promise<boolean> {
@@ -115,30 +119,44 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
   const redis: RedisServer = await startRedis(redisPort);
   await freshDatabase(store, join(options.repoRoot, 'dist', 'migrations', '*.js'));
   await freshVhost(store);
+  const env = {
+    ...process.env,
+    DATABASE_URL: databaseUrl(store),
+    REDIS_URL: redis.url,
+    RABBITMQ_URL: rabbitUrl(store),
+    JWT_SECRET: options.jwtSecret,
+    // Every buyer comes from its own X-Forwarded-For address, as behind a load balancer.
+    TRUSTED_PROXIES: '127.0.0.1',
+  };
+  const split = name === 'project' && options.worker === true;
   const logPath = join(options.logDir, `${name}.log`);
   const server: ServerProcess = startServer({
     args: sideCommand(name, options),
     cwd: options.repoRoot,
     port,
     logPath,
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl(store),
-      REDIS_URL: redis.url,
-      RABBITMQ_URL: rabbitUrl(store),
-      JWT_SECRET: options.jwtSecret,
-      // Every buyer comes from its own X-Forwarded-For address, as behind a load balancer.
-      TRUSTED_PROXIES: '127.0.0.1',
-    },
+    env: split ? { ...env, APP_ROLE: 'api' } : env,
   });
+  // The migrations ran above, before either process: the two do not race to apply them.
+  const worker: ServerProcess | undefined = split
+    ? startServer({
+        args: [join(options.repoRoot, 'dist', 'main.js')],
+        cwd: options.repoRoot,
+        port: await freePortBelowEphemeral(),
+        logPath: join(options.logDir, `${name}-worker.log`),
+        env: { ...env, APP_ROLE: 'worker' },
+      })
+    : undefined;
   try {
-    await waitForReady(server);
+    await Promise.all([waitForReady(server), worker && waitForReady(worker)]);
   } catch (error) {
+    await Promise.all([stopServer(server), worker && stopServer(worker)]);
     await redis.stop();
     throw error;
   }
   const pid = server.child.pid;
   if (pid === undefined) throw new ScriptError(`${name}: no pid`);
+  const workerPid = worker?.child.pid;
   const db = createPool({ uri: databaseUrl(store), connectionLimit: 2 });
   const admin = signToken({ userId: 1, admin: true, secret: options.jwtSecret });
   const origin = server.baseUrl;
@@ -147,6 +165,7 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
     name,
     origin,
     pid,
+    workerPid,
     redisPid: redis.pid,
     redis: redis.client,
     db,
@@ -159,7 +178,7 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
     // exit cleanups call it again.
     stop: () =>
       (stopping ??= (async () => {
-        await stopServer(server);
+        await Promise.all([stopServer(server), worker && stopServer(worker)]);
         await db.end();
         await redis.stop();
       })()),
