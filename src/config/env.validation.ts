@@ -61,6 +61,11 @@ export interface AppConfig {
   seckillRequireToken: boolean;
   seckillTokenTtlMs: number;
   seckillTokenEarlyMs: number;
+  /** The purchase-token route requires a solved ALTCHA challenge (X-Seckill-Challenge). */
+  seckillRequireChallenge: boolean;
+  /** altcha-lib's `cost` for PBKDF2/SHA-256: iterations per attempt the solver makes. */
+  challengeCost: number;
+  challengeTtlMs: number;
   /** How long an instance answers SOLD_OUT from memory after Redis said so; 0 = off. */
   soldOutMemoMs: number;
   /** How long after a sale's end an Idempotency-Key's answer is kept. */
@@ -329,6 +334,9 @@ export function validateEnv(env: Env): AppConfig {
     seckillRequireToken: readBool(env, 'SECKILL_REQUIRE_TOKEN', false),
     seckillTokenTtlMs: readInt(env, 'SECKILL_TOKEN_TTL_MS', 60_000, 1_000, 3_600_000),
     seckillTokenEarlyMs: readInt(env, 'SECKILL_TOKEN_EARLY_MS', 0, 0, 600_000),
+    seckillRequireChallenge: readBool(env, 'SECKILL_REQUIRE_CHALLENGE', false),
+    challengeCost: readInt(env, 'CHALLENGE_COST', 5_000, 1, 1_000_000),
+    challengeTtlMs: readInt(env, 'CHALLENGE_TTL_MS', 120_000, 5_000, 3_600_000),
     soldOutMemoMs: readInt(env, 'SOLD_OUT_MEMO_MS', 1_000, 0, 60_000),
     idempotencyRetentionMs: readInt(
       env,

@@ -18,6 +18,8 @@ export function saleKeys(goodsId: number) {
     completed: `${prefix}:completed`,
     restocked: `${prefix}:restocked`,
     userLock: (userId: number) => `${prefix}:lock:user:${userId}`,
+    /** A redeemed ALTCHA challenge (by its signature), kept until it expires: valid once. */
+    challenge: (signature: string) => `${prefix}:challenge:${signature}`,
     /** A one-time purchase token, stored by its SHA-256 so Redis never holds usable tokens. */
     purchaseToken: (tokenDigest: string) => `${prefix}:ptoken:${tokenDigest}`,
   };

@@ -8,6 +8,8 @@ import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
 import { SeckillScripts, TokenConsumeCode } from '../../infra/redis/seckill-scripts.js';
 import { GoodsService } from '../goods/goods.service.js';
+import type { Challenge } from 'altcha-lib';
+import { ChallengeService } from './challenge.service.js';
 
 export interface PurchaseToken {
   token: string;
@@ -37,16 +39,27 @@ export class PurchaseTokenService {
     @Inject(REDIS_CLIENT) private readonly redis: Redis,
     private readonly scripts: SeckillScripts,
     private readonly goods: GoodsService,
+    private readonly challenges: ChallengeService,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
-  async issue(goodsId: number, userId: number): Promise<PurchaseToken> {
-    const goods = await orUnavailable('MySQL', () => this.goods.findOrThrow(goodsId));
-    const now = Date.now();
-    if (now < goods.startAt.getTime() - this.config.seckillTokenEarlyMs) {
-      throw new DomainError('SALE_NOT_STARTED', 'The sale has not started yet');
+  /**
+   * A proof-of-work challenge for the token, under the same window rules as the token itself: a
+   * challenge costs the server one key derivation, not spent on a token that cannot be had.
+   */
+  async challenge(goodsId: number, userId: number): Promise<Challenge> {
+    await this.saleWindow(goodsId);
+    return this.challenges.issue(goodsId, userId);
+  }
+
+  /** With SECKILL_REQUIRE_CHALLENGE on, `challenge` must carry a solved one (redeemed here). */
+  async issue(goodsId: number, userId: number, challenge?: string): Promise<PurchaseToken> {
+    const goods = await this.saleWindow(goodsId);
+    // After the window checks: a solved challenge is not burnt on a token that cannot be had.
+    if (this.config.seckillRequireChallenge) {
+      await this.challenges.redeem(goodsId, userId, challenge);
     }
-    if (now >= goods.endAt.getTime()) throw new DomainError('SALE_ENDED', 'The sale has ended');
+    const now = Date.now();
     const ttlMs = Math.max(1, Math.min(this.config.seckillTokenTtlMs, goods.endAt.getTime() - now));
     const token = randomBytes(32).toString('base64url');
     await orUnavailable('Redis', () =>
@@ -54,6 +67,17 @@ export class PurchaseTokenService {
     );
     this.logger.debug(`purchase token issued: goods=${goodsId} user=${userId} ttlMs=${ttlMs}`);
     return { token, expiresAt: new Date(now + ttlMs).toISOString() };
+  }
+
+  /** The goods, when its token window is open: from SECKILL_TOKEN_EARLY_MS before the sale to its end. */
+  private async saleWindow(goodsId: number) {
+    const goods = await orUnavailable('MySQL', () => this.goods.findOrThrow(goodsId));
+    const now = Date.now();
+    if (now < goods.startAt.getTime() - this.config.seckillTokenEarlyMs) {
+      throw new DomainError('SALE_NOT_STARTED', 'The sale has not started yet');
+    }
+    if (now >= goods.endAt.getTime()) throw new DomainError('SALE_ENDED', 'The sale has ended');
+    return goods;
   }
 
   /**

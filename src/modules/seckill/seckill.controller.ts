@@ -53,6 +53,21 @@ export class SeckillController {
     private readonly tokens: PurchaseTokenService,
   ) {}
 
+  @Get(':goodsId/challenge')
+  @RateLimit('token')
+  @ApiOperation({
+    summary:
+      'An ALTCHA v2 proof-of-work challenge for the purchase token (required when SECKILL_REQUIRE_CHALLENGE=true)',
+    description:
+      "altcha-lib's createChallenge result (PBKDF2/SHA-256, cost CHALLENGE_COST). Solve it (the ALTCHA widget, or altcha-lib's solveChallenge) and send base64 of the JSON {challenge, solution} as X-Seckill-Challenge on GET /api/v1/seckill/{goodsId}/token. Bound to you and this goods, valid once, expires after CHALLENGE_TTL_MS.",
+  })
+  @ApiOkResponse({
+    description: '{parameters: {algorithm, nonce, salt, cost, keyLength, keyPrefix, …}, signature}',
+  })
+  challenge(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {
+    return this.tokens.challenge(goodsId, user.userId);
+  }
+
   @Get(':goodsId/token')
   @RateLimit('token')
   @ApiOperation({
@@ -60,9 +75,19 @@ export class SeckillController {
     description:
       'Answers only during the sale window (or SECKILL_TOKEN_EARLY_MS before it): 409 SALE_NOT_STARTED / SALE_ENDED otherwise, 404 GOODS_NOT_FOUND. The token is bound to you and this goods, expires after SECKILL_TOKEN_TTL_MS, and is used up by one purchase that gets a final answer (202, or 409 SOLD_OUT / ALREADY_PURCHASED / SALE_ENDED); a 503 or another refusal leaves it usable for the retry.',
   })
+  @ApiHeader({
+    name: 'X-Seckill-Challenge',
+    required: false,
+    description:
+      "base64 of the JSON {challenge, solution} of a challenge from GET /api/v1/seckill/{goodsId}/challenge; required when SECKILL_REQUIRE_CHALLENGE=true (403 FORBIDDEN when missing, wrong, expired, reused or another user's)",
+  })
   @ApiOkResponse({ type: PurchaseTokenDto })
-  token(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {
-    return this.tokens.issue(goodsId, user.userId);
+  token(
+    @Param('goodsId', PositiveIntPipe) goodsId: number,
+    @CurrentUser() user: AuthUser,
+    @Headers('x-seckill-challenge') challenge: string | undefined,
+  ) {
+    return this.tokens.issue(goodsId, user.userId, challenge);
   }
 
   @Post(':goodsId')

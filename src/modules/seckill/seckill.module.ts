@@ -5,6 +5,7 @@ import { OrdersModule } from '../orders/orders.module.js';
 import { PreheatModule } from '../preheat/preheat.module.js';
 import { SaleRecovery } from '../preheat/sale-recovery.service.js';
 import { StockModule } from '../stock/stock.module.js';
+import { ChallengeService } from './challenge.service.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
@@ -25,6 +26,7 @@ import { SeckillController } from './seckill.controller.js';
     PurchaseRequestService,
     PurchaseResultService,
     PurchaseTokenService,
+    ChallengeService,
     IdempotencyService,
     SaleRecovery,
   ],

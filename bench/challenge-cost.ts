@@ -1,0 +1,90 @@
+// What the purchase token's proof-of-work costs (SECKILL_REQUIRE_CHALLENGE): the server's issue
+// and check, and a client's solve, at CHALLENGE_COST (default 5000) with the service's own code.
+// A bot solves with Node's native PBKDF2 (altcha-lib/algorithms/pbkdf2); a browser's solver uses
+// WebCrypto (altcha-lib/algorithms/web/pbkdf2), run here in Node's WebCrypto.
+import { parseArgs } from 'node:util';
+
+import { Logger } from '@nestjs/common';
+import { solveChallenge, type Challenge } from 'altcha-lib';
+import { deriveKey as nativeDeriveKey } from 'altcha-lib/algorithms/pbkdf2';
+import { deriveKey as webDeriveKey } from 'altcha-lib/algorithms/web/pbkdf2';
+import type { Redis } from 'ioredis';
+
+import { UsageError } from '../scripts/lib/errors.js';
+import { runScript } from '../scripts/lib/main.js';
+import type { AppConfig } from '../src/config/env.validation.js';
+import { ChallengeService } from '../src/modules/seckill/challenge.service.js';
+
+const USAGE = `usage: npx tsx bench/challenge-cost.ts [--cost <n>] [--runs <n>]
+
+  --cost <n>   CHALLENGE_COST (default 5000, the service's default)
+  --runs <n>   challenges per figure (default 20)`;
+
+function parse(argv: string[]): { cost: number; runs: number } | 'help' {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        cost: { type: 'string', default: '5000' },
+        runs: { type: 'string', default: '20' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  if (values.help) return 'help';
+  const cost = Number(values.cost);
+  const runs = Number(values.runs);
+  if (!Number.isInteger(cost) || cost < 1)
+    throw new UsageError('--cost must be a positive integer');
+  if (!Number.isInteger(runs) || runs < 1 || runs > 1_000) {
+    throw new UsageError('--runs must be an integer from 1 to 1000');
+  }
+  return { cost, runs };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1] ?? NaN;
+const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 0)} ms`;
+
+async function run({ cost, runs }: { cost: number; runs: number }): Promise<boolean> {
+  Logger.overrideLogger(['error']);
+  // Redemption's replay check is one SET NX in Redis; only the proof is timed here.
+  const redis = { set: async () => 'OK' } as unknown as Redis;
+  const config = {
+    jwtSecret: 'challenge-cost-secret',
+    challengeCost: cost,
+    challengeTtlMs: 600_000,
+  } as AppConfig;
+  const service = new ChallengeService(redis, config);
+  const issue: number[] = [];
+  const check: number[] = [];
+  const bot: number[] = [];
+  const browser: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    let started = performance.now();
+    const challenge: Challenge = await service.issue(1, 1);
+    issue.push(performance.now() - started);
+
+    started = performance.now();
+    const solution = await solveChallenge({ challenge, deriveKey: nativeDeriveKey });
+    bot.push(performance.now() - started);
+    started = performance.now();
+    await solveChallenge({ challenge, deriveKey: webDeriveKey });
+    browser.push(performance.now() - started);
+
+    const payload = Buffer.from(JSON.stringify({ challenge, solution })).toString('base64');
+    started = performance.now();
+    await service.redeem(1, 1, payload);
+    check.push(performance.now() - started);
+  }
+  console.log(`CHALLENGE_COST=${cost}, ${runs} challenges, medians:`);
+  console.log(`  server: issue ${ms(median(issue))}, check a solution ${ms(median(check))}`);
+  console.log(`  bot (Node's native PBKDF2): solve ${ms(median(bot))}`);
+  console.log(`  browser-style solver (WebCrypto, here in Node): solve ${ms(median(browser))}`);
+  return true;
+}
+
+await runScript(parse, USAGE, run);
