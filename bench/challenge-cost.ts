@@ -2,15 +2,13 @@
 // and check, and a client's solve, at CHALLENGE_COST (default 5000) with the service's own code.
 // A bot solves with Node's native PBKDF2 (altcha-lib/algorithms/pbkdf2); a browser's solver uses
 // WebCrypto (altcha-lib/algorithms/web/pbkdf2), run here in Node's WebCrypto.
-import { parseArgs } from 'node:util';
-
 import { Logger } from '@nestjs/common';
 import { solveChallenge, type Challenge } from 'altcha-lib';
 import { deriveKey as nativeDeriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { deriveKey as webDeriveKey } from 'altcha-lib/algorithms/web/pbkdf2';
 import type { Redis } from 'ioredis';
 
-import { UsageError } from '../scripts/lib/errors.js';
+import { integerFlag, readFlags } from '../scripts/lib/args.js';
 import { runScript } from '../scripts/lib/main.js';
 import type { AppConfig } from '../src/config/env.validation.js';
 import { ChallengeService } from '../src/modules/seckill/challenge.service.js';
@@ -21,29 +19,16 @@ const USAGE = `usage: npx tsx bench/challenge-cost.ts [--cost <n>] [--runs <n>]
   --runs <n>   challenges per figure (default 20)`;
 
 function parse(argv: string[]): { cost: number; runs: number } | 'help' {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        cost: { type: 'string', default: '5000' },
-        runs: { type: 'string', default: '20' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-      strict: true,
-    }));
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  const values = readFlags(argv, {
+    cost: { type: 'string', default: '5000' },
+    runs: { type: 'string', default: '20' },
+    help: { type: 'boolean', short: 'h', default: false },
+  });
   if (values.help) return 'help';
-  const cost = Number(values.cost);
-  const runs = Number(values.runs);
-  if (!Number.isInteger(cost) || cost < 1)
-    throw new UsageError('--cost must be a positive integer');
-  if (!Number.isInteger(runs) || runs < 1 || runs > 1_000) {
-    throw new UsageError('--runs must be an integer from 1 to 1000');
-  }
-  return { cost, runs };
+  return {
+    cost: integerFlag('cost', values.cost, 1, 10_000_000),
+    runs: integerFlag('runs', values.runs, 1, 1_000),
+  };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1] ?? NaN;

@@ -5,12 +5,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 
 import { createPool, type RowDataPacket } from 'mysql2/promise';
 
 import { onCleanup } from '../scripts/lib/cleanup.js';
-import { UsageError } from '../scripts/lib/errors.js';
+import { integerFlag, readFlags } from '../scripts/lib/args.js';
 import { nonNegativeIntegerField } from '../scripts/lib/http.js';
 import { signToken } from '../scripts/lib/jwt.js';
 import { buyerHeaders, runLoad } from '../scripts/lib/load.js';
@@ -46,30 +45,18 @@ interface Options {
 }
 
 function parse(argv: string[]): Options | 'help' {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        orders: { type: 'string', default: '20000' },
-        'batch-sizes': { type: 'string', default: '50,200,1000' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-      strict: true,
-    }));
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  const values = readFlags(argv, {
+    orders: { type: 'string', default: '20000' },
+    'batch-sizes': { type: 'string', default: '50,200,1000' },
+    help: { type: 'boolean', short: 'h', default: false },
+  });
   if (values.help) return 'help';
-  const orders = Number(values.orders);
-  const batchSizes = values['batch-sizes'].split(',').map(Number);
-  if (!Number.isInteger(orders) || orders < 100 || orders > 1_000_000) {
-    throw new UsageError('--orders must be an integer from 100 to 1000000');
-  }
-  if (batchSizes.some((size) => !Number.isInteger(size) || size < 1 || size > 5_000)) {
-    throw new UsageError('--batch-sizes must be integers from 1 to 5000');
-  }
-  return { orders, batchSizes };
+  return {
+    orders: integerFlag('orders', values.orders, 100, 1_000_000),
+    batchSizes: values['batch-sizes']
+      .split(',')
+      .map((size) => integerFlag('batch-sizes', size.trim(), 1, 5_000)),
+  };
 }
 
 const cpuOf = (pid: number) => cpuSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8'));

@@ -3,7 +3,6 @@
 // driven by pipelined clients on the other core; the rate is divided by the share of a core the
 // server used, so that a client that cannot keep up does not lower the figure.
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
 
 import { Redis } from 'ioredis';
 
@@ -12,7 +11,7 @@ import { saleKeys, throttleKeys } from '../src/infra/redis/seckill-keys.js';
 import { SeckillScripts } from '../src/infra/redis/seckill-scripts.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { onCleanup } from '../scripts/lib/cleanup.js';
-import { UsageError } from '../scripts/lib/errors.js';
+import { integerFlag, readFlags } from '../scripts/lib/args.js';
 import { runScript } from '../scripts/lib/main.js';
 import { sampleProcess } from './lib/probes.js';
 import { freePortBelowEphemeral } from './lib/sides.js';
@@ -33,28 +32,16 @@ interface Options {
 }
 
 function parse(argv: string[]): Options | 'help' {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        seconds: { type: 'string', default: '5' },
-        clients: { type: 'string', default: '2' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-      strict: true,
-    }));
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+  const values = readFlags(argv, {
+    seconds: { type: 'string', default: '5' },
+    clients: { type: 'string', default: '2' },
+    help: { type: 'boolean', short: 'h', default: false },
+  });
   if (values.help) return 'help';
-  const seconds = Number(values.seconds);
-  const clients = Number(values.clients);
-  if (!(seconds > 0 && seconds <= 600)) throw new UsageError('--seconds must be in (0, 600]');
-  if (!Number.isInteger(clients) || clients < 1 || clients > 16) {
-    throw new UsageError('--clients must be an integer from 1 to 16');
-  }
-  return { seconds, clients };
+  return {
+    seconds: integerFlag('seconds', values.seconds, 1, 600),
+    clients: integerFlag('clients', values.clients, 1, 16),
+  };
 }
 
 const IN_FLIGHT_PER_CLIENT = 200;

@@ -1,6 +1,7 @@
 // Mints a bearer token for manual testing: TOKEN=$(npm run -s token -- --user 1 [--admin] [--ttl 3600])
-import { parseArgs } from 'node:util';
 
+import { readFlags } from './lib/args.js';
+import { UsageError } from './lib/errors.js';
 import { loadDotEnv, signToken } from './lib/jwt.js';
 
 const USAGE = 'usage: npm run token -- --user <positive integer> [--admin] [--ttl <seconds>]';
@@ -10,8 +11,6 @@ interface TokenArgs {
   admin: boolean;
   ttlSeconds: number | undefined;
 }
-
-class UsageError extends Error {}
 
 function parsePositiveInteger(name: string, raw: string | undefined): number {
   // Reject "1.5", "1e3", " 7" and friends that Number() would happily accept.
@@ -23,27 +22,17 @@ function parsePositiveInteger(name: string, raw: string | undefined): number {
   return Number(raw);
 }
 
-function readFlags(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      options: {
-        user: { type: 'string' },
-        admin: { type: 'boolean', default: false },
-        ttl: { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-      strict: true,
-      allowPositionals: false,
-    }).values;
-  } catch (error) {
-    // Unknown flags or a flag missing its value are the caller's mistake: exit 2, not a stack trace.
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+function flagsOf(argv: string[]) {
+  return readFlags(argv, {
+    user: { type: 'string' },
+    admin: { type: 'boolean', default: false },
+    ttl: { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
+  });
 }
 
 function parseTokenArgs(argv: string[]): TokenArgs | 'help' {
-  const flags = readFlags(argv);
+  const flags = flagsOf(argv);
   if (flags.help) return 'help';
   return {
     userId: parsePositiveInteger('user', flags.user),

@@ -1,6 +1,6 @@
 // The demo's command line: flags, their checks, and the usage text.
-import { parseArgs } from 'node:util';
 
+import { readFlags } from '../lib/args.js';
 import { ScriptError, UsageError } from '../lib/errors.js';
 import { MAX_BUYERS } from '../lib/load.js';
 
@@ -108,34 +108,25 @@ export function parseBaseUrl(raw: string): string {
   return url.href.replace(/\/+$/, '');
 }
 
-export function readFlags(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      options: {
-        stock: { type: 'string', default: '100' },
-        buyers: { type: 'string', default: '1000' },
-        clicks: { type: 'string', default: '2' },
-        concurrency: { type: 'string', default: '200' },
-        port: { type: 'string' },
-        'drain-timeout': { type: 'string', default: '60' },
-        'pay-share': { type: 'string', default: '0.5' },
-        'payment-timeout': { type: 'string', default: '10' },
-        // No default here: it follows --payment-timeout.
-        'expiry-timeout': { type: 'string' },
-        url: { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-      strict: true,
-      allowPositionals: false,
-    }).values;
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
+export function flagsOf(argv: string[]) {
+  return readFlags(argv, {
+    stock: { type: 'string', default: '100' },
+    buyers: { type: 'string', default: '1000' },
+    clicks: { type: 'string', default: '2' },
+    concurrency: { type: 'string', default: '200' },
+    port: { type: 'string' },
+    'drain-timeout': { type: 'string', default: '60' },
+    'pay-share': { type: 'string', default: '0.5' },
+    'payment-timeout': { type: 'string', default: '10' },
+    // No default here: it follows --payment-timeout.
+    'expiry-timeout': { type: 'string' },
+    url: { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
+  });
 }
 
 export function parseOptions(argv: string[]): DemoOptions | 'help' {
-  const flags = readFlags(argv);
+  const flags = flagsOf(argv);
   if (flags.help) return 'help';
   const paymentTimeoutSeconds = parsePaymentTimeout(flags['payment-timeout']);
   return {
