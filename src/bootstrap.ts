@@ -10,6 +10,8 @@ import { parseJsonBody } from './common/http/json-body.js';
 import { applyRouteBodyLimits } from './common/http/route-config.js';
 import { setSecurityHeaders } from './common/http/security-headers.js';
 import { LOG_LEVELS, validateEnv, type AppConfig } from './config/env.validation.js';
+import { refuseBlocked } from './modules/blocklist/blocklist.hook.js';
+import { BlocklistService } from './modules/blocklist/blocklist.service.js';
 import { Authenticator } from './modules/auth/authenticator.js';
 import { authenticateBeforeBody } from './modules/auth/early-auth.hook.js';
 import { MetricsService } from './modules/metrics/metrics.service.js';
@@ -90,6 +92,9 @@ function configureApp(app: NestFastifyApplication, config: AppConfig): void {
   });
   // After the headers hook, so that its refusals carry them.
   fastify.addHook('onRequest', authenticateBeforeBody(app.get(Authenticator)));
+  // After the token hook (the user is known) and before the sold-out memo: a blocked client is
+  // refused before anything else is done for it.
+  fastify.addHook('onRequest', refuseBlocked(app.get(BlocklistService), app.get(MetricsService)));
   fastify.addHook(
     'onRequest',
     answerSoldOutFromMemory(app.get(SoldOutMemo), app.get(MetricsService)),

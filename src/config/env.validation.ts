@@ -66,6 +66,8 @@ export interface AppConfig {
   /** altcha-lib's `cost` for PBKDF2/SHA-256: iterations per attempt the solver makes. */
   challengeCost: number;
   challengeTtlMs: number;
+  /** Throttled more than `threshold` times within the window: blocklisted. 0 = off. */
+  autoban: { threshold: number; windowMs: number; banSeconds: number };
   /** How long an instance answers SOLD_OUT from memory after Redis said so; 0 = off. */
   soldOutMemoMs: number;
   /** How long after a sale's end an Idempotency-Key's answer is kept. */
@@ -337,6 +339,11 @@ export function validateEnv(env: Env): AppConfig {
     seckillRequireChallenge: readBool(env, 'SECKILL_REQUIRE_CHALLENGE', false),
     challengeCost: readInt(env, 'CHALLENGE_COST', 5_000, 1, 1_000_000),
     challengeTtlMs: readInt(env, 'CHALLENGE_TTL_MS', 120_000, 5_000, 3_600_000),
+    autoban: {
+      threshold: readInt(env, 'AUTOBAN_THRESHOLD', 50, 0, 1_000_000),
+      windowMs: readInt(env, 'AUTOBAN_WINDOW_SECONDS', 60, 1, 86_400) * 1000,
+      banSeconds: readInt(env, 'AUTOBAN_SECONDS', 600, 1, 31_536_000),
+    },
     soldOutMemoMs: readInt(env, 'SOLD_OUT_MEMO_MS', 1_000, 0, 60_000),
     idempotencyRetentionMs: readInt(
       env,

@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { BlocklistController } from '../modules/blocklist/blocklist.controller.js';
+import { BlocklistModule } from '../modules/blocklist/blocklist.module.js';
 import { GoodsController } from '../modules/goods/goods.controller.js';
 import { GoodsModule } from '../modules/goods/goods.module.js';
 import { OrdersController } from '../modules/orders/orders.controller.js';
@@ -14,7 +16,20 @@ import { SeckillModule } from '../modules/seckill/seckill.module.js';
  * purchase path with its per-instance guards, and publishing. It consumes nothing.
  */
 @Module({
-  imports: [GoodsModule, OrdersModule, PreheatModule, ReconcileModule, SeckillModule],
-  controllers: [GoodsController, OrdersController, PreheatController, ReconcileController],
+  imports: [
+    BlocklistModule,
+    GoodsModule,
+    OrdersModule,
+    PreheatModule,
+    ReconcileModule,
+    SeckillModule,
+  ],
+  controllers: [
+    BlocklistController,
+    GoodsController,
+    OrdersController,
+    PreheatController,
+    ReconcileController,
+  ],
 })
 export class ApiModule {}

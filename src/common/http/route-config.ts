@@ -10,6 +10,8 @@ export interface EdgeRouteConfig {
   bodyLimit?: number;
   /** The sold-out memo may answer this route before Nest sees the request. */
   soldOutShortcut?: boolean;
+  /** A blocklisted user or client address is refused on this route before anything else. */
+  blocklistChecked?: boolean;
 }
 
 /**

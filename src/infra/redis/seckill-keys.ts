@@ -60,3 +60,15 @@ export function recoveryKey(runId: string): string {
  * expiry, a void, a preheat or a rebuild), so that every instance drops its sold-out memo.
  */
 export const STOCK_BACK_CHANNEL = 'seckill:stock-back';
+
+/**
+ * The blocklist: one hash (a field `type:value` per entry, its JSON as the value), small enough
+ * that every instance keeps a copy in memory, refreshed when the channel says it changed.
+ */
+export const BLOCKLIST_KEY = 'seckill:blocklist';
+export const BLOCKLIST_CHANNEL = 'seckill:blocklist-changed';
+
+/** How often a tracker (`user:<id>` or `ip:<address>`) was throttled within the autoban window. */
+export function autobanCounterKey(tracker: string): string {
+  return `seckill:autoban:{${tracker}}`;
+}

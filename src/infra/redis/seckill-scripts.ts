@@ -23,6 +23,7 @@ const SCRIPTS = {
   purchaseUnlock: { file: 'purchase-unlock.lua', keys: 2 },
   idempotencyReserve: { file: 'idempotency-reserve.lua', keys: 1 },
   idempotencySettle: { file: 'idempotency-settle.lua', keys: 1 },
+  autobanCount: { file: 'autoban-count.lua', keys: 1 },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
@@ -285,6 +286,11 @@ export class SeckillScripts implements OnModuleInit {
       confirmedRequestId ?? '',
     )) as [number, number];
     return { unlocked: unlocked === 1, removedFromOutbox: removed === 1 };
+  }
+
+  /** See lua/autoban-count.lua: the client's throttled requests in the window, this one included. */
+  async autobanCount(counterKey: string, windowMs: number): Promise<number> {
+    return (await this.call('autobanCount', counterKey, windowMs)) as number;
   }
 
   async consumePurchaseToken(tokenKey: string, userId: number): Promise<TokenConsumeCode> {

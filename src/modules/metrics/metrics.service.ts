@@ -20,6 +20,20 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly blocked = new Counter({
+    name: 'seckill_blocked_total',
+    help: 'Requests refused with 403 because the user or client address is blocklisted, by type',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+
+  readonly autobans = new Counter({
+    name: 'seckill_autobans_total',
+    help: 'Clients blocklisted for being throttled more than AUTOBAN_THRESHOLD times in the window',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+
   readonly orderMessages = new Counter({
     name: 'seckill_order_messages_total',
     help: 'Order messages consumed, by outcome (written, duplicate, rejected, voided, dead_lettered)',

@@ -1,9 +1,12 @@
-import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import { InjectThrottlerStorage, normalizeIp } from '@nestjs/throttler';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
+import { autobanCounterKey } from '../../infra/redis/seckill-keys.js';
+import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import type { AuthenticatedRequest } from '../auth/auth.decorators.js';
+import { BlocklistService } from '../blocklist/blocklist.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import {
   rateLimitPolicyOf,
@@ -36,6 +39,7 @@ const trackers = {
  */
 @Injectable()
 export class RateLimitGuard implements CanActivate {
+  private readonly logger = new Logger(RateLimitGuard.name);
   private readonly specsByPolicy = new Map<RateLimitPolicy, ThrottlerSpec[]>();
   /** A handler's policy never changes: read its metadata once. */
   private readonly policyOfHandler = new WeakMap<object, RateLimitPolicy | null>();
@@ -43,6 +47,8 @@ export class RateLimitGuard implements CanActivate {
   constructor(
     @InjectThrottlerStorage() private readonly storage: RedisThrottlerStorage,
     private readonly metrics: MetricsService,
+    private readonly scripts: SeckillScripts,
+    private readonly blocklist: BlocklistService,
     @InjectConfig() private readonly config: AppConfig,
   ) {
     for (const spec of throttlerSpecs(config.rateLimit)) {
@@ -59,11 +65,12 @@ export class RateLimitGuard implements CanActivate {
     const specs = policy && this.specsByPolicy.get(policy);
     if (!specs) return true;
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const budgets: RateLimitBudget[] = [];
+    const budgets: (RateLimitBudget & { spec: ThrottlerSpec })[] = [];
     for (const spec of specs) {
       // A public route has no user: only its IP budget applies.
       if (spec.dimension === 'user' && !request.user) continue;
       budgets.push({
+        spec,
         throttler: spec.name,
         tracker: trackers[spec.dimension](request),
         ttl: this.config.rateLimit.windowMs,
@@ -74,9 +81,40 @@ export class RateLimitGuard implements CanActivate {
     const refusal = await this.storage.spend(budgets);
     if (!refusal) return true;
     this.metrics.throttled.inc({ throttler: refusal.throttler });
+    const refusedBy = budgets.find((budget) => budget.throttler === refusal.throttler);
+    if (refusedBy) void this.countTowardsAutoban(refusedBy.spec, refusedBy.tracker);
     throw new DomainError('TOO_MANY_REQUESTS', 'Too many requests; retry after Retry-After', {
       retryAfterSeconds: refusal.retryAfterSeconds,
     });
+  }
+
+  /**
+   * A client throttled more than AUTOBAN_THRESHOLD times within the window is blocklisted for
+   * AUTOBAN_SECONDS, on every instance: the count is shared in Redis. It costs a call only on a
+   * request already refused, never on one let through; a failure costs the count, not the 429.
+   */
+  private async countTowardsAutoban(spec: ThrottlerSpec, tracker: string): Promise<void> {
+    const { threshold, windowMs, banSeconds } = this.config.autoban;
+    if (threshold === 0 || spec.dimension === 'global') return;
+    const type = spec.dimension === 'user' ? 'user' : 'ip';
+    const value = tracker.slice(tracker.indexOf(':') + 1);
+    try {
+      const count = await this.scripts.autobanCount(
+        autobanCounterKey(`${type}:${value}`),
+        windowMs,
+      );
+      // Exactly once per window, by whichever instance counted the one over the threshold.
+      if (count !== threshold + 1) return;
+      await this.blocklist.add({
+        type,
+        value,
+        ttlSeconds: banSeconds,
+        reason: `autoban: throttled ${count} times within ${windowMs / 1000} s`,
+      });
+      this.metrics.autobans.inc({ type });
+    } catch (error) {
+      this.logger.warn(`autoban count failed: ${type}=${value} ${(error as Error).message}`);
+    }
   }
 
   private policyOf(context: ExecutionContext): RateLimitPolicy | null {

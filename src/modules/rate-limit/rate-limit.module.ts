@@ -3,12 +3,14 @@ import { ThrottlerModule } from '@nestjs/throttler';
 import { APP_CONFIG } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
+import { BlocklistModule } from '../blocklist/blocklist.module.js';
 import { throttlerSpecs } from './rate-limit.policy.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import { RedisThrottlerStorage } from './redis-throttler.storage.js';
 
 @Module({
   imports: [
+    BlocklistModule,
     ThrottlerModule.forRootAsync({
       inject: [APP_CONFIG, SeckillScripts],
       useFactory: (config: AppConfig, scripts: SeckillScripts) => ({
@@ -24,6 +26,6 @@ import { RedisThrottlerStorage } from './redis-throttler.storage.js';
     }),
   ],
   providers: [RateLimitGuard],
-  exports: [RateLimitGuard],
+  exports: [RateLimitGuard, BlocklistModule],
 })
 export class RateLimitModule {}

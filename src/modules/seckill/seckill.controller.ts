@@ -13,6 +13,7 @@ import {
 import { BodyLimit } from '../../common/http/route-config.js';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
+import { BlocklistChecked } from '../blocklist/blocklist.hook.js';
 import { RateLimit } from '../rate-limit/rate-limit.policy.js';
 import { SoldOutShortcut } from '../stock/sold-out-memo.js';
 import {
@@ -55,6 +56,7 @@ export class SeckillController {
 
   @Get(':goodsId/challenge')
   @RateLimit('token')
+  @BlocklistChecked()
   @ApiOperation({
     summary:
       'An ALTCHA v2 proof-of-work challenge for the purchase token (required when SECKILL_REQUIRE_CHALLENGE=true)',
@@ -70,6 +72,7 @@ export class SeckillController {
 
   @Get(':goodsId/token')
   @RateLimit('token')
+  @BlocklistChecked()
   @ApiOperation({
     summary: 'A one-time purchase token for this goods (required when SECKILL_REQUIRE_TOKEN=true)',
     description:
@@ -93,6 +96,7 @@ export class SeckillController {
   @Post(':goodsId')
   @HttpCode(202)
   @RateLimit('purchase')
+  @BlocklistChecked()
   @SoldOutShortcut()
   @BodyLimit(PURCHASE_BODY_LIMIT_BYTES)
   @ApiOperation({

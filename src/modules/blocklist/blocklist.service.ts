@@ -1,0 +1,183 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { normalizeIp } from '@nestjs/throttler';
+import type { Redis } from 'ioredis';
+import { isIP } from 'node:net';
+import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
+import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
+import { BLOCKLIST_CHANNEL, BLOCKLIST_KEY } from '../../infra/redis/seckill-keys.js';
+
+export type BlockType = 'ip' | 'user';
+
+export interface BlockEntry {
+  type: BlockType;
+  /** A user id, or a client address as the rate limits count it (an IPv6 address by its /64). */
+  value: string;
+  reason: string | null;
+  /** ISO-8601, or null for an entry that stays until deleted. */
+  expiresAt: string | null;
+}
+
+export interface NewBlock {
+  type: BlockType;
+  value: string;
+  ttlSeconds?: number;
+  reason?: string;
+}
+
+/** A missed change message costs at most this long of a stale copy. */
+const REFRESH_MS = 10_000;
+const USER_ID = /^[1-9][0-9]{0,15}$/;
+
+const field = (type: BlockType, value: string) => `${type}:${value}`;
+
+/**
+ * The operators' blocklist of users and client addresses, shared by every instance through
+ * Redis (one hash) and expiring by itself. Each instance keeps a copy in memory, reloaded when
+ * the change channel says so and every REFRESH_MS, so that checking a request costs no Redis
+ * call at all: the purchase, token and challenge routes ask `isBlocked` before anything else.
+ */
+@Injectable()
+export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(BlocklistService.name);
+  /** `type:value` → expiry in epoch ms (Infinity: until deleted). */
+  private copy = new Map<string, number>();
+  private subscriber?: Redis;
+  private refreshTimer?: NodeJS.Timeout;
+
+  constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}
+
+  onModuleInit(): void {
+    const subscriber = this.redis.duplicate({ enableOfflineQueue: true });
+    this.subscriber = subscriber;
+    subscriber.on('error', () => undefined); // the main client already logs Redis errors
+    subscriber.on('ready', () => {
+      subscriber.subscribe(BLOCKLIST_CHANNEL).then(
+        () => void this.reload(),
+        (error: Error) => this.logger.warn(`blocklist subscription failed: ${error.message}`),
+      );
+    });
+    subscriber.on('message', () => void this.reload());
+    this.refreshTimer = setInterval(() => void this.reload(), REFRESH_MS);
+    this.refreshTimer.unref();
+  }
+
+  /** What is blocked of this request now: its user, its client address, or nothing (null). */
+  blockedAs(userId: number | undefined, ip: string): BlockType | null {
+    if (this.copy.size === 0) return null;
+    if (userId !== undefined && this.active(field('user', String(userId)))) return 'user';
+    return this.active(field('ip', normalizeIp(ip))) ? 'ip' : null;
+  }
+
+  async add(block: NewBlock): Promise<BlockEntry> {
+    const entry: BlockEntry = {
+      type: block.type,
+      value: canonicalValue(block.type, block.value),
+      reason: block.reason ?? null,
+      expiresAt:
+        block.ttlSeconds === undefined
+          ? null
+          : new Date(Date.now() + block.ttlSeconds * 1000).toISOString(),
+    };
+    await orUnavailable('Redis', () =>
+      this.redis.hset(BLOCKLIST_KEY, field(entry.type, entry.value), JSON.stringify(entry)),
+    );
+    await this.changed();
+    this.logger.log(
+      `blocklisted: ${entry.type}=${entry.value} until=${entry.expiresAt ?? 'deleted'} reason=${JSON.stringify(entry.reason)}`,
+    );
+    return entry;
+  }
+
+  /** Every entry that has not expired, oldest expiry first; expired ones are dropped on the way. */
+  async list(): Promise<BlockEntry[]> {
+    const { live, expired } = await this.read();
+    if (expired.length > 0) await this.redis.hdel(BLOCKLIST_KEY, ...expired).catch(() => 0);
+    return live.sort(
+      (a, b) =>
+        expiryMs(a) - expiryMs(b) || field(a.type, a.value).localeCompare(field(b.type, b.value)),
+    );
+  }
+
+  /** Unknown entries are fine: the answer is the same. */
+  async remove(type: BlockType, value: string): Promise<void> {
+    const removed = await orUnavailable('Redis', () =>
+      this.redis.hdel(BLOCKLIST_KEY, field(type, canonicalValue(type, value))),
+    );
+    if (removed > 0) {
+      await this.changed();
+      this.logger.log(`blocklist entry removed: ${type}=${value}`);
+    }
+  }
+
+  private active(key: string): boolean {
+    const until = this.copy.get(key);
+    return until !== undefined && until > Date.now();
+  }
+
+  /** Every instance (this one first) reloads its copy. */
+  private async changed(): Promise<void> {
+    await this.reload();
+    await this.redis.publish(BLOCKLIST_CHANNEL, '1').catch(() => 0);
+  }
+
+  private async reload(): Promise<void> {
+    try {
+      const { live } = await this.read();
+      this.copy = new Map(live.map((entry) => [field(entry.type, entry.value), expiryMs(entry)]));
+    } catch (error) {
+      // The copy stays as it was; the next refresh tries again.
+      this.logger.warn(`blocklist not reloaded: ${(error as Error).message}`);
+    }
+  }
+
+  private async read(): Promise<{ live: BlockEntry[]; expired: string[] }> {
+    const stored = await this.redis.hgetall(BLOCKLIST_KEY);
+    const live: BlockEntry[] = [];
+    const expired: string[] = [];
+    const now = Date.now();
+    for (const [key, json] of Object.entries(stored)) {
+      const entry = parseEntry(json);
+      if (entry === null || expiryMs(entry) <= now) expired.push(key);
+      else live.push(entry);
+    }
+    return { live, expired };
+  }
+
+  onApplicationShutdown(): void {
+    clearInterval(this.refreshTimer);
+    this.subscriber?.disconnect();
+  }
+}
+
+const expiryMs = (entry: BlockEntry) =>
+  entry.expiresAt === null ? Number.POSITIVE_INFINITY : Date.parse(entry.expiresAt);
+
+function parseEntry(json: string): BlockEntry | null {
+  try {
+    const entry = JSON.parse(json) as BlockEntry;
+    return (entry.type === 'ip' || entry.type === 'user') && typeof entry.value === 'string'
+      ? entry
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The form a value is stored and matched in: a user id as digits, an address as the rate limits
+ * count it (IPv6 by its /64). Anything else is 400 VALIDATION_FAILED.
+ */
+export function canonicalValue(type: BlockType, value: string): string {
+  if (type === 'user') {
+    if (!USER_ID.test(value) || !Number.isSafeInteger(Number(value))) {
+      throw new DomainError('VALIDATION_FAILED', 'A user block needs a positive integer user id');
+    }
+    return value;
+  }
+  // The listed form of an IPv6 entry is its /64, which is taken back as it is.
+  const address = value.endsWith('/64') ? value.slice(0, -3) : value;
+  if (isIP(address) === 0 || (address !== value && isIP(address) !== 6)) {
+    throw new DomainError('VALIDATION_FAILED', 'An ip block needs an IPv4 or IPv6 address');
+  }
+  return normalizeIp(address);
+}

@@ -1,0 +1,228 @@
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import {
+  adminAuth,
+  bearer,
+  counter,
+  createSale,
+  startApp,
+  Stores,
+  waitFor,
+  type TestApp,
+} from './support/harness.js';
+
+/**
+ * User ids and addresses of their own (9,1xx,xxx; 198.18.0.0/15), since every test file shares
+ * the test Redis and a blocked user would be blocked for them too.
+ */
+describe('blocklist and autoban', () => {
+  const stores = new Stores();
+  const apps: TestApp[] = [];
+
+  const start = async (env: Record<string, string> = {}) => {
+    const app = await startApp({ TRUSTED_PROXIES: '127.0.0.1', ...env });
+    apps.push(app);
+    return app;
+  };
+
+  afterEach(async () => {
+    while (apps.length > 0) await apps.pop()!.close();
+    const fields = (await stores.redis.hkeys('seckill:blocklist')).filter((f) =>
+      /^(user:91\d{5}|ip:198\.1[89]\.)/.test(f),
+    );
+    if (fields.length > 0) await stores.redis.hdel('seckill:blocklist', ...fields);
+    const keys = [
+      ...(await stores.redis.keys('seckill:autoban:*')),
+      ...(await stores.redis.keys('seckill:throttle:*')),
+    ];
+    if (keys.length > 0) await stores.redis.del(...keys);
+  });
+
+  afterAll(async () => {
+    await stores.close();
+  });
+
+  const block = (t: TestApp, body: object) =>
+    t.http.post('/api/v1/admin/blocklist').set('Authorization', adminAuth()).send(body);
+  const purchase = (t: TestApp, goodsId: number, userId: number, from = '198.19.0.1') =>
+    t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(userId))
+      .set('X-Forwarded-For', from);
+
+  it('should refuse a blocked user with 403 on the purchase, token and challenge routes, and take nothing', async () => {
+    const t = await start();
+    const goodsId = await createSale(t.http, { stock: 5 });
+    const created = await block(t, { type: 'user', value: '9100001', reason: 'scalper' }).expect(
+      201,
+    );
+    expect(created.body).toEqual({
+      type: 'user',
+      value: '9100001',
+      reason: 'scalper',
+      expiresAt: null,
+    });
+
+    const refused = await purchase(t, goodsId, 9100001).expect(403);
+    const token = await t.http
+      .get(`/api/v1/seckill/${goodsId}/token`)
+      .set('Authorization', bearer(9100001))
+      .expect(403);
+    await t.http
+      .get(`/api/v1/seckill/${goodsId}/challenge`)
+      .set('Authorization', bearer(9100001))
+      .expect(403);
+
+    expect(refused.body).toEqual({
+      statusCode: 403,
+      code: 'FORBIDDEN',
+      message: 'This user or client address is blocked',
+    });
+    expect(token.body.code).toBe('FORBIDDEN');
+    expect(await stores.redisStock(goodsId)).toBe(5);
+    expect(await stores.redisBuyers(goodsId)).toEqual({});
+    // Reads are not refused, and another user from the same address buys.
+    await t.http
+      .get(`/api/v1/seckill/${goodsId}/result`)
+      .set('Authorization', bearer(9100001))
+      .expect(200);
+    await purchase(t, goodsId, 9100002).expect(202);
+    expect(await counter(t.app, 'seckill_blocked_total', 'user')).toBeGreaterThanOrEqual(3);
+  });
+
+  it('should refuse a blocked client address, whoever the user, even for a sold-out sale', async () => {
+    const t = await start();
+    const goodsId = await createSale(t.http, { stock: 1 });
+    await purchase(t, goodsId, 9100010, '198.19.1.1').expect(202);
+    await purchase(t, goodsId, 9100011, '198.19.1.1').expect(409); // the memo knows: SOLD_OUT
+    await block(t, { type: 'ip', value: '198.19.1.2' }).expect(201);
+
+    const blocked = await purchase(t, goodsId, 9100012, '198.19.1.2').expect(403);
+    const other = await purchase(t, goodsId, 9100013, '198.19.1.3').expect(409);
+
+    expect(blocked.body.code).toBe('FORBIDDEN');
+    expect(other.body.code).toBe('SOLD_OUT');
+  });
+
+  it('should block an IPv6 client by its /64, and list and unblock it in that form', async () => {
+    const t = await start();
+    const goodsId = await createSale(t.http, { stock: 5 });
+    const created = await block(t, { type: 'ip', value: '2001:db8:7:7::1' }).expect(201);
+    expect(created.body.value).toBe('2001:db8:7:7::/64');
+
+    await purchase(t, goodsId, 9100020, '2001:db8:7:7:abcd::9').expect(403);
+    await t.http
+      .delete(`/api/v1/admin/blocklist/ip/${encodeURIComponent('2001:db8:7:7::/64')}`)
+      .set('Authorization', adminAuth())
+      .expect(204);
+    await purchase(t, goodsId, 9100020, '2001:db8:7:7:abcd::9').expect(202);
+  });
+
+  it('should list live entries, lift an entry when deleted, and let a timed one lapse by itself', async () => {
+    const t = await start();
+    const goodsId = await createSale(t.http, { stock: 5 });
+    await block(t, { type: 'user', value: '9100030' }).expect(201);
+    await block(t, { type: 'user', value: '9100031', ttlSeconds: 1 }).expect(201);
+
+    const listed = await t.http
+      .get('/api/v1/admin/blocklist')
+      .set('Authorization', adminAuth())
+      .expect(200);
+    expect(listed.body).toEqual(
+      expect.arrayContaining([
+        { type: 'user', value: '9100030', reason: null, expiresAt: null },
+        { type: 'user', value: '9100031', reason: null, expiresAt: expect.any(String) },
+      ]),
+    );
+    await purchase(t, goodsId, 9100031).expect(403);
+    await t.http
+      .delete('/api/v1/admin/blocklist/user/9100030')
+      .set('Authorization', adminAuth())
+      .expect(204);
+
+    await purchase(t, goodsId, 9100030).expect(202);
+    await waitFor(async () => (await purchase(t, goodsId, 9100031)).status === 202, {
+      what: 'the one-second block to lapse',
+    });
+    const after = await t.http
+      .get('/api/v1/admin/blocklist')
+      .set('Authorization', adminAuth())
+      .expect(200);
+    expect(after.body.map((entry: { value: string }) => entry.value)).not.toContain('9100031');
+  });
+
+  it('should apply a block made on one instance on another at once', async () => {
+    const [a, b] = [await start(), await start()];
+    const goodsId = await createSale(a.http, { stock: 5 });
+
+    await block(a, { type: 'user', value: '9100040' }).expect(201);
+
+    await waitFor(async () => (await purchase(b, goodsId, 9100040)).status === 403, {
+      timeoutMs: 5_000,
+      what: 'the other instance to refuse the blocked user',
+    });
+    expect(await stores.redisStock(goodsId)).toBe(5);
+  });
+
+  it('should refuse malformed entries with 400 and non-admins with 403, and accept deleting an unknown entry', async () => {
+    const t = await start();
+
+    for (const body of [
+      { type: 'host', value: '1.2.3.4' },
+      { type: 'user', value: 'abc' },
+      { type: 'user', value: '0' },
+      { type: 'ip', value: '300.1.1.1' },
+      { type: 'ip', value: '1.2.3.4', ttlSeconds: 0 },
+      { type: 'ip', value: '1.2.3.4', extra: true },
+    ]) {
+      const response = await block(t, body).expect(400);
+      expect(response.body.code).toBe('VALIDATION_FAILED');
+    }
+    await t.http
+      .post('/api/v1/admin/blocklist')
+      .set('Authorization', bearer(9100050))
+      .send({ type: 'user', value: '9100051' })
+      .expect(403);
+    await t.http
+      .delete('/api/v1/admin/blocklist/user/9100052')
+      .set('Authorization', adminAuth())
+      .expect(204);
+    await t.http
+      .delete('/api/v1/admin/blocklist/host/1')
+      .set('Authorization', adminAuth())
+      .expect(400);
+    expect(await stores.redis.hexists('seckill:blocklist', 'user:9100051')).toBe(0);
+  });
+
+  it('should blocklist a user throttled more than AUTOBAN_THRESHOLD times in the window, and count it', async () => {
+    const t = await start({
+      THROTTLE_WINDOW_MS: '60000',
+      THROTTLE_PURCHASE_USER_LIMIT: '1',
+      THROTTLE_BLOCK_MS: '1000',
+      AUTOBAN_THRESHOLD: '3',
+      AUTOBAN_WINDOW_SECONDS: '60',
+      AUTOBAN_SECONDS: '120',
+    });
+    const goodsId = await createSale(t.http, { stock: 5 });
+    await purchase(t, goodsId, 9100060).expect(202);
+
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await purchase(t, goodsId, 9100060)).status);
+    expect(statuses).toEqual([429, 429, 429, 429]);
+
+    await waitFor(async () => (await purchase(t, goodsId, 9100060)).status === 403, {
+      what: 'the autoban to apply',
+    });
+    const listed = await t.http
+      .get('/api/v1/admin/blocklist')
+      .set('Authorization', adminAuth())
+      .expect(200);
+    const entry = (listed.body as { value: string; reason: string; expiresAt: string }[]).find(
+      (e) => e.value === '9100060',
+    );
+    expect(entry?.reason).toMatch(/autoban: throttled 4 times within 60 s/);
+    expect(Date.parse(entry!.expiresAt) - Date.now()).toBeGreaterThan(100_000);
+    expect(await counter(t.app, 'seckill_autobans_total', 'user')).toBe(1);
+    // Another user from the same address is not caught up in it.
+    await purchase(t, goodsId, 9100061).expect(202);
+  });
+});
