@@ -12,6 +12,7 @@ import { MetricsService } from '../../src/modules/metrics/metrics.service.js';
 import type { NewOrder } from '../../src/modules/orders/order.types.js';
 import { newOrderNo } from '../../src/modules/orders/order-no.js';
 import { DeductCode, StockService } from '../../src/modules/stock/stock.service.js';
+import type { RedisClient } from '../../src/infra/redis/redis-client.js';
 import { proxyInFront, type TcpProxy } from './tcp-proxy.js';
 
 export interface TestApp {
@@ -173,7 +174,9 @@ export async function waitFor<T>(
 
 /** Direct read access to the stores, for asserting invariants from outside the app. */
 export class Stores {
-  readonly redis = new Redis(process.env.REDIS_URL!);
+  /** The test's own Redis client: REDIS_URL's server unless given another (a cluster). */
+  constructor(readonly redis: RedisClient = new Redis(process.env.REDIS_URL!)) {}
+
   readonly mysql: Pool = createPool({ uri: process.env.DATABASE_URL!, connectionLimit: 4 });
 
   async orders(goodsId: number) {

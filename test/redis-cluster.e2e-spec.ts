@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scanKeys } from '../src/infra/redis/redis-client.js';
+import {
+  adminAuth,
+  bearer,
+  createSale,
+  doubleClickCrowd,
+  startApp,
+  Stores,
+  waitFor,
+  waitForSettled,
+  type TestApp,
+} from './support/harness.js';
+import { PrivateRedisCluster } from './support/private-redis.js';
+
+/**
+ * The service on a Redis Cluster of three masters that the test starts itself
+ * (REDIS_CLUSTER_NODES): every Redis use goes through ioredis' Cluster client.
+ */
+describe('on a Redis Cluster of three masters', () => {
+  let cluster: PrivateRedisCluster;
+  let stores: Stores;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    cluster = await PrivateRedisCluster.start();
+    stores = new Stores(cluster.client());
+    t = await startApp({ REDIS_CLUSTER_NODES: cluster.seeds, TRUSTED_PROXIES: '127.0.0.1' });
+  });
+
+  afterAll(async () => {
+    await t?.close();
+    await stores?.close();
+    await cluster?.stop();
+  });
+
+  const reconcile = async (goodsId: number) =>
+    (
+      await t.http
+        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+        .set('Authorization', adminAuth())
+        .expect(200)
+    ).body as { consistent: boolean; inFlight: number; redisStock: number; dbStock: number };
+
+  it('should spread sales over the masters, each sale in one slot', async () => {
+    const goodsIds = await Promise.all(
+      Array.from({ length: 6 }, () => createSale(t.http, { stock: 1 })),
+    );
+    const masters = new Set(
+      await Promise.all(goodsIds.map((id) => cluster.masterOf(`seckill:{${id}}:stock`))),
+    );
+    expect(masters.size).toBeGreaterThan(1);
+    // SCAN walks every master: each sale's stock and meta are found.
+    const keys = await scanKeys(stores.redis, 'seckill:{*}:meta');
+    for (const id of goodsIds) expect(keys).toContain(`seckill:{${id}}:meta`);
+  });
+
+  it('should sell exactly 100 items to 100 distinct users when 1,000 users each click twice, rate limits on, and reconcile consistent', async () => {
+    const stock = 100;
+    const goodsId = await createSale(t.http, { stock });
+    const users = Array.from({ length: 1_000 }, (_, i) => 60_000 + i);
+
+    const responses = await doubleClickCrowd([t.http], goodsId, users);
+
+    const accepted = responses.filter((response) => response.status === 202);
+    expect(accepted).toHaveLength(stock);
+    expect(new Set(accepted.map((response) => response.userId)).size).toBe(stock);
+    for (const response of responses.filter((r) => r.status !== 202)) {
+      expect(['SOLD_OUT', 'ALREADY_PURCHASED', 'DUPLICATE_REQUEST']).toContain(response.code);
+    }
+    const orders = await waitFor(
+      async () => {
+        const rows = await stores.orders(goodsId);
+        return rows.length >= stock ? rows : null;
+      },
+      { timeoutMs: 30_000, what: `${stock} orders` },
+    );
+    expect(orders).toHaveLength(stock);
+    expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(
+      new Set(accepted.map((response) => response.userId)),
+    );
+    await waitForSettled(stores, goodsId);
+    expect(await stores.mysqlStock(goodsId)).toBe(0);
+    expect(await stores.redisStock(goodsId)).toBe(0);
+    expect(Object.keys(await stores.redisBuyers(goodsId))).toHaveLength(stock);
+    expect(await reconcile(goodsId)).toMatchObject({
+      consistent: true,
+      inFlight: 0,
+      redisStock: 0,
+      dbStock: 0,
+    });
+  });
+
+  it('should take a purchase through payment, and give a cancelled one its stock back in both stores, once', async () => {
+    const goodsId = await createSale(t.http, { stock: 3 });
+    const buy = async (userId: number) => {
+      await t.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(userId))
+        .expect(202);
+      return waitFor(
+        async () => {
+          const result = await t.http
+            .get(`/api/v1/seckill/${goodsId}/result`)
+            .set('Authorization', bearer(userId))
+            .expect(200);
+          return result.body.status === 'SUCCESS' ? (result.body.orderNo as string) : null;
+        },
+        { what: `the order of user ${userId}` },
+      );
+    };
+    const paid = await buy(701);
+    const cancelled = await buy(702);
+    expect(await stores.redisStock(goodsId)).toBe(1);
+
+    await t.http
+      .post(`/api/v1/orders/${paid}/pay`)
+      .set('Authorization', bearer(701))
+      .expect(200, { orderNo: paid, status: 'PAID' });
+    for (let i = 0; i < 2; i++) {
+      await t.http
+        .post(`/api/v1/orders/${cancelled}/cancel`)
+        .set('Authorization', bearer(702))
+        .expect(200, { orderNo: cancelled, status: 'CANCELLED' });
+    }
+    expect(await stores.mysqlStock(goodsId)).toBe(2);
+    expect(await stores.redisStock(goodsId)).toBe(2);
+    // The cancelled buyer may buy again.
+    await buy(702);
+    expect(await reconcile(goodsId)).toMatchObject({
+      consistent: true,
+      redisStock: 1,
+      dbStock: 1,
+    });
+  });
+
+  describe('rate limits, whose budgets live in different slots', () => {
+    let limited: TestApp;
+
+    beforeAll(async () => {
+      limited = await startApp({
+        REDIS_CLUSTER_NODES: cluster.seeds,
+        TRUSTED_PROXIES: '127.0.0.1',
+        THROTTLE_WINDOW_MS: '60000',
+        THROTTLE_PURCHASE_USER_LIMIT: '5',
+        THROTTLE_PURCHASE_IP_LIMIT: '10',
+      });
+    });
+
+    afterAll(async () => {
+      await limited?.close();
+    });
+
+    const purchase = (goodsId: number, userId: number, address: string) =>
+      limited.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(userId))
+        .set('X-Forwarded-For', address);
+
+    it('should answer a user hammering the purchase route with 429, and sell them one item at most', async () => {
+      const goodsId = await createSale(limited.http, { stock: 5 });
+
+      const responses = await Promise.all(
+        Array.from({ length: 40 }, () => purchase(goodsId, 731, '198.51.100.1')),
+      );
+
+      const throttled = responses.filter((response) => response.status === 429);
+      expect(throttled).toHaveLength(35);
+      for (const response of throttled) {
+        expect(response.body.code).toBe('TOO_MANY_REQUESTS');
+        expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      }
+      expect(responses.filter((response) => response.status === 202)).toHaveLength(1);
+    });
+
+    it('should still apply the per-IP budget to many users behind one address', async () => {
+      const goodsId = await createSale(limited.http, { stock: 100 });
+
+      const responses = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => purchase(goodsId, 740 + i, '198.51.100.2')),
+      );
+
+      expect(responses.filter((response) => response.status === 202)).toHaveLength(10);
+      expect(responses.filter((response) => response.status === 429)).toHaveLength(20);
+      expect(await stores.redisStock(goodsId)).toBe(90);
+    });
+  });
+});
