@@ -11,7 +11,8 @@ import {
   waitForSettled,
   type TestApp,
 } from './support/harness.js';
-import { PrivateRedisCluster } from './support/private-redis.js';
+import { recordChaos, secondsSince } from './support/chaos-report.js';
+import { buyUntilReopened, PrivateRedisCluster } from './support/private-redis.js';
 
 /**
  * The service on a Redis Cluster of three masters that the test starts itself
@@ -184,5 +185,77 @@ describe('on a Redis Cluster of three masters', () => {
       expect(responses.filter((response) => response.status === 429)).toHaveLength(20);
       expect(await stores.redisStock(goodsId)).toBe(90);
     });
+  });
+});
+
+describe('faults: one master of a Redis Cluster restarts empty during a sale', () => {
+  let cluster: PrivateRedisCluster;
+  let stores: Stores;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    cluster = await PrivateRedisCluster.start();
+    stores = new Stores(cluster.client());
+    t = await startApp({ REDIS_CLUSTER_NODES: cluster.seeds, REDIS_WATCH_INTERVAL_MS: '200' });
+  });
+
+  afterAll(async () => {
+    await t?.close();
+    await stores?.close();
+    await cluster?.stop();
+  });
+
+  const buy = (goodsId: number, userId: number) =>
+    t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+
+  it("should close only that master's sales, rebuild them from MySQL, and sell nothing twice", async () => {
+    const goodsId = await createSale(t.http, { stock: 20 });
+    const master = await cluster.masterOf(`seckill:{${goodsId}}:stock`);
+    // A sale held by another master, which goes on selling meanwhile.
+    let elsewhere = 0;
+    while (elsewhere === 0) {
+      const id = await createSale(t.http, { stock: 20 });
+      if ((await cluster.masterOf(`seckill:{${id}}:stock`)) !== master) elsewhere = id;
+    }
+    for (const userId of [801, 802, 803, 804, 805]) await buy(goodsId, userId).expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 5, { what: 'five orders' });
+
+    await cluster.kill(master);
+    expect((await buy(goodsId, 806).expect(503)).body.code).toBe('UNAVAILABLE');
+    await buy(elsewhere, 806).expect(202);
+
+    await cluster.up(master); // empty: the sale, its buyers and its outbox are gone
+    const healedAt = Date.now();
+    const reopenRequests = await buyUntilReopened((userId) => buy(goodsId, userId), 806);
+    const recoveredSeconds = secondsSince(healedAt);
+    // Generous: the reopen waits for the orders the lost master accepted, then one retry.
+    expect(recoveredSeconds).toBeLessThan(20);
+
+    // Its buyers came back from MySQL: nobody buys twice.
+    expect((await buy(goodsId, 801).expect(409)).body.code).toBe('ALREADY_PURCHASED');
+    const orders = await waitFor(async () => {
+      const rows = await stores.orders(goodsId);
+      return rows.length === 6 ? rows : null;
+    });
+    expect(new Set(orders.map((order) => Number(order.user_id))).size).toBe(6);
+    await waitForSettled(stores, goodsId);
+    const report = await waitFor(async () => {
+      const response = await t.http
+        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+        .set('Authorization', adminAuth())
+        .expect(200);
+      return response.body.consistent ? response.body : null;
+    });
+    expect(report).toMatchObject({ redisStock: 14, dbStock: 14, buyers: 6, inFlight: 0 });
+    await recordChaos(stores, {
+      scenario: 'Redis Cluster master restarted empty',
+      fault: 'one of three masters SIGKILLed mid-sale, restarted with no data',
+      goodsId,
+      requests: 5 + 1 + reopenRequests + 1,
+      accepted: 6,
+      recoveredSeconds,
+    });
+    // The other master's sale was never touched.
+    expect(await stores.redisStock(elsewhere)).toBe(19);
   });
 });
