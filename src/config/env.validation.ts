@@ -49,7 +49,6 @@ export interface AppConfig {
   reconcileEnabled: boolean;
   reconcileIntervalMs: number;
   redisWatchIntervalMs: number;
-  rebuildQuietMs: number;
   queueMaxLength: number;
   queueType: 'quorum' | 'classic';
   saleEvictionEnabled: boolean;
@@ -349,8 +348,6 @@ export function validateEnv(env: Env): AppConfig {
     reconcileEnabled: readBool(env, 'RECONCILE_ENABLED', true),
     reconcileIntervalMs: readInt(env, 'RECONCILE_INTERVAL_MS', 60_000, 1_000, 86_400_000),
     redisWatchIntervalMs: readInt(env, 'REDIS_WATCH_INTERVAL_MS', 1_000, 100, 60_000),
-    // The consumer's longest retry backoff (5 s) plus a margin.
-    rebuildQuietMs: readInt(env, 'REBUILD_QUIET_MS', 7_000, 0, 600_000),
     queueMaxLength: readInt(env, 'RABBITMQ_QUEUE_MAX_LENGTH', 1_000_000, 1, 100_000_000),
     queueType: readQueueType(env),
     saleEvictionEnabled: readBool(env, 'SALE_EVICTION_ENABLED', true),

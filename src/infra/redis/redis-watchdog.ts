@@ -21,6 +21,8 @@ export interface RedisRestart {
   /** The run_id that serves them now. */
   current: string;
   slots: SlotScope;
+  /** When this instance noticed it (epoch ms): the server was new by then. */
+  detectedAt: number;
 }
 
 export type { SlotScope };
@@ -144,7 +146,7 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
     const previous = this.runId;
     this.runId = current;
     if (previous !== null && previous !== current)
-      this.announce({ previous, current, slots: 'all' });
+      this.announce({ previous, current, slots: 'all', detectedAt: Date.now() });
     if (drops === this.drops) this.identified = true;
   }
 
@@ -189,7 +191,9 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
       if (previous === undefined || previous === current) continue;
       changed.set(previous, (changed.get(previous) ?? new Set()).add(slot));
     }
-    for (const [previous, moved] of changed) this.announce({ previous, current, slots: moved });
+    for (const [previous, moved] of changed) {
+      this.announce({ previous, current, slots: moved, detectedAt: Date.now() });
+    }
   }
 
   private announce(restart: RedisRestart): void {

@@ -66,3 +66,14 @@ export function recoveryKey(runId: string, scope: SlotScope): string {
  * expiry, a void, a preheat or a rebuild), so that every instance drops its sold-out memo.
  */
 export const STOCK_BACK_CHANNEL = 'seckill:stock-back';
+
+/**
+ * The order barrier's keys (messaging/order-barrier.service.ts), all under one tag so that one
+ * script reads and writes them on a cluster: the consumers' registry, the open barriers, and
+ * each barrier's hash (who drained it).
+ */
+export const barrierKeys = {
+  consumers: 'seckill:{barrier}:consumers',
+  open: 'seckill:{barrier}:open',
+  barrier: (id: string) => `seckill:{barrier}:${id}`,
+};

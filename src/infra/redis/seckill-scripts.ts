@@ -24,6 +24,7 @@ const SCRIPTS = {
   idempotencyReserve: { file: 'idempotency-reserve.lua', keys: 1 },
   idempotencySettle: { file: 'idempotency-settle.lua', keys: 1 },
   redisTime: { file: 'redis-time.lua', keys: 1 },
+  barrierTick: { file: 'barrier-tick.lua', keys: 3 },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS | `throttleHits${number}`;
@@ -351,6 +352,27 @@ export class SeckillScripts implements OnModuleInit {
   /** The clock (epoch ms) of the server holding `key`: on a cluster, the master of its slot. */
   async serverTimeMs(key: string): Promise<number> {
     return Number(await this.call('redisTime', key));
+  }
+
+  /**
+   * See lua/barrier-tick.lua: records a consumer session as alive, opens a barrier, or only reads;
+   * returns the sessions alive and the barriers open.
+   */
+  async barrierTick(
+    keys: { consumers: string; open: string; barrier: string },
+    ttlMs: number,
+    options: { session?: string; open?: string } = {},
+  ): Promise<{ consumers: string[]; open: string[] }> {
+    const [consumers, open] = (await this.call(
+      'barrierTick',
+      keys.consumers,
+      keys.open,
+      keys.barrier,
+      options.session ?? '',
+      ttlMs,
+      options.open ?? '',
+    )) as [string[], string[]];
+    return { consumers, open };
   }
 
   /** Returns null when reserved for this attempt, else the JSON the key holds. */

@@ -7,6 +7,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import type { OrderIngest } from '../orders/order-ingest.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder } from '../orders/order.types.js';
 import { Delivery } from './delivery.js';
+import type { OrderBarrier } from './order-barrier.service.js';
 import { OrderConsumer } from './order-consumer.service.js';
 import { encodeOrderMessage } from './order-message.js';
 
@@ -58,6 +59,9 @@ describe('OrderConsumer', () => {
       ingest as unknown as OrderIngest,
       new MetricsService(),
       config,
+      {
+        tick: vi.fn(async () => ({ consumers: [], open: [] })),
+      } as unknown as OrderBarrier,
     );
     consumer.onApplicationBootstrap();
     await broker.connect();

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter } from '../../common/database/transient-errors.js';
-import { scopeWithout, type SlotScope } from '../../infra/redis/redis-client.js';
+import { scopeWithout } from '../../infra/redis/redis-client.js';
 import {
   saleInScope,
   type RedisRestart,
@@ -25,8 +25,8 @@ export class RecoveryLoop {
   constructor(
     context: string,
     private readonly wipe: SurvivorWipe,
-    /** How many sales of these slots are not back yet (bringing them back, or not). */
-    private readonly remaining: (slots: SlotScope) => Promise<number>,
+    /** How many sales of the restart's slots are not back yet (bringing them back, or not). */
+    private readonly remaining: (restart: RedisRestart) => Promise<number>,
     private readonly messages: { began: string; settled: string },
     /** Longest pause between two attempts: reopening waits for the next one. */
     private readonly maxBackoffMs = 500,
@@ -87,7 +87,7 @@ export class RecoveryLoop {
   }
 
   private async settled(restart: RedisRestart): Promise<boolean> {
-    return (await this.wipe.done(restart)) && (await this.remaining(restart.slots)) === 0;
+    return (await this.wipe.done(restart)) && (await this.remaining(restart)) === 0;
   }
 
   stop(): void {

@@ -21,7 +21,7 @@ export class SaleRecovery implements OnModuleInit, OnApplicationShutdown {
     private readonly wipe: SurvivorWipe,
     private readonly stock: StockService,
   ) {
-    this.loop = new RecoveryLoop(SaleRecovery.name, wipe, (slots) => this.missingSales(slots), {
+    this.loop = new RecoveryLoop(SaleRecovery.name, wipe, ({ slots }) => this.missingSales(slots), {
       began: 'redis restarted: purchases closed until the sales are rebuilt from MySQL',
       settled: 'sales rebuilt; purchases open again',
     });
