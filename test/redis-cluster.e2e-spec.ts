@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scanKeys } from '../src/infra/redis/redis-client.js';
 import {
-  adminAuth,
   bearer,
+  consistentReconcile,
   createSale,
   doubleClickCrowd,
+  expectCrowdSold,
   startApp,
   Stores,
   waitFor,
@@ -18,32 +19,30 @@ import { buyUntilReopened, PrivateRedisCluster } from './support/private-redis.j
  * The service on a Redis Cluster of three masters that the test starts itself
  * (REDIS_CLUSTER_NODES): every Redis use goes through ioredis' Cluster client.
  */
-describe('on a Redis Cluster of three masters', () => {
-  let cluster: PrivateRedisCluster;
-  let stores: Stores;
-  let t: TestApp;
-
+/**
+ * A private 3-master cluster for a describe block's tests, an app on it (with `env`) and the test's
+ * own stores on it, started before them and stopped after.
+ */
+function onCluster(env: Record<string, string>) {
+  const ctx = {} as { cluster: PrivateRedisCluster; stores: Stores; t: TestApp };
   beforeAll(async () => {
-    cluster = await PrivateRedisCluster.start();
-    stores = new Stores(cluster.client());
-    t = await startApp({ REDIS_CLUSTER_NODES: cluster.seeds, TRUSTED_PROXIES: '127.0.0.1' });
+    ctx.cluster = await PrivateRedisCluster.start();
+    ctx.stores = new Stores(ctx.cluster.client());
+    ctx.t = await startApp({ REDIS_CLUSTER_NODES: ctx.cluster.seeds, ...env });
   });
-
   afterAll(async () => {
-    await t?.close();
-    await stores?.close();
-    await cluster?.stop();
+    await ctx.t?.close();
+    await ctx.stores?.close();
+    await ctx.cluster?.stop();
   });
+  return ctx;
+}
 
-  const reconcile = async (goodsId: number) =>
-    (
-      await t.http
-        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
-        .set('Authorization', adminAuth())
-        .expect(200)
-    ).body as { consistent: boolean; inFlight: number; redisStock: number; dbStock: number };
+describe('on a Redis Cluster of three masters', () => {
+  const ctx = onCluster({ TRUSTED_PROXIES: '127.0.0.1' });
 
   it('should spread sales over the masters, each sale in one slot', async () => {
+    const { cluster, stores, t } = ctx;
     const goodsIds = await Promise.all(
       Array.from({ length: 6 }, () => createSale(t.http, { stock: 1 })),
     );
@@ -57,35 +56,19 @@ describe('on a Redis Cluster of three masters', () => {
   });
 
   it('should sell exactly 100 items to 100 distinct users when 1,000 users each click twice, rate limits on, and reconcile consistent', async () => {
+    const { stores, t } = ctx;
     const stock = 100;
     const goodsId = await createSale(t.http, { stock });
     const users = Array.from({ length: 1_000 }, (_, i) => 60_000 + i);
 
     const responses = await doubleClickCrowd([t.http], goodsId, users);
 
-    const accepted = responses.filter((response) => response.status === 202);
-    expect(accepted).toHaveLength(stock);
-    expect(new Set(accepted.map((response) => response.userId)).size).toBe(stock);
-    for (const response of responses.filter((r) => r.status !== 202)) {
-      expect(['SOLD_OUT', 'ALREADY_PURCHASED', 'DUPLICATE_REQUEST']).toContain(response.code);
-    }
-    const orders = await waitFor(
-      async () => {
-        const rows = await stores.orders(goodsId);
-        return rows.length >= stock ? rows : null;
-      },
-      { timeoutMs: 30_000, what: `${stock} orders` },
-    );
-    expect(orders).toHaveLength(stock);
-    expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(
-      new Set(accepted.map((response) => response.userId)),
-    );
+    await expectCrowdSold(stores, goodsId, stock, responses);
     await waitForSettled(stores, goodsId);
     expect(await stores.mysqlStock(goodsId)).toBe(0);
     expect(await stores.redisStock(goodsId)).toBe(0);
     expect(Object.keys(await stores.redisBuyers(goodsId))).toHaveLength(stock);
-    expect(await reconcile(goodsId)).toMatchObject({
-      consistent: true,
+    expect(await consistentReconcile(t.http, goodsId)).toMatchObject({
       inFlight: 0,
       redisStock: 0,
       dbStock: 0,
@@ -93,6 +76,7 @@ describe('on a Redis Cluster of three masters', () => {
   });
 
   it('should take a purchase through payment, and give a cancelled one its stock back in both stores, once', async () => {
+    const { stores, t } = ctx;
     const goodsId = await createSale(t.http, { stock: 3 });
     const buy = async (userId: number) => {
       await t.http
@@ -128,8 +112,7 @@ describe('on a Redis Cluster of three masters', () => {
     expect(await stores.redisStock(goodsId)).toBe(2);
     // The cancelled buyer may buy again.
     await buy(702);
-    expect(await reconcile(goodsId)).toMatchObject({
-      consistent: true,
+    expect(await consistentReconcile(t.http, goodsId)).toMatchObject({
       redisStock: 1,
       dbStock: 1,
     });
@@ -140,7 +123,7 @@ describe('on a Redis Cluster of three masters', () => {
 
     beforeAll(async () => {
       limited = await startApp({
-        REDIS_CLUSTER_NODES: cluster.seeds,
+        REDIS_CLUSTER_NODES: ctx.cluster.seeds,
         TRUSTED_PROXIES: '127.0.0.1',
         THROTTLE_WINDOW_MS: '60000',
         THROTTLE_PURCHASE_USER_LIMIT: '5',
@@ -183,32 +166,18 @@ describe('on a Redis Cluster of three masters', () => {
 
       expect(responses.filter((response) => response.status === 202)).toHaveLength(10);
       expect(responses.filter((response) => response.status === 429)).toHaveLength(20);
-      expect(await stores.redisStock(goodsId)).toBe(90);
+      expect(await ctx.stores.redisStock(goodsId)).toBe(90);
     });
   });
 });
 
 describe('faults: one master of a Redis Cluster restarts empty during a sale', () => {
-  let cluster: PrivateRedisCluster;
-  let stores: Stores;
-  let t: TestApp;
-
-  beforeAll(async () => {
-    cluster = await PrivateRedisCluster.start();
-    stores = new Stores(cluster.client());
-    t = await startApp({ REDIS_CLUSTER_NODES: cluster.seeds, REDIS_WATCH_INTERVAL_MS: '200' });
-  });
-
-  afterAll(async () => {
-    await t?.close();
-    await stores?.close();
-    await cluster?.stop();
-  });
-
+  const ctx = onCluster({ REDIS_WATCH_INTERVAL_MS: '200' });
   const buy = (goodsId: number, userId: number) =>
-    t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+    ctx.t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
 
   it("should close only that master's sales, rebuild them from MySQL, and sell nothing twice", async () => {
+    const { cluster, stores, t } = ctx;
     const goodsId = await createSale(t.http, { stock: 20 });
     const master = await cluster.masterOf(`seckill:{${goodsId}}:stock`);
     // A sale held by another master, which goes on selling meanwhile.
@@ -239,14 +208,12 @@ describe('faults: one master of a Redis Cluster restarts empty during a sale', (
     });
     expect(new Set(orders.map((order) => Number(order.user_id))).size).toBe(6);
     await waitForSettled(stores, goodsId);
-    const report = await waitFor(async () => {
-      const response = await t.http
-        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
-        .set('Authorization', adminAuth())
-        .expect(200);
-      return response.body.consistent ? response.body : null;
+    expect(await consistentReconcile(t.http, goodsId)).toMatchObject({
+      redisStock: 14,
+      dbStock: 14,
+      buyers: 6,
+      inFlight: 0,
     });
-    expect(report).toMatchObject({ redisStock: 14, dbStock: 14, buyers: 6, inFlight: 0 });
     await recordChaos(stores, {
       scenario: 'Redis Cluster master restarted empty',
       fault: 'one of three masters SIGKILLed mid-sale, restarted with no data',

@@ -1,6 +1,5 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { AppConfig } from '../../config/env.validation.js';
 import { barrierKeys } from '../../infra/redis/seckill-keys.js';
 import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { OrderBarrier } from './order-barrier.service.js';
@@ -18,12 +17,7 @@ describe('OrderBarrier (real Redis)', () => {
     redis = new Redis(process.env.REDIS_URL!);
     const scripts = new SeckillScripts(redis);
     scripts.onModuleInit();
-    barriers = new OrderBarrier(
-      redis,
-      scripts,
-      publisher as unknown as OrderPublisher,
-      {} as AppConfig,
-    );
+    barriers = new OrderBarrier(redis, scripts, publisher as unknown as OrderPublisher);
   });
 
   beforeEach(async () => {

@@ -1,7 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomHex } from '../../common/random/random-hex.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { barrierKeys } from '../../infra/redis/seckill-keys.js';
@@ -59,7 +57,6 @@ export class OrderBarrier {
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly scripts: SeckillScripts,
     private readonly publisher: OrderPublisher,
-    @InjectConfig() private readonly config: AppConfig,
   ) {}
 
   /** Opens a barrier and publishes its message; throws when the broker did not confirm it. */
@@ -117,10 +114,5 @@ export class OrderBarrier {
     const key = barrierKeys.barrier(id);
     // HSET only on a hash that exists: a barrier that expired is not brought back half-empty.
     if ((await this.redis.exists(key)) === 1) await this.redis.hset(key, field, Date.now());
-  }
-
-  /** How long a purchase may wait for its publish to be confirmed (see the rebuild). */
-  get publishConfirmTimeoutMs(): number {
-    return this.config.publishConfirmTimeoutMs;
   }
 }
