@@ -118,6 +118,43 @@ describe('on a Redis Cluster of three masters', () => {
     });
   });
 
+  describe("the sold-out memo, announced on the cluster's pub/sub", () => {
+    // A memo far longer than the test: only the stock-back announcement can reopen the sale.
+    const apps: TestApp[] = [];
+
+    beforeAll(async () => {
+      for (let i = 0; i < 2; i++) {
+        apps.push(
+          await startApp({ REDIS_CLUSTER_NODES: ctx.cluster.seeds, SOLD_OUT_MEMO_MS: '60000' }),
+        );
+      }
+    });
+
+    afterAll(async () => {
+      for (const app of apps) await app.close();
+    });
+
+    it('should reopen a sale remembered as sold out on another instance when a cancel returns stock', async () => {
+      const [a, b] = apps;
+      const goodsId = await createSale(a.http, { stock: 1 });
+      const buy = (app: TestApp, userId: number) =>
+        app.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+      await buy(a, 751).expect(202);
+      expect((await buy(b, 752).expect(409)).body.code).toBe('SOLD_OUT');
+      const orderNo = await waitFor(async () => (await ctx.stores.orders(goodsId))[0]?.order_no);
+
+      await a.http
+        .post(`/api/v1/orders/${orderNo}/cancel`)
+        .set('Authorization', bearer(751))
+        .expect(200);
+
+      await waitFor(async () => (await buy(b, 752)).status === 202, {
+        timeoutMs: 5_000,
+        what: 'the other instance to sell the returned unit',
+      });
+    });
+  });
+
   describe('rate limits, whose budgets live in different slots', () => {
     let limited: TestApp;
 
@@ -190,7 +227,10 @@ describe('faults: one master of a Redis Cluster restarts empty during a sale', (
     await waitFor(async () => (await stores.orders(goodsId)).length === 5, { what: 'five orders' });
 
     await cluster.kill(master);
+    // At once, as with a single Redis down: no retries against a master known to be gone.
+    const downAt = Date.now();
     expect((await buy(goodsId, 806).expect(503)).body.code).toBe('UNAVAILABLE');
+    expect(Date.now() - downAt).toBeLessThan(1_000);
     await buy(elsewhere, 806).expect(202);
 
     await cluster.up(master); // empty: the sale, its buyers and its outbox are gone

@@ -154,7 +154,10 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
     const slotsByMaster = new Map<string, number[]>();
     cluster.slots.forEach((nodes, slot) => {
       const master = nodes?.[0];
-      if (master) slotsByMaster.set(master, [...(slotsByMaster.get(master) ?? []), slot]);
+      if (!master) return;
+      const slots = slotsByMaster.get(master);
+      if (slots) slots.push(slot);
+      else slotsByMaster.set(master, [slot]);
     });
     const connected = new Map(cluster.nodes('master').map((node) => [nodeKey(node), node]));
     let missing = false;

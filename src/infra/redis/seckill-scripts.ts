@@ -295,7 +295,9 @@ export class SeckillScripts implements OnModuleInit {
     const groups = new Map<number, number[]>();
     budgets.forEach(({ keys }, index) => {
       const slot = keySlot(keys.hits);
-      groups.set(slot, [...(groups.get(slot) ?? []), index]);
+      const group = groups.get(slot);
+      if (group) group.push(index);
+      else groups.set(slot, [index]);
     });
     if (groups.size === 1) return this.throttleGroup(budgets);
     const verdicts = await Promise.all(
