@@ -17,7 +17,7 @@ const SCRIPTS = {
   seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
   seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 3 },
   seckillRebuild: { file: 'seckill-rebuild.lua', keys: 6 },
-  // Two keys a budget: defined per budget count on first use (see throttleGroup).
+  // Two keys a budget: defined once per budget count (see onModuleInit).
   throttleHits: { file: 'throttle-hits.lua', keys: undefined },
   purchaseTokenConsume: { file: 'purchase-token-consume.lua', keys: 1 },
   purchaseUnlock: { file: 'purchase-unlock.lua', keys: 2 },
@@ -28,6 +28,18 @@ const SCRIPTS = {
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS | `throttleHits${number}`;
+
+/** The most budgets one request spends (per user, per IP and global are three). */
+const MAX_THROTTLE_BUDGETS = 8;
+
+function throttleCommand(budgets: number): ScriptName {
+  if (budgets < 1 || budgets > MAX_THROTTLE_BUDGETS) {
+    throw new Error(
+      `a request spends 1 to ${MAX_THROTTLE_BUDGETS} rate-limit budgets, not ${budgets}`,
+    );
+  }
+  return `throttleHits${budgets}`;
+}
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
 export enum DeductCode {
@@ -105,32 +117,25 @@ export interface CompletedOrder {
  */
 @Injectable()
 export class SeckillScripts implements OnModuleInit {
-  private readonly throttleCommands = new Set<number>();
-  private throttleLua = '';
-
   constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
 
   onModuleInit(): void {
     for (const [name, { file, keys }] of Object.entries(SCRIPTS)) {
       const lua = readFileSync(LUA_DIR + file, 'utf8');
-      if (keys === undefined) this.throttleLua = lua;
-      else this.redis.defineCommand(name, { numberOfKeys: keys, lua });
+      if (keys !== undefined) {
+        this.redis.defineCommand(name, { numberOfKeys: keys, lua });
+        continue;
+      }
+      // The throttle script as one command per budget count, each with a fixed key count:
+      // ioredis then knows its keys, which a cluster client needs to route it (and to
+      // auto-pipeline it with the other commands for the same node; a key count passed as the
+      // first argument is taken for a key there). All defined here, before any command is sent:
+      // a command defined later is missing from an auto-pipeline already gathering, and the
+      // other commands of that pipeline then never get an answer.
+      for (let budgets = 1; budgets <= MAX_THROTTLE_BUDGETS; budgets++) {
+        this.redis.defineCommand(`${name}${budgets}`, { numberOfKeys: budgets * 2, lua });
+      }
     }
-  }
-
-  /**
-   * The throttle script for `budgets` budgets, as a command with a fixed key count: ioredis
-   * then knows its keys, which a cluster client needs to route it (and to auto-pipeline it with
-   * the other commands for the same node; a key count passed as the first argument is taken
-   * for a key there).
-   */
-  private throttleCommand(budgets: number): ScriptName {
-    const name = `throttleHits${budgets}` as const;
-    if (!this.throttleCommands.has(budgets)) {
-      this.redis.defineCommand(name, { numberOfKeys: budgets * 2, lua: this.throttleLua });
-      this.throttleCommands.add(budgets);
-    }
-    return name;
   }
 
   private call(name: ScriptName, ...args: (string | number)[]): Promise<unknown> {
@@ -325,7 +330,7 @@ export class SeckillScripts implements OnModuleInit {
     for (const { keys } of budgets) args.push(keys.hits, keys.block);
     for (const { windowMs, limit, blockMs } of budgets) args.push(windowMs, limit, blockMs);
     const [refused, msToBlockEnd, totalHits, msToWindowEnd] = (await this.call(
-      this.throttleCommand(budgets.length),
+      throttleCommand(budgets.length),
       ...args,
     )) as [number, number, number, number];
     return { refused: refused - 1, msToBlockEnd, totalHits, msToWindowEnd };
