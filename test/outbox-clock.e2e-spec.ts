@@ -26,7 +26,7 @@ describe('outbox sweeper and clock skew', () => {
       null,
     );
     // By Redis's own clock the entry does go stale, and is then republished.
-    const redisNow = await t.app.get(StockService).serverTimeMs();
+    const redisNow = await t.app.get(StockService).serverTimeMs(goodsId);
     expect(await sweeper.sweep(redisNow + 60_000)).toBe(1);
   });
 });

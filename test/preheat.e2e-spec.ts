@@ -72,7 +72,7 @@ describe('preheating', () => {
       .expect(409);
     expect(cold.body.code).toBe('NOT_PREHEATED');
 
-    // 503 until the orders queue has stayed empty for REBUILD_QUIET_MS, then the rebuild.
+    // 503 until every order message taken before the loss is settled (an order barrier).
     const preheated = await waitFor(async () => {
       const response = await t.http
         .post(`/api/v1/admin/goods/${goodsId}/preheat`)

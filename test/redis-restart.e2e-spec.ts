@@ -6,6 +6,7 @@ import { recordChaos, secondsSince } from './support/chaos-report.js';
 import {
   adminAuth,
   bearer,
+  consistentReconcile,
   createSale,
   startApp,
   Stores,
@@ -78,13 +79,7 @@ describe('faults: Redis restarts empty during a sale', () => {
       accepted: 6,
       recoveredSeconds,
     });
-    const report = await waitFor(async () => {
-      const response = await t.http
-        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
-        .set('Authorization', adminAuth())
-        .expect(200);
-      return response.body.consistent ? response.body : null;
-    });
+    const report = await consistentReconcile(t.http, goodsId);
     expect(report).toMatchObject({ redisStock: 14, dbStock: 14, buyers: 6, inFlight: 0 });
   });
 });

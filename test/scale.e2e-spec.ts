@@ -6,10 +6,10 @@ import {
   bearer,
   createSale,
   doubleClickCrowd,
+  expectCrowdSold,
   expectOneOrderPerPurchaseTaken,
   startApp,
   Stores,
-  waitFor,
   waitForSettled,
   type TestApp,
 } from './support/harness.js';
@@ -46,23 +46,7 @@ describe('several instances on one set of stores', () => {
           users,
         );
 
-        const accepted = responses.filter((response) => response.status === 202);
-        expect(accepted).toHaveLength(stock);
-        expect(new Set(accepted.map((response) => response.userId)).size).toBe(stock);
-        for (const refused of responses.filter((response) => response.status !== 202)) {
-          expect(['SOLD_OUT', 'ALREADY_PURCHASED', 'DUPLICATE_REQUEST']).toContain(refused.code);
-        }
-        const orders = await waitFor(
-          async () => {
-            const rows = await stores.orders(goodsId);
-            return rows.length >= stock && (await stores.inflight(goodsId)) === 0 ? rows : null;
-          },
-          { timeoutMs: 30_000, what: `${stock} orders` },
-        );
-        expect(orders).toHaveLength(stock);
-        expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(
-          new Set(accepted.map((response) => response.userId)),
-        );
+        await expectCrowdSold(stores, goodsId, stock, responses);
         const report = await apis[1].http
           .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
           .set('Authorization', adminAuth())

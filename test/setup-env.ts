@@ -12,8 +12,6 @@ const defaults: Record<string, string> = {
   EXPIRY_SWEEP_ENABLED: 'false',
   RECONCILE_ENABLED: 'false',
   SALE_EVICTION_ENABLED: 'false',
-  // A rebuild waits this long with the orders queue empty; short, so the tests stay quick.
-  REBUILD_QUIET_MS: '300',
   SWAGGER_ENABLED: 'true',
   LOG_LEVEL: 'warn',
 };

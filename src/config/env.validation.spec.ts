@@ -112,6 +112,33 @@ describe('validateEnv', () => {
     expect(validateEnv({ NODE_ENV: 'test' }).jwtSecretIsDefault).toBe(true);
   });
 
+  it('should read REDIS_CLUSTER_NODES as host:port seeds, and leave it off when unset', () => {
+    expect(validateEnv({}).redisClusterNodes).toBeNull();
+    expect(
+      validateEnv({ REDIS_CLUSTER_NODES: ' 127.0.0.1:7000, redis-2.internal:7001,[::1]:7002, ' })
+        .redisClusterNodes,
+    ).toEqual([
+      { host: '127.0.0.1', port: 7000 },
+      { host: 'redis-2.internal', port: 7001 },
+      { host: '::1', port: 7002 },
+    ]);
+  });
+
+  it.each([
+    '127.0.0.1',
+    '127.0.0.1:0',
+    'redis:70000',
+    ':7000',
+    'redis://10.0.0.1:7000',
+    '[zz]:1',
+    'a b:1',
+  ])('should refuse REDIS_CLUSTER_NODES seed %j, naming the variable', (seed) => {
+    const error = refusal({ REDIS_CLUSTER_NODES: `127.0.0.1:7000,${seed}` });
+    expect(error).toBeInstanceOf(ConfigValidationError);
+    expect(error.message).toMatch(/^REDIS_CLUSTER_NODES/);
+    expect(error.message).toContain(seed);
+  });
+
   it('should parse TRUSTED_PROXIES as a comma-separated, trimmed list', () => {
     const config = validateEnv({ TRUSTED_PROXIES: '127.0.0.1, 10.0.0.0/8' });
 

@@ -12,6 +12,8 @@ export interface AppConfig {
   port: number;
   databaseUrl: string;
   redisUrl: string;
+  /** Seeds of a Redis Cluster (REDIS_CLUSTER_NODES); when set, redisUrl is not used. */
+  redisClusterNodes: RedisNode[] | null;
   rabbitmqUrl: string;
   rabbitmqPrefix: string;
   jwtSecret: string;
@@ -47,7 +49,6 @@ export interface AppConfig {
   reconcileEnabled: boolean;
   reconcileIntervalMs: number;
   redisWatchIntervalMs: number;
-  rebuildQuietMs: number;
   queueMaxLength: number;
   queueType: 'quorum' | 'classic';
   saleEvictionEnabled: boolean;
@@ -72,6 +73,12 @@ export interface AppConfig {
   soldOutMemoMs: number;
   /** How long after a sale's end an Idempotency-Key's answer is kept. */
   idempotencyRetentionMs: number;
+}
+
+/** One `host:port` seed of a Redis Cluster. */
+export interface RedisNode {
+  host: string;
+  port: number;
 }
 
 /** Requests per window; 0 turns that limit off. */
@@ -235,6 +242,30 @@ function readTrustedProxies(env: Env): string[] {
   return entries;
 }
 
+/**
+ * REDIS_CLUSTER_NODES: comma-separated `host:port` seeds (an IPv6 address in brackets); null when
+ * unset. A seed that cannot be a node's address stops the boot rather than a client retrying it.
+ */
+function readRedisClusterNodes(env: Env): RedisNode[] | null {
+  const entries = readString(env, 'REDIS_CLUSTER_NODES', '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  if (entries.length === 0) return null;
+  return entries.map((entry) => {
+    const match =
+      /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):([0-9]{1,5})$/.exec(entry);
+    const port = Number(match?.[2]);
+    const host = match?.[1].replace(/^\[(.*)\]$/, '$1') ?? '';
+    if (!match || port < 1 || port > 65_535 || (match[1].startsWith('[') && isIP(host) !== 6)) {
+      throw new ConfigValidationError(
+        `REDIS_CLUSTER_NODES must list host:port seeds separated by commas (e.g. 10.0.0.1:7000,10.0.0.2:7000), got "${entry}"`,
+      );
+    }
+    return { host, port };
+  });
+}
+
 function readCorsOrigins(env: Env): string[] {
   const origins = readString(env, 'CORS_ORIGINS', '')
     .split(',')
@@ -285,6 +316,7 @@ export function validateEnv(env: Env): AppConfig {
       'mariadb:',
     ]),
     redisUrl: readUrl(env, 'REDIS_URL', 'redis://127.0.0.1:6379/0', ['redis:', 'rediss:']),
+    redisClusterNodes: readRedisClusterNodes(env),
     rabbitmqUrl: readUrl(env, 'RABBITMQ_URL', 'amqp://guest:guest@127.0.0.1:5672/', [
       'amqp:',
       'amqps:',
@@ -323,8 +355,6 @@ export function validateEnv(env: Env): AppConfig {
     reconcileEnabled: readBool(env, 'RECONCILE_ENABLED', true),
     reconcileIntervalMs: readInt(env, 'RECONCILE_INTERVAL_MS', 60_000, 1_000, 86_400_000),
     redisWatchIntervalMs: readInt(env, 'REDIS_WATCH_INTERVAL_MS', 1_000, 100, 60_000),
-    // The consumer's longest retry backoff (5 s) plus a margin.
-    rebuildQuietMs: readInt(env, 'REBUILD_QUIET_MS', 7_000, 0, 600_000),
     queueMaxLength: readInt(env, 'RABBITMQ_QUEUE_MAX_LENGTH', 1_000_000, 1, 100_000_000),
     queueType: readQueueType(env),
     saleEvictionEnabled: readBool(env, 'SALE_EVICTION_ENABLED', true),

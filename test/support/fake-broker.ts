@@ -33,7 +33,8 @@ export function fakeBroker(names: Record<string, string>) {
       // Consumers stay off the publishers' connection (see RabbitConnection).
       if (role !== 'consume') throw new Error(`a consumer asked for a ${role} channel`);
       setup = options.setup;
-      return { close: vi.fn(async () => undefined) };
+      // checkQueue: a round trip on the channel (the order barrier's fence).
+      return { close: vi.fn(async () => undefined), checkQueue: vi.fn(async () => ({})) };
     },
   };
   /** How each delivery tag was settled, in order: a tag settled twice shows up twice. */

@@ -12,6 +12,7 @@ import { MetricsService } from '../../src/modules/metrics/metrics.service.js';
 import type { NewOrder } from '../../src/modules/orders/order.types.js';
 import { newOrderNo } from '../../src/modules/orders/order-no.js';
 import { DeductCode, StockService } from '../../src/modules/stock/stock.service.js';
+import type { RedisClient } from '../../src/infra/redis/redis-client.js';
 import { proxyInFront, type TcpProxy } from './tcp-proxy.js';
 
 export interface TestApp {
@@ -173,7 +174,9 @@ export async function waitFor<T>(
 
 /** Direct read access to the stores, for asserting invariants from outside the app. */
 export class Stores {
-  readonly redis = new Redis(process.env.REDIS_URL!);
+  /** The test's own Redis client: REDIS_URL's server unless given another (a cluster). */
+  constructor(readonly redis: RedisClient = new Redis(process.env.REDIS_URL!)) {}
+
   readonly mysql: Pool = createPool({ uri: process.env.DATABASE_URL!, connectionLimit: 4 });
 
   async orders(goodsId: number) {
@@ -222,7 +225,11 @@ export class Stores {
  * is the trusted proxy), the clicks spread over `instances` in turn, so that with several a
  * user's two clicks land on two of them. Returns every answer.
  */
-export function doubleClickCrowd(instances: TestAgent[], goodsId: number, users: number[]) {
+export function doubleClickCrowd(
+  instances: TestAgent[],
+  goodsId: number,
+  users: number[],
+): Promise<CrowdAnswer[]> {
   return Promise.all(
     users.flatMap((userId) =>
       [0, 1].map((click) =>
@@ -238,6 +245,55 @@ export function doubleClickCrowd(instances: TestAgent[], goodsId: number, users:
       ),
     ),
   );
+}
+
+/** A crowd's answer, as doubleClickCrowd gives it. */
+export interface CrowdAnswer {
+  userId: number;
+  status: number;
+  code?: string;
+}
+
+/**
+ * What a crowd at a sale of `stock` must end with: exactly `stock` purchases accepted, one per
+ * user, every refusal the sale's own (sold out, already bought, a concurrent click), and once they
+ * land, one order per accepted buyer with nothing left in flight. Returns the orders.
+ */
+export async function expectCrowdSold(
+  stores: Stores,
+  goodsId: number,
+  stock: number,
+  responses: CrowdAnswer[],
+) {
+  const accepted = responses.filter((response) => response.status === 202);
+  expect(accepted).toHaveLength(stock);
+  expect(new Set(accepted.map((response) => response.userId)).size).toBe(stock);
+  for (const refused of responses.filter((response) => response.status !== 202)) {
+    expect(['SOLD_OUT', 'ALREADY_PURCHASED', 'DUPLICATE_REQUEST']).toContain(refused.code);
+  }
+  const orders = await waitFor(
+    async () => {
+      const rows = await stores.orders(goodsId);
+      return rows.length >= stock && (await stores.inflight(goodsId)) === 0 ? rows : null;
+    },
+    { timeoutMs: 30_000, what: `${stock} orders` },
+  );
+  expect(orders).toHaveLength(stock);
+  expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(
+    new Set(accepted.map((response) => response.userId)),
+  );
+  return orders;
+}
+
+/** Waits until the sale's reconcile (the admin route) says the stores agree; returns the report. */
+export async function consistentReconcile(http: TestAgent, goodsId: number) {
+  return waitFor(async () => {
+    const response = await http
+      .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+      .set('Authorization', adminAuth())
+      .expect(200);
+    return response.body.consistent ? (response.body as Record<string, unknown>) : null;
+  });
 }
 
 /** Waits until every purchase Redis took is settled: nothing in flight, nothing in the outbox. */

@@ -1,9 +1,43 @@
-import { Redis } from 'ioredis';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { Cluster, Redis } from 'ioredis';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createConnection } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { expect } from 'vitest';
+import { keySlot } from '../../src/infra/redis/redis-client.js';
 import { waitFor, type Stores } from './harness.js';
+
+/** Resolves once something accepts TCP connections on the port. */
+function listening(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const socket = createConnection(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** True when nothing listens on the port (so a server of ours may). */
+function free(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** Kills a child outright, as a crash would, and waits for it to be gone. */
+async function killChild(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
+}
 
 /**
  * A throwaway redis-server of the test's own, on a port below the ephemeral range, that the test
@@ -45,27 +79,143 @@ export class PrivateRedis {
       ],
       { stdio: 'ignore' },
     );
-    await waitFor(
-      () =>
-        new Promise<boolean>((resolve) => {
-          const socket = createConnection(this.port, '127.0.0.1');
-          socket.once('connect', () => {
-            socket.destroy();
-            resolve(true);
-          });
-          socket.once('error', () => resolve(false));
-        }),
-      { timeoutMs: 10_000, what: `redis-server on port ${this.port}` },
-    );
+    await waitFor(() => listening(this.port), {
+      timeoutMs: 10_000,
+      what: `redis-server on port ${this.port}`,
+    });
   }
 
   /** Kills it outright, as a crash would. */
   async kill(): Promise<void> {
-    const child = this.process;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = once(child, 'exit');
-    child.kill('SIGKILL');
-    await exited;
+    await killChild(this.process);
+  }
+}
+
+/**
+ * A throwaway Redis Cluster of the test's own: three masters, no replicas, on consecutive ports
+ * at most 22767 (a node's cluster bus is its port + 10000, and must stay below the ephemeral
+ * range), their node files in a temporary folder. A master may be killed and started again
+ * empty: it keeps its node id and slots (its node file), and loses its data.
+ */
+export class PrivateRedisCluster {
+  private readonly processes = new Map<number, ChildProcess>();
+
+  private constructor(
+    readonly ports: number[],
+    private readonly dir: string,
+  ) {}
+
+  static async start(): Promise<PrivateRedisCluster> {
+    let base = 0;
+    for (let attempt = 0; base === 0; attempt++) {
+      if (attempt === 20) throw new Error('no three free ports for a private Redis Cluster');
+      const candidate = 18_000 + Math.floor(Math.random() * 4_700);
+      const ports = [candidate, candidate + 1, candidate + 2];
+      const checks = await Promise.all(ports.flatMap((port) => [free(port), free(port + 10_000)]));
+      if (checks.every(Boolean)) base = candidate;
+    }
+    const cluster = new PrivateRedisCluster(
+      [base, base + 1, base + 2],
+      mkdtempSync(join(tmpdir(), 'seckill-cluster-')),
+    );
+    for (const port of cluster.ports) await cluster.up(port);
+    await promisify(execFile)('redis-cli', [
+      '--cluster',
+      'create',
+      ...cluster.ports.map((port) => `127.0.0.1:${port}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ]);
+    await cluster.waitUntilOk();
+    return cluster;
+  }
+
+  /** REDIS_CLUSTER_NODES for an app on this cluster. */
+  get seeds(): string {
+    return this.ports.map((port) => `127.0.0.1:${port}`).join(',');
+  }
+
+  /** A client of the test's own (for its Stores). */
+  client(): Cluster {
+    return new Cluster(this.ports.map((port) => ({ host: '127.0.0.1', port })));
+  }
+
+  /** Starts the node on `port` (empty: nothing is saved) and waits until it answers. */
+  async up(port: number): Promise<void> {
+    this.processes.set(
+      port,
+      spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--dir',
+          this.dir,
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
+          // The other masters go on serving their slots while one is down.
+          '--cluster-require-full-coverage',
+          'no',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+        ],
+        { stdio: 'ignore' },
+      ),
+    );
+    await waitFor(() => listening(port), { timeoutMs: 10_000, what: `redis-server on ${port}` });
+  }
+
+  /** Waits until every node says the cluster is whole. */
+  async waitUntilOk(): Promise<void> {
+    await waitFor(
+      async () => {
+        const states = await Promise.all(
+          this.ports.map(async (port) => {
+            const node = new Redis(port, '127.0.0.1', { lazyConnect: true });
+            try {
+              await node.connect();
+              return /cluster_state:ok/.test(await node.cluster('INFO'));
+            } catch {
+              return false;
+            } finally {
+              node.disconnect();
+            }
+          }),
+        );
+        return states.every(Boolean);
+      },
+      { timeoutMs: 30_000, intervalMs: 200, what: 'cluster_state:ok on every node' },
+    );
+  }
+
+  /** The port of the master that serves `key`'s slot. */
+  async masterOf(key: string): Promise<number> {
+    const node = new Redis(this.ports[0], '127.0.0.1');
+    try {
+      const slot = keySlot(key);
+      const range = (await node.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to);
+      if (!range?.[2]) throw new Error(`no master serves slot ${slot}`);
+      return range[2][1];
+    } finally {
+      node.disconnect();
+    }
+  }
+
+  /** Kills one node outright, as a crash would. */
+  async kill(port: number): Promise<void> {
+    await killChild(this.processes.get(port));
+  }
+
+  async stop(): Promise<void> {
+    for (const port of this.ports) await this.kill(port);
+    rmSync(this.dir, { recursive: true, force: true });
   }
 }
 

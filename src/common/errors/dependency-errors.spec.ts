@@ -19,6 +19,12 @@ describe('isDependencyFailure', () => {
       new Error("Stream isn't writeable and enableOfflineQueue options is false"),
     ],
     ['an ioredis command timeout', new Error('Command timed out')],
+    [
+      'an ioredis Cluster with no node reachable',
+      new Error("Cluster isn't ready and enableOfflineQueue options is false"),
+    ],
+    ['a cluster slot without a master', new Error('CLUSTERDOWN Hash slot not served')],
+    ['a Redis still loading its data', new Error('LOADING Redis is loading the dataset in memory')],
     ['ioredis after retries', Object.assign(new Error('x'), { name: 'MaxRetriesPerRequestError' })],
     [
       'a command on a cut MySQL connection',

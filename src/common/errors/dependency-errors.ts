@@ -30,6 +30,9 @@ const CONNECTION_MESSAGES = [
   /^Connection is closed\.?$/, // ioredis: the connection ended
   /^Stream isn't writeable/, // ioredis: Redis is known to be down (no offline queue)
   /^Command timed out$/, // ioredis: commandTimeout
+  /^Cluster isn't ready/, // ioredis Cluster: no node reachable (no offline queue)
+  /^Too many Cluster redirections/, // ioredis Cluster: a slot's master kept moving or failing
+  /^(CLUSTERDOWN|TRYAGAIN|MASTERDOWN|LOADING) /, // Redis: a slot unserved, a failover, a load
   /closed state/, // mysql2: a command on a connection that was cut
   /^Pool is closed/, // mysql2
 ];

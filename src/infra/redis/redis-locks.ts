@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 import Redlock from 'redlock';
 import { randomHex } from '../../common/random/random-hex.js';
 import { REDIS_CLIENT } from './redis.constants.js';
@@ -42,7 +42,7 @@ export class RedisLocks {
   private readonly redlock: Redlock;
 
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly scripts: SeckillScripts,
   ) {
     // redlock 4 passes EVAL its arguments as one array, which ioredis 5 flattens; only the

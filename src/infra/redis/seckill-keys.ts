@@ -1,3 +1,5 @@
+import { keySlot, type SlotScope } from './redis-client.js';
+
 /**
  * Every Redis key of the service, in one place. A sale's keys share the `{goodsId}` hash tag so
  * that they live in one cluster slot and one Lua script may touch them all.
@@ -49,10 +51,16 @@ export function idempotencyKey(userId: number, key: string): string {
 
 /**
  * A Redis server's (by run_id) recovery: `wiping` while one instance drops the sales that
- * survived its restart, `wiped` once they are gone and may be rebuilt.
+ * survived its restart, `wiped` once they are gone and may be rebuilt. On a cluster the marker
+ * lives on the restarted master itself (its tag is the first number whose slot the master
+ * serves), so that it is lost exactly when what it vouches for is: a marker on another master
+ * that restarted later would let the wipe run again over sales already rebuilt and on sale.
  */
-export function recoveryKey(runId: string): string {
-  return `seckill:recovery:${runId}`;
+export function recoveryKey(runId: string, scope: SlotScope): string {
+  if (scope === 'all') return `seckill:recovery:${runId}`;
+  let tag = 0;
+  while (!scope.has(keySlot(String(tag)))) tag++;
+  return `seckill:recovery:{${tag}}:${runId}`;
 }
 
 /**
@@ -72,3 +80,14 @@ export const BLOCKLIST_CHANNEL = 'seckill:blocklist-changed';
 export function autobanCounterKey(tracker: string): string {
   return `seckill:autoban:{${tracker}}`;
 }
+
+/**
+ * The order barrier's keys (messaging/order-barrier.service.ts), all under one tag so that one
+ * script reads and writes them on a cluster: the consumers' registry, the open barriers, and
+ * each barrier's hash (who drained it).
+ */
+export const barrierKeys = {
+  consumers: 'seckill:{barrier}:consumers',
+  open: 'seckill:{barrier}:open',
+  barrier: (id: string) => `seckill:{barrier}:${id}`,
+};

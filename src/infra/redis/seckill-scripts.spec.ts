@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { encodeOrderMessage } from '../../modules/messaging/order-message.js';
-import { saleKeys, type SaleKeys } from './seckill-keys.js';
+import { saleKeys, throttleKeys, type SaleKeys } from './seckill-keys.js';
 import {
   DeductCode,
   ReleaseCode,
@@ -1076,5 +1076,35 @@ describe('SeckillScripts (real Redis)', () => {
       expect(await buy(sale, 602)).toMatchObject({ code: DeductCode.Accepted, remaining: 8 });
       expect(await redis.script('EXISTS', sha)).toEqual([1]);
     });
+  });
+
+  describe('auto-pipelining', () => {
+    it("should answer every command of a tick, the first throttle calls' among them", async () => {
+      // A client of its own, as the app's: commands of one tick share a pipeline.
+      const piped = new Redis(process.env.REDIS_URL!, { enableAutoPipelining: true });
+      const pipedScripts = new SeckillScripts(piped);
+      pipedScripts.onModuleInit();
+      const tracker = `spec-${randomUUID()}`;
+      const budget = (name: string) => ({
+        keys: throttleKeys(name, tracker),
+        windowMs: 60_000,
+        limit: 10,
+        blockMs: 60_000,
+      });
+      try {
+        const [value, one, two] = await Promise.all([
+          piped.get(`seckill:spec:${tracker}`),
+          pipedScripts.throttleHits([budget('a')]),
+          pipedScripts.throttleHits([budget('b'), budget('c')]),
+        ]);
+        expect(value).toBeNull();
+        expect(one).toMatchObject({ refused: -1, totalHits: 1 });
+        expect(two).toMatchObject({ refused: -1, totalHits: 1 });
+      } finally {
+        const keys = ['a', 'b', 'c'].flatMap((name) => Object.values(throttleKeys(name, tracker)));
+        await piped.del(...keys);
+        piped.disconnect();
+      }
+    }, 10_000);
   });
 });

@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import { isCluster, keySlot, type RedisClient } from './redis-client.js';
 import { REDIS_CLIENT } from './redis.constants.js';
 import type { SaleKeys, throttleKeys } from './seckill-keys.js';
 
@@ -17,16 +17,30 @@ const SCRIPTS = {
   seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
   seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 3 },
   seckillRebuild: { file: 'seckill-rebuild.lua', keys: 6 },
-  // Variable: the caller passes the key count first.
+  // Two keys a budget: defined once per budget count (see onModuleInit).
   throttleHits: { file: 'throttle-hits.lua', keys: undefined },
   purchaseTokenConsume: { file: 'purchase-token-consume.lua', keys: 1 },
   purchaseUnlock: { file: 'purchase-unlock.lua', keys: 2 },
   idempotencyReserve: { file: 'idempotency-reserve.lua', keys: 1 },
   idempotencySettle: { file: 'idempotency-settle.lua', keys: 1 },
   autobanCount: { file: 'autoban-count.lua', keys: 1 },
+  redisTime: { file: 'redis-time.lua', keys: 1 },
+  barrierTick: { file: 'barrier-tick.lua', keys: 3 },
 } as const;
 
-type ScriptName = keyof typeof SCRIPTS;
+type ScriptName = keyof typeof SCRIPTS | `throttleHits${number}`;
+
+/** The most budgets one request spends (per user, per IP and global are three). */
+const MAX_THROTTLE_BUDGETS = 8;
+
+function throttleCommand(budgets: number): ScriptName {
+  if (budgets < 1 || budgets > MAX_THROTTLE_BUDGETS) {
+    throw new Error(
+      `a request spends 1 to ${MAX_THROTTLE_BUDGETS} rate-limit budgets, not ${budgets}`,
+    );
+  }
+  return `throttleHits${budgets}`;
+}
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
 export enum DeductCode {
@@ -104,12 +118,24 @@ export interface CompletedOrder {
  */
 @Injectable()
 export class SeckillScripts implements OnModuleInit {
-  constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}
+  constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
 
   onModuleInit(): void {
     for (const [name, { file, keys }] of Object.entries(SCRIPTS)) {
       const lua = readFileSync(LUA_DIR + file, 'utf8');
-      this.redis.defineCommand(name, keys === undefined ? { lua } : { numberOfKeys: keys, lua });
+      if (keys !== undefined) {
+        this.redis.defineCommand(name, { numberOfKeys: keys, lua });
+        continue;
+      }
+      // The throttle script as one command per budget count, each with a fixed key count:
+      // ioredis then knows its keys, which a cluster client needs to route it (and to
+      // auto-pipeline it with the other commands for the same node; a key count passed as the
+      // first argument is taken for a key there). All defined here, before any command is sent:
+      // a command defined later is missing from an auto-pipeline already gathering, and the
+      // other commands of that pipeline then never get an answer.
+      for (let budgets = 1; budgets <= MAX_THROTTLE_BUDGETS; budgets++) {
+        this.redis.defineCommand(`${name}${budgets}`, { numberOfKeys: budgets * 2, lua });
+      }
     }
   }
 
@@ -260,13 +286,52 @@ export class SeckillScripts implements OnModuleInit {
     return { loaded: loaded === 1, stock };
   }
 
-  /** Spends one request from each budget in order; see lua/throttle-hits.lua. */
+  /**
+   * Spends one request from each budget in order; see lua/throttle-hits.lua. On one Redis that
+   * is one call. On a cluster a script may only touch keys of one slot, and a request's budgets
+   * (per user, per IP, global) are in different slots: the budgets are grouped by slot, one call
+   * per group, the groups concurrently, and the verdict is the first refusal in the budgets'
+   * order. Within a slot the walk still stops at the first refusal; across slots it cannot
+   * without a round trip per slot, so a request refused by one budget still spends the other
+   * slots' budgets (a user hammering past its own limit also counts against its address's and
+   * the global budget; the answer is the same 429).
+   */
   async throttleHits(budgets: readonly ThrottleBudget[]): Promise<ThrottleVerdict> {
-    const args: (string | number)[] = [budgets.length * 2];
+    if (!isCluster(this.redis)) return this.throttleGroup(budgets);
+    const groups = new Map<number, number[]>();
+    budgets.forEach(({ keys }, index) => {
+      const slot = keySlot(keys.hits);
+      const group = groups.get(slot);
+      if (group) group.push(index);
+      else groups.set(slot, [index]);
+    });
+    if (groups.size === 1) return this.throttleGroup(budgets);
+    const verdicts = await Promise.all(
+      [...groups.values()].map(async (indexes) => {
+        const verdict = await this.throttleGroup(indexes.map((index) => budgets[index]));
+        return {
+          ...verdict,
+          refused: verdict.refused < 0 ? -1 : indexes[verdict.refused],
+          last: indexes[indexes.length - 1],
+        };
+      }),
+    );
+    const refusals = verdicts.filter((verdict) => verdict.refused >= 0);
+    const chosen =
+      refusals.length > 0
+        ? refusals.reduce((first, verdict) => (verdict.refused < first.refused ? verdict : first))
+        : verdicts.find((verdict) => verdict.last === budgets.length - 1)!;
+    const { refused, msToBlockEnd, totalHits, msToWindowEnd } = chosen;
+    return { refused, msToBlockEnd, totalHits, msToWindowEnd };
+  }
+
+  /** One throttle-hits call: budgets whose keys share a slot (any budgets on one Redis). */
+  private async throttleGroup(budgets: readonly ThrottleBudget[]): Promise<ThrottleVerdict> {
+    const args: (string | number)[] = [];
     for (const { keys } of budgets) args.push(keys.hits, keys.block);
     for (const { windowMs, limit, blockMs } of budgets) args.push(windowMs, limit, blockMs);
     const [refused, msToBlockEnd, totalHits, msToWindowEnd] = (await this.call(
-      'throttleHits',
+      throttleCommand(budgets.length),
       ...args,
     )) as [number, number, number, number];
     return { refused: refused - 1, msToBlockEnd, totalHits, msToWindowEnd };
@@ -295,6 +360,32 @@ export class SeckillScripts implements OnModuleInit {
 
   async consumePurchaseToken(tokenKey: string, userId: number): Promise<TokenConsumeCode> {
     return (await this.call('purchaseTokenConsume', tokenKey, userId)) as TokenConsumeCode;
+  }
+
+  /** The clock (epoch ms) of the server holding `key`: on a cluster, the master of its slot. */
+  async serverTimeMs(key: string): Promise<number> {
+    return Number(await this.call('redisTime', key));
+  }
+
+  /**
+   * See lua/barrier-tick.lua: records a consumer session as alive, opens a barrier, or only reads;
+   * returns the sessions alive and the barriers open.
+   */
+  async barrierTick(
+    keys: { consumers: string; open: string; barrier: string },
+    ttlMs: number,
+    options: { session?: string; open?: string } = {},
+  ): Promise<{ consumers: string[]; open: string[] }> {
+    const [consumers, open] = (await this.call(
+      'barrierTick',
+      keys.consumers,
+      keys.open,
+      keys.barrier,
+      options.session ?? '',
+      ttlMs,
+      options.open ?? '',
+    )) as [string[], string[]];
+    return { consumers, open };
   }
 
   /** Returns null when reserved for this attempt, else the JSON the key holds. */

@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { normalizeIp } from '@nestjs/throttler';
-import type { Redis } from 'ioredis';
 import { isIP } from 'node:net';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
+import { duplicateClient, type RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { BLOCKLIST_CHANNEL, BLOCKLIST_KEY } from '../../infra/redis/seckill-keys.js';
 
@@ -41,13 +41,13 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(BlocklistService.name);
   /** `type:value` → expiry in epoch ms (Infinity: until deleted). */
   private copy = new Map<string, number>();
-  private subscriber?: Redis;
+  private subscriber?: RedisClient;
   private refreshTimer?: NodeJS.Timeout;
 
-  constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}
+  constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
 
   onModuleInit(): void {
-    const subscriber = this.redis.duplicate({ enableOfflineQueue: true });
+    const subscriber = duplicateClient(this.redis, { enableOfflineQueue: true });
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined); // the main client already logs Redis errors
     subscriber.on('ready', () => {

@@ -14,6 +14,8 @@ export class Delivery {
   constructor(
     private readonly channel: Channel,
     readonly message: ConsumeMessage,
+    /** Told once, when it is settled (an order barrier waits for deliveries to be). */
+    private readonly onSettled?: () => void,
   ) {}
 
   /** How many times the broker delivered this message before (quorum queues count). */
@@ -25,6 +27,7 @@ export class Delivery {
   settle(how: 'ack' | 'reject'): boolean {
     if (this.settled) return false;
     this.settled = true;
+    this.onSettled?.();
     try {
       if (how === 'ack') this.channel.ack(this.message);
       else this.channel.nack(this.message, false, false);

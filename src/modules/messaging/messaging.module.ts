@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { StockModule } from '../stock/stock.module.js';
+import { OrderBarrier } from './order-barrier.service.js';
 import { OrderPublisher } from './order-publisher.service.js';
 import { OutboxSweeper } from './outbox-sweeper.service.js';
 
@@ -9,7 +10,7 @@ import { OutboxSweeper } from './outbox-sweeper.service.js';
  */
 @Module({
   imports: [StockModule],
-  providers: [OrderPublisher, OutboxSweeper],
-  exports: [OrderPublisher, OutboxSweeper],
+  providers: [OrderPublisher, OutboxSweeper, OrderBarrier],
+  exports: [OrderPublisher, OutboxSweeper, OrderBarrier],
 })
 export class MessagingModule {}

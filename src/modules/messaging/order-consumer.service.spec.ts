@@ -7,8 +7,9 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import type { OrderIngest } from '../orders/order-ingest.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder } from '../orders/order.types.js';
 import { Delivery } from './delivery.js';
+import type { OrderBarrier } from './order-barrier.service.js';
 import { OrderConsumer } from './order-consumer.service.js';
-import { encodeOrderMessage } from './order-message.js';
+import { BARRIER_MESSAGE_TYPE, encodeOrderMessage } from './order-message.js';
 
 let nextUser = 1;
 
@@ -49,15 +50,35 @@ describe('OrderConsumer', () => {
   const ingest = { ingest: vi.fn<OrderIngest['ingest']>() };
   let broker: ReturnType<typeof fakeBroker>;
   let consumer: OrderConsumer;
+  /** The order barrier as the consumer sees it: barriers open, delivered, drained by whom. */
+  let barriers: {
+    open: string[];
+    delivered: Set<string>;
+    drained: [string, string][];
+    sessions: Set<string>;
+  };
 
   beforeEach(async () => {
     vi.resetAllMocks();
     broker = fakeBroker({ ordersQueue: 'orders' });
+    barriers = { open: [], delivered: new Set(), drained: [], sessions: new Set() };
+    const state = barriers;
     consumer = new OrderConsumer(
       broker.rabbit,
       ingest as unknown as OrderIngest,
       new MetricsService(),
       config,
+      {
+        tick: vi.fn(async ({ session }: { session?: string } = {}) => {
+          if (session) state.sessions.add(session);
+          return { consumers: [...state.sessions], open: state.open };
+        }),
+        isDelivered: vi.fn(async (id: string) => state.delivered.has(id)),
+        markDelivered: vi.fn(async (id: string) => void state.delivered.add(id)),
+        markDrained: vi.fn(async (id: string, session: string) => {
+          state.drained.push([id, session]);
+        }),
+      } as unknown as OrderBarrier,
     );
     consumer.onApplicationBootstrap();
     await broker.connect();
@@ -182,6 +203,48 @@ describe('OrderConsumer', () => {
     await consume(second);
 
     expect(broker.settled()).toEqual([[second.fields.deliveryTag, 'ack']]);
+  });
+
+  it('should ack an order barrier at once, and mark it drained only once what it received before the barrier is settled', async () => {
+    const held = order();
+    let finish!: () => void;
+    ingest.ingest.mockImplementation(async (_goodsId, purchases) => {
+      if (purchases.some(({ order: p }) => p.requestId === held.requestId)) {
+        await new Promise<void>((resolve) => (finish = resolve));
+      }
+      return purchases.map(({ order: p }) => ({ kind: 'written', order: p }));
+    });
+    const before = message(held);
+    broker.deliver(before);
+    await vi.waitFor(() => expect(ingest.ingest).toHaveBeenCalledTimes(1));
+    barriers.open.push('b1');
+    const barrier = {
+      content: Buffer.from(JSON.stringify({ barrier: 'b1' })),
+      fields: { deliveryTag: nextTag++ },
+      properties: { type: BARRIER_MESSAGE_TYPE, headers: {} },
+    } as unknown as ConsumeMessage;
+    broker.deliver(barrier);
+    // Received before this consumer's fence: waited for too (on the safe side).
+    const after = message(order());
+    broker.deliver(after);
+
+    await vi.waitFor(() => expect(broker.settled()).toEqual([[barrier.fields.deliveryTag, 'ack']]));
+    expect(barriers.delivered).toEqual(new Set(['b1']));
+    // Several ticks go by with the message before the barrier still held: not drained.
+    const ticks = (consumer as unknown as { barriers: { tick: ReturnType<typeof vi.fn> } }).barriers
+      .tick;
+    const seen = ticks.mock.calls.length;
+    await vi.waitFor(() => expect(ticks.mock.calls.length).toBeGreaterThan(seen + 3), {
+      timeout: 5_000,
+    });
+    expect(barriers.drained).toEqual([]);
+
+    finish();
+    await vi.waitFor(() => expect(barriers.drained).toEqual([['b1', [...barriers.sessions][0]]]), {
+      timeout: 5_000,
+    });
+    await consume();
+    expect(broker.settled()).toContainEqual([after.fields.deliveryTag, 'ack']);
   });
 
   it('should take no new message once stopping: the broker gives it to another consumer', async () => {

@@ -1,8 +1,10 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { ChannelWrapper } from 'amqp-connection-manager';
-import type { Channel } from 'amqplib';
+import type { Channel, ConsumeMessage } from 'amqplib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Batcher } from '../../common/batching/batcher.js';
+import { backoffWithJitter } from '../../common/database/transient-errors.js';
+import { randomHex } from '../../common/random/random-hex.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
@@ -11,7 +13,8 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { OrderIngest } from '../orders/order-ingest.service.js';
 import type { IngestOutcome, IngestPurchase } from '../orders/order.types.js';
 import { Delivery } from './delivery.js';
-import { parseOrderMessage } from './order-message.js';
+import { CONSUMER_TICK_MS, OrderBarrier } from './order-barrier.service.js';
+import { BARRIER_MESSAGE_TYPE, parseBarrierMessage, parseOrderMessage } from './order-message.js';
 
 /** A purchase of the batch and every delivery that carries it (the sweeper may republish). */
 interface Purchase extends IngestPurchase {
@@ -45,12 +48,24 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   private channel?: ChannelWrapper;
   private readonly batcher: Batcher<Delivery>;
   private readonly stop = new AbortController();
+  /** This consumer's current channel, as the order barrier's registry knows it. */
+  private session = '';
+  private readonly instance = randomHex(6);
+  private channelsOpened = 0;
+  /** Deliveries received on the current channel, numbered, and those not settled yet. */
+  private received = 0;
+  private readonly unsettled = new Set<number>();
+  /** Barriers this session is draining (up to which delivery) or has drained. */
+  private readonly drains = new Map<string, { session: string; through: number } | 'drained'>();
+  private ticker?: NodeJS.Timeout;
+  private ticking = false;
 
   constructor(
     private readonly rabbit: RabbitConnection,
     private readonly ingest: OrderIngest,
     private readonly metrics: MetricsService,
     @InjectConfig() private readonly config: AppConfig,
+    private readonly barriers: OrderBarrier,
   ) {
     this.batcher = new Batcher({
       size: config.consumerBatchSize,
@@ -70,18 +85,84 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
       setup: async (channel: Channel) => {
         await assertTopology(channel, this.rabbit.names);
         await channel.prefetch(this.config.consumerPrefetch);
+        // A new channel is a new session: what the old one held went back to the queue. It is
+        // in the barrier's registry before its first delivery.
+        this.session = `${this.instance}.${++this.channelsOpened}`;
+        this.received = 0;
+        this.unsettled.clear();
+        await this.barriers.tick({ session: this.session }).catch((error: Error) => {
+          this.logger.warn(`not in the order barrier's registry yet: ${error.message}`);
+        });
         await channel.consume(
           this.rabbit.names.ordersQueue,
           (message) => {
             // Stopping: left unacked, the broker gives it to another consumer.
-            if (message && !this.stop.signal.aborted) {
-              this.batcher.push(new Delivery(channel, message));
+            if (!message || this.stop.signal.aborted) return;
+            if (message.properties.type === BARRIER_MESSAGE_TYPE) {
+              void this.barrierDelivered(channel, message);
+              return;
             }
+            const seq = ++this.received;
+            this.unsettled.add(seq);
+            this.batcher.push(new Delivery(channel, message, () => this.unsettled.delete(seq)));
           },
           { noAck: false },
         );
       },
     });
+    this.ticker = setInterval(() => void this.tick(), CONSUMER_TICK_MS);
+    this.ticker.unref();
+  }
+
+  /** Marks an order barrier delivered (retrying while Redis fails), then acks its message. */
+  private async barrierDelivered(channel: Channel, message: ConsumeMessage): Promise<void> {
+    const id = parseBarrierMessage(message.content);
+    for (let attempt = 0; id !== null && !this.stop.signal.aborted; attempt++) {
+      try {
+        await this.barriers.markDelivered(id);
+        break;
+      } catch (error) {
+        this.logger.warn(`barrier not marked delivered yet: id=${id} ${(error as Error).message}`);
+        await sleep(backoffWithJitter(attempt, 100, 1_000));
+      }
+    }
+    new Delivery(channel, message).settle('ack');
+  }
+
+  /**
+   * Beats in the order barrier's registry, and drains the open barriers that were delivered: once
+   * every delivery received before it saw one (after a round trip on the channel: whatever the
+   * broker had sent is in) is settled, it marks the barrier drained by this session.
+   */
+  private async tick(): Promise<void> {
+    if (this.ticking || !this.session || this.stop.signal.aborted) return;
+    this.ticking = true;
+    try {
+      const { open } = await this.barriers.tick({ session: this.session });
+      for (const id of this.drains.keys()) if (!open.includes(id)) this.drains.delete(id);
+      for (const id of open) await this.drain(id);
+    } catch (error) {
+      this.logger.warn(`order barrier tick failed: ${(error as Error).message}`);
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  private async drain(id: string): Promise<void> {
+    const drain = this.drains.get(id);
+    if (drain === 'drained') return;
+    if (drain === undefined) {
+      if (!(await this.barriers.isDelivered(id))) return;
+      const session = this.session;
+      await this.channel!.checkQueue(this.rabbit.names.ordersQueue);
+      // A channel re-opened meanwhile: its session never drains, and the barrier restarts.
+      if (session === this.session) this.drains.set(id, { session, through: this.received });
+      return;
+    }
+    if (drain.session !== this.session) return;
+    for (const seq of this.unsettled) if (seq <= drain.through) return;
+    await this.barriers.markDrained(id, drain.session);
+    this.drains.set(id, 'drained');
   }
 
   private async process(batch: Delivery[]): Promise<void> {
@@ -137,6 +218,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   /** Stops taking messages, finishes the batch in hand, acks it, then closes the channel. */
   async onModuleDestroy(): Promise<void> {
     if (!this.channel) return;
+    clearInterval(this.ticker);
     this.stop.abort();
     await Promise.race([this.batcher.drain(), sleep(this.config.shutdownTimeoutMs)]);
     await this.channel.close();

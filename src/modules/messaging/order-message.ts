@@ -46,3 +46,21 @@ export function parseOrderMessage(content: Buffer | string): NewOrder | string {
     acceptedAt: message.acceptedAt as number,
   };
 }
+
+/**
+ * The AMQP `type` of an order barrier's message (see OrderBarrier), which shares the orders queue
+ * with the order messages and is told apart by it before any parsing.
+ */
+export const BARRIER_MESSAGE_TYPE = 'seckill.order-barrier';
+
+/** The barrier id a barrier message carries, or null when the body is not one. */
+export function parseBarrierMessage(content: Buffer): string | null {
+  try {
+    const body = JSON.parse(content.toString('utf8')) as { barrier?: unknown };
+    return typeof body.barrier === 'string' && /^[0-9a-f]{1,64}$/.test(body.barrier)
+      ? body.barrier
+      : null;
+  } catch {
+    return null;
+  }
+}

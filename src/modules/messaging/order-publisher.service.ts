@@ -8,7 +8,7 @@ import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { assertTopology } from '../../infra/rabbitmq/topology.js';
 import type { NewOrder } from '../orders/order.types.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { encodeOrderMessage } from './order-message.js';
+import { BARRIER_MESSAGE_TYPE, encodeOrderMessage } from './order-message.js';
 import {
   encodeTimeoutMessage,
   MAX_TIMEOUTS_PER_MESSAGE,
@@ -147,12 +147,37 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
     );
   }
 
-  /** Order messages waiting in RabbitMQ (ready, not yet delivered to a consumer). */
-  async ordersWaiting(): Promise<number> {
+  /**
+   * Publishes an order barrier's message (see OrderBarrier) into the orders queue, behind every
+   * order message taken before it. True once confirmed.
+   */
+  async publishBarrier(id: string): Promise<boolean> {
+    try {
+      await this.channel.publish(
+        this.rabbit.names.ordersExchange,
+        this.rabbit.names.ordersRoutingKey,
+        Buffer.from(JSON.stringify({ barrier: id })),
+        {
+          persistent: true,
+          contentType: 'application/json',
+          type: BARRIER_MESSAGE_TYPE,
+          messageId: `barrier:${id}`,
+          mandatory: true,
+        },
+      );
+      return !this.returned.delete(`barrier:${id}`);
+    } catch (error) {
+      this.logger.warn(`barrier publish not confirmed: id=${id} ${(error as Error).message}`);
+      return false;
+    }
+  }
+
+  /** Consumers of the orders queue, as the broker counts them. */
+  async ordersConsumers(): Promise<number> {
     // After the setup has declared the topology: checking a queue that does not exist yet would
     // make the broker close the channel.
     await this.channel.waitForConnect();
-    return (await this.channel.checkQueue(this.rabbit.names.ordersQueue)).messageCount;
+    return (await this.channel.checkQueue(this.rabbit.names.ordersQueue)).consumerCount;
   }
 
   /** Messages ready in each of the service's queues (consumer lag). */

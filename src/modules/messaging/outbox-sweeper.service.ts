@@ -24,14 +24,15 @@ export class OutboxSweeper {
 
   /**
    * One pass over every preheated sale; returns how many messages it republished. `now` is on
-   * Redis's clock (the outbox is stamped by the Lua scripts with Redis `TIME`): this host's
-   * clock, skewed by more than OUTBOX_STALE_MS, would republish live purchases at peak.
+   * Redis's clock (the outbox is stamped by the Lua scripts with Redis `TIME`; on a cluster,
+   * read per sale from the master that holds it): this host's clock, skewed by more than
+   * OUTBOX_STALE_MS, would republish live purchases at peak.
    */
-  async sweep(now?: number): Promise<number> {
+  async sweep(at?: number): Promise<number> {
     if (!this.publisher.isReady()) return 0;
-    now ??= await this.stock.serverTimeMs();
     let republished = 0;
     for (const goodsId of await this.stock.preheatedSales()) {
+      const now = at ?? (await this.stock.serverTimeMs(goodsId));
       await this.stock.forgetOldVoided(goodsId, now);
       const stale = await this.stock.staleOutbox(
         goodsId,

@@ -4,7 +4,7 @@ import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { GoodsService } from '../goods/goods.service.js';
-import { OrderPublisher } from '../messaging/order-publisher.service.js';
+import { OrderBarrier, type OpenBarrier } from '../messaging/order-barrier.service.js';
 import { OrdersService } from '../orders/orders.service.js';
 import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { StockService } from '../stock/stock.service.js';
@@ -20,13 +20,16 @@ const REBUILD_LOCK_TTL_MS = 30_000;
 @Injectable()
 export class PreheatService {
   private readonly logger = new Logger(PreheatService.name);
-  private ordersEmptySince: number | null = null;
+  /** When each sale being rebuilt was known lost, at the latest. */
+  private readonly lostBy = new Map<number, number>();
+  /** The order barrier rebuilds wait for (one serves every sale lost before it opened). */
+  private barrier?: OpenBarrier;
 
   constructor(
     private readonly goods: GoodsService,
     private readonly orders: OrdersService,
     private readonly stock: StockService,
-    private readonly publisher: OrderPublisher,
+    private readonly barriers: OrderBarrier,
     private readonly locks: RedisLocks,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
@@ -34,14 +37,16 @@ export class PreheatService {
   /**
    * Copies the sale into Redis. Idempotent: once Redis holds the sale's stock it is left alone
    * (only the window and limit are refreshed), so a live sale never has its sales reset.
+   * `lostBy`: when Redis is known to have lost the sale, if the caller knows (a restart's
+   * detection); else the sale is taken as lost now, when it is found missing.
    */
-  async preheat(goodsId: number): Promise<PreheatResult> {
+  async preheat(goodsId: number, lostBy = Date.now()): Promise<PreheatResult> {
     const goods = await this.goods.findOrThrow(goodsId);
     if (await this.stock.isPreheated(goodsId)) return this.load(goods, goods.stock, undefined);
     if (goods.stock === goods.totalStock && (await this.orders.hasOrders(goodsId)) === false) {
       return this.load(goods, goods.stock, undefined);
     }
-    return this.rebuild(goods);
+    return this.rebuild(goods, lostBy);
   }
 
   /**
@@ -49,13 +54,14 @@ export class PreheatService {
    * order messages the lost Redis had accepted are written there: until then MySQL's stock is
    * too high by them, and the sale stays closed (503 UNAVAILABLE, nothing taken).
    */
-  private async rebuild(goods: GoodsEntity): Promise<PreheatResult> {
+  private async rebuild(goods: GoodsEntity, lostBy: number): Promise<PreheatResult> {
     const lock = await this.locks.tryLockJob(`rebuild:${goods.id}`, REBUILD_LOCK_TTL_MS);
     if (!lock) throw new UnavailableError('The sale is being rebuilt; try again shortly');
     try {
-      await this.ensureOrdersSettled();
+      await this.ensureOrdersSettled(goods.id, lostBy);
       const history = await this.orders.history(goods.id);
       const result = await this.load(goods, history.stock, history);
+      this.lostBy.delete(goods.id);
       this.logger.warn(
         `rebuilt from mysql: goods=${goods.id} stock=${result.stock} buyers=${history.buyers.length} cancelled=${history.cancelledOrderNos.length}`,
       );
@@ -66,25 +72,33 @@ export class PreheatService {
   }
 
   /**
-   * The orders queue must have been empty for a quiet period, not just now: messages a consumer
-   * already holds (a batch retrying while Redis was down, possibly on another instance) are not
-   * counted by the broker, and a consumer retries within its longest backoff.
+   * Every order message the lost Redis had accepted must be written (or dropped for good) before
+   * the sale is counted from MySQL. An order barrier (OrderBarrier) proves it for every message
+   * the broker took before the barrier's own, so the barrier is opened once every such message
+   * is in the broker: a purchase Redis accepted before the loss (`lostBy` at the latest) had its
+   * publish confirmed within PUBLISH_CONFIRM_TIMEOUT_MS, or it was answered 503 and voided. Only
+   * that wait is fixed; the rest is the consumers settling what they hold.
    */
-  private async ensureOrdersSettled(): Promise<void> {
-    const waiting = await this.publisher.ordersWaiting();
-    if (waiting > 0) {
-      this.ordersEmptySince = null;
+  private async ensureOrdersSettled(goodsId: number, lostBy: number): Promise<void> {
+    const since = Math.min(this.lostBy.get(goodsId) ?? lostBy, lostBy);
+    this.lostBy.set(goodsId, since);
+    const openAt = since + this.config.publishConfirmTimeoutMs;
+    if (Date.now() < openAt) {
       throw new UnavailableError(
-        `${waiting} order messages are still on their way to MySQL; the sale reopens once they are written`,
+        `Waiting ${openAt - Date.now()} ms more for purchases accepted before the loss to reach the broker`,
       );
     }
-    this.ordersEmptySince ??= Date.now();
-    const left = this.ordersEmptySince + this.config.rebuildQuietMs - Date.now();
-    if (left > 0) {
+    if (!this.barrier || this.barrier.openedAt < openAt) this.barrier = await this.barriers.open();
+    const state = await this.barriers.check(this.barrier);
+    if (state === 'restart') this.barrier = undefined;
+    if (state !== 'passed') {
       throw new UnavailableError(
-        `Waiting ${left} ms more for consumers to finish the orders they hold; the sale reopens then`,
+        'Order messages accepted before the loss are still on their way to MySQL; the sale reopens once they are written',
       );
     }
+    this.logger.log(
+      `order barrier passed: id=${this.barrier!.id} ${Date.now() - this.barrier!.openedAt} ms after it opened`,
+    );
   }
 
   private async load(

@@ -1,68 +1,93 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter } from '../../common/database/transient-errors.js';
-import type { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
+import { scopeWithout } from '../../infra/redis/redis-client.js';
+import {
+  saleInScope,
+  type RedisRestart,
+  type RedisWatchdog,
+} from '../../infra/redis/redis-watchdog.js';
 import type { SurvivorWipe } from './survivor-wipe.service.js';
 
 /**
- * One instance's follow-up of a Redis restart: once what survived is wiped, `remaining` is asked,
- * with backoff, until no sale is left to bring back. A restart announced while it runs takes
- * over (its run id is the one whose survivors must be wiped); the loop itself goes on.
+ * One instance's follow-up of Redis restarts: for each restart (on a cluster, of each master),
+ * once what survived in its slots is wiped, `remaining` is asked, with backoff, until no sale of
+ * those slots is left to bring back. A restart of a server whose own restart is still pending
+ * takes over the slots it serves (its run id is the one whose survivors must be wiped).
  */
 export class RecoveryLoop {
   private readonly logger: Logger;
-  private runId: string | null = null;
+  /** Restarts not settled yet, by the run id they brought. */
+  private readonly pending = new Map<string, RedisRestart>();
   private since: number | null = null;
   private stopped = false;
 
   constructor(
     context: string,
     private readonly wipe: SurvivorWipe,
-    /** How many of the sales a restart concerns are not back yet (bringing them back, or not). */
-    private readonly remaining: () => Promise<number>,
+    /** How many sales of the restart's slots are not back yet (bringing them back, or not). */
+    private readonly remaining: (restart: RedisRestart) => Promise<number>,
     private readonly messages: { began: string; settled: string },
+    /** Longest pause between two attempts: reopening waits for the next one. */
+    private readonly maxBackoffMs = 500,
   ) {
     this.logger = new Logger(context);
   }
 
-  /** Starts a loop at each restart the watchdog announces. */
+  /** Starts following each restart the watchdog announces. */
   follow(watchdog: RedisWatchdog): void {
-    watchdog.onRestart((_previous, current) => this.begin(current));
+    watchdog.onRestart((restart) => this.begin(restart));
   }
 
   /** Between a restart and its settling. */
   get active(): boolean {
-    return this.since !== null;
+    return this.pending.size > 0;
   }
 
-  private begin(runId: string): void {
-    this.runId = runId;
+  /** Whether a restart not settled yet concerns this sale. */
+  covers(goodsId: number): boolean {
+    for (const restart of this.pending.values()) {
+      if (saleInScope(restart.slots, goodsId)) return true;
+    }
+    return false;
+  }
+
+  private begin(restart: RedisRestart): void {
+    for (const [runId, earlier] of this.pending) {
+      if (earlier.current !== restart.previous) continue;
+      const left = scopeWithout(earlier.slots, restart.slots);
+      if (left === null) this.pending.delete(runId);
+      else this.pending.set(runId, { ...earlier, slots: left });
+    }
+    this.pending.set(restart.current, restart);
+    this.logger.error(`${this.messages.began}: run_id=${restart.current}`);
     if (this.since !== null) return;
     this.since = Date.now();
-    this.logger.error(`${this.messages.began}: run_id=${runId}`);
     void this.run();
   }
 
   private async run(): Promise<void> {
     for (let attempt = 0; !this.stopped; attempt++) {
-      const runId = this.runId!;
       try {
-        if ((await this.settled(runId)) && runId === this.runId) {
-          this.logger.warn(
-            `${this.messages.settled} after ${Date.now() - this.since!} ms: run_id=${runId}`,
-          );
+        for (const restart of [...this.pending.values()]) {
+          if (!(await this.settled(restart))) continue;
+          // Unless a later restart took some of its slots over meanwhile.
+          if (this.pending.get(restart.current) === restart) this.pending.delete(restart.current);
+        }
+        if (this.pending.size === 0) {
+          this.logger.warn(`${this.messages.settled} after ${Date.now() - this.since!} ms`);
           this.since = null;
           return;
         }
       } catch (error) {
         this.logger.warn(`sale recovery not done yet: ${(error as Error).message}`);
       }
-      await sleep(backoffWithJitter(attempt, 200, 2_000));
+      await sleep(backoffWithJitter(attempt, 100, this.maxBackoffMs));
     }
   }
 
-  private async settled(runId: string): Promise<boolean> {
-    return (await this.wipe.done(runId)) && (await this.remaining()) === 0;
+  private async settled(restart: RedisRestart): Promise<boolean> {
+    return (await this.wipe.done(restart)) && (await this.remaining(restart)) === 0;
   }
 
   stop(): void {

@@ -1,13 +1,13 @@
 import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { DomainError } from '../../common/errors/domain-error.js';
-import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
+import { RedisWatchdog, type RedisRestart } from '../../infra/redis/redis-watchdog.js';
 import { PreheatService } from './preheat.service.js';
 import { RecoveryLoop } from './recovery-loop.js';
 import { SurvivorWipe } from './survivor-wipe.service.js';
 
 /**
- * After Redis restarts or fails over, rebuilds every open or upcoming sale from MySQL once what
- * survived is wiped (PreheatService.rebuild: one instance per sale, under a lock, once the orders
+ * After Redis restarts or fails over, rebuilds every open or upcoming sale it held (on a cluster,
+ * those in the restarted master's slots) from MySQL once what survived is wiped (PreheatService.rebuild: one instance per sale, under a lock, once the orders
  * queue has drained). Cluster-wide work, run where the consumers run: the rebuild waits for their
  * drain. Instances that sell watch for it (SaleRecovery). A worker started after the restart
  * missed it, but its preheat job rebuilds a sale missing from Redis too.
@@ -21,10 +21,15 @@ export class SaleRebuilder implements OnModuleInit, OnApplicationShutdown {
     private readonly wipe: SurvivorWipe,
     private readonly preheat: PreheatService,
   ) {
-    this.loop = new RecoveryLoop(SaleRebuilder.name, wipe, () => this.pendingSales(), {
-      began: 'redis restarted: rebuilding the sales from MySQL',
-      settled: 'sales rebuilt',
-    });
+    this.loop = new RecoveryLoop(
+      SaleRebuilder.name,
+      wipe,
+      (restart) => this.pendingSales(restart),
+      {
+        began: 'redis restarted: rebuilding the sales from MySQL',
+        settled: 'sales rebuilt',
+      },
+    );
   }
 
   onModuleInit(): void {
@@ -32,11 +37,11 @@ export class SaleRebuilder implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Preheats (rebuilds) each sale a restart concerns; returns how many are not back yet. */
-  private async pendingSales(): Promise<number> {
+  private async pendingSales(restart: RedisRestart): Promise<number> {
     let pending = 0;
-    for (const sale of await this.wipe.salesToRecover()) {
+    for (const sale of await this.wipe.salesToRecover(restart.slots)) {
       try {
-        await this.preheat.preheat(sale.id);
+        await this.preheat.preheat(sale.id, restart.detectedAt);
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
         pending++;

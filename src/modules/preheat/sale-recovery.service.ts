@@ -1,5 +1,5 @@
 import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
+import { RedisWatchdog, type SlotScope } from '../../infra/redis/redis-watchdog.js';
 import { StockService } from '../stock/stock.service.js';
 import { RecoveryLoop } from './recovery-loop.js';
 import { SurvivorWipe } from './survivor-wipe.service.js';
@@ -7,8 +7,9 @@ import { SurvivorWipe } from './survivor-wipe.service.js';
 /**
  * After Redis restarts or fails over, this instance's purchases stay closed (503, nothing sold)
  * until what survived is wiped and every open or upcoming sale is back in Redis, rebuilt from
- * MySQL. Every instance that sells keeps this guard: each notices the restart on its own
- * connection. It only watches Redis for the rebuild, which SaleRebuilder does where the
+ * MySQL. On a cluster only the sales in the slots of the master that restarted are closed; the
+ * others go on selling. Every instance that sells keeps this guard: each notices the restart on
+ * its own connection. It only watches Redis for the rebuild, which SaleRebuilder does where the
  * consumers run, so an `api` instance reopens when a worker has rebuilt the sales.
  */
 @Injectable()
@@ -20,7 +21,7 @@ export class SaleRecovery implements OnModuleInit, OnApplicationShutdown {
     private readonly wipe: SurvivorWipe,
     private readonly stock: StockService,
   ) {
-    this.loop = new RecoveryLoop(SaleRecovery.name, wipe, () => this.missingSales(), {
+    this.loop = new RecoveryLoop(SaleRecovery.name, wipe, ({ slots }) => this.missingSales(slots), {
       began: 'redis restarted: purchases closed until the sales are rebuilt from MySQL',
       settled: 'sales rebuilt; purchases open again',
     });
@@ -30,15 +31,18 @@ export class SaleRecovery implements OnModuleInit, OnApplicationShutdown {
     this.loop.follow(this.watchdog);
   }
 
-  /** Purchases are closed: Redis is being rebuilt, or not yet identified since a reconnect. */
-  get recovering(): boolean {
-    return this.loop.active || !this.watchdog.identifiedSinceConnect;
+  /**
+   * Purchases of this sale are closed: the Redis server (master) holding it is being rebuilt,
+   * or not yet identified since a reconnect.
+   */
+  closed(goodsId: number): boolean {
+    return this.loop.covers(goodsId) || !this.watchdog.identifiedFor(goodsId);
   }
 
   /** How many of the sales a restart concerns are not back in Redis yet. */
-  private async missingSales(): Promise<number> {
+  private async missingSales(slots: SlotScope): Promise<number> {
     let missing = 0;
-    for (const sale of await this.wipe.salesToRecover()) {
+    for (const sale of await this.wipe.salesToRecover(slots)) {
       if (!(await this.stock.isPreheated(sale.id))) missing++;
     }
     return missing;

@@ -177,7 +177,7 @@ export class ReconcileService {
     const goods = await this.goods.findOrThrow(goodsId);
     // Makes sure the window and limit are in Redis (and the stock, if Redis lost the sale).
     await this.preheat.preheat(goodsId);
-    const since = await this.stock.serverTimeMs();
+    const since = await this.stock.serverTimeMs(goodsId);
     const history = await this.orders.history(goodsId);
     const rebuilt = await this.stock.rebuild(
       goodsId,

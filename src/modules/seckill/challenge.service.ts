@@ -7,11 +7,11 @@ import {
   type Solution,
 } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
-import type { Redis } from 'ioredis';
 import { hkdfSync } from 'node:crypto';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
+import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
 
@@ -85,7 +85,7 @@ export class ChallengeService {
   private readonly keySignatureSecret: string;
 
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     @InjectConfig() private readonly config: AppConfig,
   ) {
     this.signatureSecret = derivedSecret(config.jwtSecret, 'challenge-signature');

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
@@ -36,7 +36,7 @@ export class PurchaseTokenService {
   private readonly logger = new Logger(PurchaseTokenService.name);
 
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly scripts: SeckillScripts,
     private readonly goods: GoodsService,
     private readonly challenges: ChallengeService,

@@ -53,7 +53,7 @@ export class PurchaseService {
     userId: number,
     quantity: number,
   ): Promise<PurchaseAccepted> {
-    if (this.recovery.recovering) {
+    if (this.recovery.closed(goodsId)) {
       throw new UnavailableError('Redis is being rebuilt after a restart; nothing was taken');
     }
     if (!this.publisher.isReady()) {

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
+import { duplicateClient, type RedisClient } from '../../infra/redis/redis-client.js';
 import { edgeRouteConfig, type EdgeRouteConfig } from '../../common/http/route-config.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
@@ -22,17 +22,19 @@ export const SoldOutShortcut = () => edgeRouteConfig({ soldOutShortcut: true });
 export class SoldOutMemo implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(SoldOutMemo.name);
   private readonly until = new Map<number, number>();
-  private subscriber?: Redis;
+  private subscriber?: RedisClient;
   private listening = false;
 
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
     if (this.config.soldOutMemoMs === 0) return;
-    const subscriber = this.redis.duplicate({ enableOfflineQueue: true });
+    // On a cluster, ioredis subscribes through one node of its choice and moves the subscription
+    // to another when that node goes; PUBLISH reaches every node of a cluster.
+    const subscriber = duplicateClient(this.redis, { enableOfflineQueue: true });
     this.subscriber = subscriber;
     subscriber.on('error', () => undefined); // the main client already logs Redis errors
     subscriber.on('close', () => {

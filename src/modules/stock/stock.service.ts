@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import { scanKeys, type RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import {
   ActiveOrderRef,
@@ -9,7 +9,7 @@ import {
   RestockCode,
   SeckillScripts,
 } from '../../infra/redis/seckill-scripts.js';
-import { recoveryKey, SALES_INDEX_KEY, saleKeys } from '../../infra/redis/seckill-keys.js';
+import { SALES_INDEX_KEY, saleKeys } from '../../infra/redis/seckill-keys.js';
 import { SoldOutMemo } from './sold-out-memo.js';
 
 export { DeductCode, ReleaseCode, RestockCode };
@@ -37,7 +37,7 @@ const VOIDED_RETENTION_MS = 24 * 60 * 60 * 1000;
 @Injectable()
 export class StockService {
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly scripts: SeckillScripts,
     private readonly soldOut: SoldOutMemo,
   ) {}
@@ -144,7 +144,7 @@ export class StockService {
     return this.scripts.snapshot(saleKeys(goodsId));
   }
 
-  /** `completedSince`: serverTimeMs() read before MySQL's active orders were. */
+  /** `completedSince`: serverTimeMs(goodsId) read before MySQL's active orders were. */
   async rebuild(
     goodsId: number,
     totalStock: number,
@@ -171,10 +171,12 @@ export class StockService {
     await this.soldOut.announceStockBack(goodsId).catch(() => undefined);
   }
 
-  /** Redis's clock (epoch ms): the clock the Lua scripts stamp their records with. */
-  async serverTimeMs(): Promise<number> {
-    const [seconds, micros] = await this.redis.time();
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  /**
+   * The clock (epoch ms) the Lua scripts stamp this sale's records with: that of the server
+   * holding the sale (on a cluster, the master of its slot; masters' clocks may differ).
+   */
+  serverTimeMs(goodsId: number): Promise<number> {
+    return this.scripts.serverTimeMs(saleKeys(goodsId).stock);
   }
 
   /** The sale's end as Redis holds it (epoch ms), or null when it is not preheated. */
@@ -213,17 +215,31 @@ export class StockService {
    * while it is at it, and once it is done. The claim is a lease: if its holder dies mid-wipe, the
    * claim lapses and another instance wipes.
    */
-  async claimRecovery(runId: string, leaseMs: number): Promise<boolean> {
-    return (await this.redis.set(recoveryKey(runId), 'wiping', 'PX', leaseMs, 'NX')) === 'OK';
+  async claimRecovery(marker: string, leaseMs: number): Promise<boolean> {
+    return (await this.redis.set(marker, 'wiping', 'PX', leaseMs, 'NX')) === 'OK';
   }
 
   /** The survivors of this Redis server are wiped: sales may be rebuilt and sold again. */
-  async markRecovered(runId: string): Promise<void> {
-    await this.redis.set(recoveryKey(runId), 'wiped', 'EX', 86_400);
+  async markRecovered(marker: string): Promise<void> {
+    await this.redis.set(marker, 'wiped', 'EX', 86_400);
   }
 
-  async isRecovered(runId: string): Promise<boolean> {
-    return (await this.redis.get(recoveryKey(runId))) === 'wiped';
+  /** `marker`: recoveryKey() of the restart. */
+  async isRecovered(marker: string): Promise<boolean> {
+    return (await this.redis.get(marker)) === 'wiped';
+  }
+
+  /**
+   * Lists again, in the index of preheated sales, every sale some Redis server holds (by its
+   * meta key, found with SCAN on every master): the index was lost with the server that held it.
+   */
+  async reindexSales(): Promise<void> {
+    const ids = (await scanKeys(this.redis, 'seckill:{*}:meta'))
+      .map((key) => /^seckill:\{(\d+)\}:meta$/.exec(key)?.[1])
+      .filter((id): id is string => id !== undefined);
+    for (let i = 0; i < ids.length; i += 1_000) {
+      await this.redis.sadd(SALES_INDEX_KEY, ...ids.slice(i, i + 1_000));
+    }
   }
 
   /** Drops a sale's keys unconditionally (they are about to be rebuilt from MySQL). */

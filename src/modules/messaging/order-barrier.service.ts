@@ -1,0 +1,118 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomHex } from '../../common/random/random-hex.js';
+import type { RedisClient } from '../../infra/redis/redis-client.js';
+import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
+import { barrierKeys } from '../../infra/redis/seckill-keys.js';
+import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
+import { OrderPublisher } from './order-publisher.service.js';
+
+/** How long a consumer's heartbeat counts: it beats every CONSUMER_TICK_MS. */
+const HEARTBEAT_TTL_MS = 3_000;
+/** A barrier not passed by then is dropped (its opener starts another). */
+const BARRIER_TTL_MS = 600_000;
+/** How often a consumer beats and looks for barriers to drain. */
+export const CONSUMER_TICK_MS = 200;
+
+/** A barrier this instance opened, and every consumer session seen alive since. */
+export interface OpenBarrier {
+  id: string;
+  openedAt: number;
+  seen: Set<string>;
+}
+
+export type BarrierState = 'passed' | 'waiting' | 'restart';
+
+/**
+ * A barrier through the orders queue: proof that every order message the broker took before it
+ * has been settled (written, or dropped for good), whatever else keeps arriving. The rebuild of a
+ * sale that Redis lost waits for one, opened after the loss: then MySQL holds every purchase the
+ * lost Redis had accepted.
+ *
+ * 1. The opener records the barrier in Redis, with the consumers alive then (each consumer
+ *    session beats in a registry), and publishes a barrier message B into the orders queue,
+ *    confirmed.
+ * 2. The queue hands out its messages in order (FIFO; a message given back is ready again, and
+ *    in front of B or after it, it is then delivered again before B or counted below): when B is
+ *    delivered, every message taken before B has been delivered to some consumer. The consumer
+ *    that gets B marks it delivered, then acks it.
+ * 3. Every consumer that sees B delivered fences its channel (a round trip on it: whatever the
+ *    broker sent it before is in by then), notes how many deliveries it had received, and once
+ *    each of those is settled (acked, or dead-lettered) marks the barrier drained by its session.
+ * 4. The barrier has passed when B was delivered, every consumer session seen alive since step 1
+ *    has drained it, and the broker counts no more consumers than have drained. A session that
+ *    went away before draining had its unsettled messages given back to the queue, perhaps
+ *    behind B: the barrier is then restarted (a new B). So is one whose channel was re-opened
+ *    (its session changes with it). A session beats before it consumes, and stays listed for
+ *    a heartbeat's life after its last beat, longer than between two checks: none goes unseen.
+ *
+ * A message delivered before B is thus settled by a consumer that drained, or went back to the
+ * queue and restarted the barrier. Messages published after B are not waited for, so a crowd on
+ * other sales does not hold a rebuild back (a quiet period on the queue would).
+ */
+@Injectable()
+export class OrderBarrier {
+  private readonly logger = new Logger(OrderBarrier.name);
+
+  constructor(
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
+    private readonly scripts: SeckillScripts,
+    private readonly publisher: OrderPublisher,
+  ) {}
+
+  /** Opens a barrier and publishes its message; throws when the broker did not confirm it. */
+  async open(): Promise<OpenBarrier> {
+    const id = randomHex(8);
+    const { consumers } = await this.tick({ open: id });
+    if (!(await this.publisher.publishBarrier(id))) {
+      throw new Error('the barrier message was not confirmed');
+    }
+    this.logger.log(`order barrier opened: id=${id} consumers=${consumers.length}`);
+    return { id, openedAt: Date.now(), seen: new Set(consumers) };
+  }
+
+  /** Whether the barrier has passed, must be waited for, or must be opened again. */
+  async check(barrier: OpenBarrier): Promise<BarrierState> {
+    const fields = await this.redis.hgetall(barrierKeys.barrier(barrier.id));
+    // Lost (its Redis server restarted) or expired.
+    if (fields.openedAt === undefined) return 'restart';
+    const drained = (session: string) => fields[`drained:${session}`] !== undefined;
+    const { consumers } = await this.tick();
+    for (const session of consumers) barrier.seen.add(session);
+    if ([...barrier.seen].some((session) => !drained(session) && !consumers.includes(session))) {
+      return 'restart';
+    }
+    if (fields.delivered === undefined || !consumers.every(drained)) return 'waiting';
+    // A consumer the registry does not know yet (it just started, or runs an older version).
+    const counted = await this.publisher.ordersConsumers();
+    return counted <= consumers.filter(drained).length ? 'passed' : 'waiting';
+  }
+
+  /** A consumer session's heartbeat (or a read without one); returns who is alive, what is open. */
+  tick(options: { session?: string; open?: string } = {}) {
+    return this.scripts.barrierTick(
+      { ...barrierKeys, barrier: barrierKeys.barrier(options.open ?? '') },
+      options.open ? BARRIER_TTL_MS : HEARTBEAT_TTL_MS,
+      options,
+    );
+  }
+
+  async isDelivered(id: string): Promise<boolean> {
+    return (await this.redis.hexists(barrierKeys.barrier(id), 'delivered')) === 1;
+  }
+
+  /** Step 2: the barrier message reached a consumer. Only an open barrier is marked. */
+  async markDelivered(id: string): Promise<void> {
+    await this.mark(id, 'delivered');
+  }
+
+  /** Step 3: this session has settled everything it received before the barrier's delivery. */
+  async markDrained(id: string, session: string): Promise<void> {
+    await this.mark(id, `drained:${session}`);
+  }
+
+  private async mark(id: string, field: string): Promise<void> {
+    const key = barrierKeys.barrier(id);
+    // HSET only on a hash that exists: a barrier that expired is not brought back half-empty.
+    if ((await this.redis.exists(key)) === 1) await this.redis.hset(key, field, Date.now());
+  }
+}
