@@ -79,6 +79,19 @@ export interface AppConfig {
   soldOutMemoMs: number;
   /** How long after a sale's end an Idempotency-Key's answer is kept. */
   idempotencyRetentionMs: number;
+  resultStream: ResultStreamConfig;
+}
+
+/** GET /api/v1/seckill/:goodsId/result/stream: its bounds. */
+export interface ResultStreamConfig {
+  /** Streams one user may hold open at once, across instances. */
+  maxPerUser: number;
+  /** Streams this instance serves at once. */
+  maxPerInstance: number;
+  /** A stream ends after this; the client reconnects. */
+  lifetimeMs: number;
+  /** A comment line this often keeps proxies from closing a quiet stream. */
+  heartbeatMs: number;
 }
 
 /** Requests per window; 0 turns that limit off. */
@@ -250,6 +263,15 @@ function readRateLimits(env: Env): RateLimitConfig {
   };
 }
 
+function readResultStream(env: Env): ResultStreamConfig {
+  return {
+    maxPerUser: readInt(env, 'RESULT_STREAM_MAX_PER_USER', 2, 1, 100),
+    maxPerInstance: readInt(env, 'RESULT_STREAM_MAX_PER_INSTANCE', 10_000, 1, 1_000_000),
+    lifetimeMs: readInt(env, 'RESULT_STREAM_LIFETIME_MS', 600_000, 1_000, 86_400_000),
+    heartbeatMs: readInt(env, 'RESULT_STREAM_HEARTBEAT_MS', 15_000, 1_000, 600_000),
+  };
+}
+
 function readTrustedProxies(env: Env): string[] {
   const entries = readString(env, 'TRUSTED_PROXIES', '')
     .split(',')
@@ -385,5 +407,6 @@ export function validateEnv(env: Env): AppConfig {
       60_000,
       30 * 86_400_000,
     ),
+    resultStream: readResultStream(env),
   };
 }

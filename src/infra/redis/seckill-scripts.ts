@@ -23,6 +23,7 @@ const SCRIPTS = {
   purchaseUnlock: { file: 'purchase-unlock.lua', keys: 2 },
   idempotencyReserve: { file: 'idempotency-reserve.lua', keys: 1 },
   idempotencySettle: { file: 'idempotency-settle.lua', keys: 1 },
+  resultStreamSlot: { file: 'result-stream-slot.lua', keys: 1 },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
@@ -318,5 +319,15 @@ export class SeckillScripts implements OnModuleInit {
     ttlMs: number,
   ): Promise<boolean> {
     return (await this.call('idempotencySettle', key, reservationId, answer ?? '', ttlMs)) === 1;
+  }
+
+  /** Takes one of the user's result-stream slots (see lua/result-stream-slot.lua). */
+  async takeResultStreamSlot(
+    slotsKey: string,
+    streamId: string,
+    limit: number,
+    slotTtlMs: number,
+  ): Promise<boolean> {
+    return (await this.call('resultStreamSlot', slotsKey, streamId, limit, slotTtlMs)) === 1;
   }
 }

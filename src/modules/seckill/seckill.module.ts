@@ -10,6 +10,8 @@ import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
 import { PurchaseResultService } from './purchase-result.service.js';
 import { PurchaseService } from './purchase.service.js';
+import { ResultEvents } from './result-events.js';
+import { ResultStreams } from './result-stream.service.js';
 import { SeckillController } from './seckill.controller.js';
 
 /**
@@ -27,6 +29,8 @@ import { SeckillController } from './seckill.controller.js';
     PurchaseTokenService,
     IdempotencyService,
     SaleRecovery,
+    ResultEvents,
+    ResultStreams,
   ],
 })
 export class SeckillModule {}
