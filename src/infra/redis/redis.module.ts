@@ -4,6 +4,7 @@ import type { AppConfig } from '../../config/env.validation.js';
 import { APP_CONFIG } from '../../config/app-config.js';
 import { REDIS_CLIENT, REDIS_COMMAND_TIMEOUT_MS } from './redis.constants.js';
 import { RedisLocks } from './redis-locks.js';
+import { RedisSubscriber } from './redis-subscriber.js';
 import { RedisWatchdog } from './redis-watchdog.js';
 import { SeckillScripts } from './seckill-scripts.js';
 
@@ -39,8 +40,9 @@ import { SeckillScripts } from './seckill-scripts.js';
     SeckillScripts,
     RedisWatchdog,
     RedisLocks,
+    RedisSubscriber,
   ],
-  exports: [REDIS_CLIENT, SeckillScripts, RedisWatchdog, RedisLocks],
+  exports: [REDIS_CLIENT, SeckillScripts, RedisWatchdog, RedisLocks, RedisSubscriber],
 })
 export class RedisModule implements OnApplicationShutdown {
   constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}
