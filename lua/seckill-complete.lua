@@ -13,6 +13,8 @@
   ARGV triples, repeated: requestId, userId, orderNo
 
   Returns the number of requests that were still in flight.
+
+  Publishes "SUCCESS" on each user's result channel (KEYS[4] .. ':' .. userId) it writes to.
 ]]
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -35,6 +37,7 @@ for i = 1, #ARGV, 3 do
   if not current or cjson.decode(current).requestId == requestId then
     redis.call('HSET', KEYS[4], userId,
       cjson.encode({status = 'SUCCESS', requestId = requestId, orderNo = orderNo}))
+    redis.call('PUBLISH', KEYS[4] .. ':' .. userId, 'SUCCESS')
   end
 end
 return completed

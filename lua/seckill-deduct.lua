@@ -26,6 +26,10 @@
     8 VOIDED              this requestId was given up before this command ran: nothing changed
 
   Time comes from the Redis server, so every app instance judges the window by one clock.
+
+  Publishes "QUEUED" on the user's result channel (KEYS[6] .. ':' .. userId, the results hash's
+  name and the user id: the sale's hash tag keeps it in the sale's slot) when it accepts: an
+  instance streaming that user's result re-reads it. A channel nobody listens to costs a lookup.
 ]]
 local userId = ARGV[1]
 local quantity = tonumber(ARGV[2])
@@ -68,4 +72,5 @@ redis.call('HSET', KEYS[3], userId, quantity)
 redis.call('HSET', KEYS[4], requestId, ARGV[4])
 redis.call('ZADD', KEYS[5], now, requestId)
 redis.call('HSET', KEYS[6], userId, cjson.encode({status = 'QUEUED', requestId = requestId}))
+redis.call('PUBLISH', KEYS[6] .. ':' .. userId, 'QUEUED')
 return {0, remaining}

@@ -22,6 +22,8 @@
                         message for it is refused
     2 CLAIMED           a consumer owns it (force = "0"): it will become an order, do not release
     3 COMPLETED         it is an order already (the user's result says SUCCESS for it)
+
+  Publishes "FAILED" on the user's result channel (KEYS[7] .. ':' .. userId) when it writes one.
 ]]
 local requestId = ARGV[1]
 
@@ -63,5 +65,6 @@ local current = redis.call('HGET', KEYS[7], userId)
 if current and cjson.decode(current).requestId == requestId then
   redis.call('HSET', KEYS[7], userId,
     cjson.encode({status = 'FAILED', requestId = requestId, reason = ARGV[3]}))
+  redis.call('PUBLISH', KEYS[7] .. ':' .. userId, 'FAILED')
 end
 return 1

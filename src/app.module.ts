@@ -1,4 +1,7 @@
 import { DynamicModule, Module, type Type } from '@nestjs/common';
+import { LoggerModule } from 'nestjs-pino';
+import type { DestinationStream } from 'pino';
+import { loggerParams } from './common/logging/logging.js';
 import { AppConfigModule } from './config/config.module.js';
 import type { AppConfig, AppRole } from './config/env.validation.js';
 import { DatabaseModule } from './infra/database/database.module.js';
@@ -22,10 +25,15 @@ const ROLE_MODULES: Record<AppRole, Type[]> = {
 
 @Module({})
 export class AppModule {
-  static forRoot(config: AppConfig): DynamicModule {
+  static forRoot(config: AppConfig, logDestination?: DestinationStream): DynamicModule {
     return {
       module: AppModule,
-      imports: [AppConfigModule.forRoot(config), ...CORE, ...ROLE_MODULES[config.appRole]],
+      imports: [
+        AppConfigModule.forRoot(config),
+        LoggerModule.forRoot(loggerParams(config, logDestination)),
+        ...CORE,
+        ...ROLE_MODULES[config.appRole],
+      ],
     };
   }
 }

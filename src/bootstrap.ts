@@ -9,7 +9,10 @@ import { answerClientError, answerRouterError } from './common/http/edge-answers
 import { parseJsonBody } from './common/http/json-body.js';
 import { applyRouteBodyLimits } from './common/http/route-config.js';
 import { setSecurityHeaders } from './common/http/security-headers.js';
-import { LOG_LEVELS, validateEnv, type AppConfig } from './config/env.validation.js';
+import { PARAMS_PROVIDER_TOKEN, PinoLogger, Logger as PinoNestLogger } from 'nestjs-pino';
+import { logDestination, requestIdFor } from './common/logging/logging.js';
+import { installRequestLogging } from './common/logging/request-logging.js';
+import { validateEnv, type AppConfig } from './config/env.validation.js';
 import { refuseBlocked } from './modules/blocklist/blocklist.hook.js';
 import { BlocklistService } from './modules/blocklist/blocklist.service.js';
 import { Authenticator } from './modules/auth/authenticator.js';
@@ -37,6 +40,8 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
     clientErrorHandler: answerClientError,
     // A request trickling in holds a connection and its buffered body; past this it is 408.
     requestTimeout: config.requestTimeoutMs,
+    // The caller's X-Request-Id when sane, else a UUID; the logs' `reqId`, echoed back below.
+    genReqId: requestIdFor,
     http: {
       requestTimeout: config.requestTimeoutMs,
       headersTimeout: config.requestTimeoutMs,
@@ -45,12 +50,17 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
       connectionsCheckingInterval: timeoutCheckInterval(config.requestTimeoutMs),
     },
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
-    // Our own JSON parser below replaces Nest's (it accepts an empty body).
-    bodyParser: false,
-    // 'fatal' always; then every level up to the configured one.
-    logger: ['fatal', ...LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(config.logLevel) + 1)],
-  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.forRoot(config, await logDestination(config.logFormat)),
+    adapter,
+    {
+      // Our own JSON parser below replaces Nest's (it accepts an empty body).
+      bodyParser: false,
+      // Held until pino takes over below, so that the boot's lines are JSON in production too.
+      bufferLogs: true,
+    },
+  );
+  app.useLogger(app.get(PinoNestLogger));
   configureApp(app, config);
   const drain = keepAliveDrain(app);
   if (config.jwtSecretIsDefault) {
@@ -85,6 +95,8 @@ function keepAliveDrain(app: NestFastifyApplication): () => void {
 
 function configureApp(app: NestFastifyApplication, config: AppConfig): void {
   const fastify = app.getHttpAdapter().getInstance();
+  // First, so that every hook after it logs in the request's context.
+  installRequestLogging(fastify, new PinoLogger(app.get(PARAMS_PROVIDER_TOKEN)), config);
   fastify.addHook('onRequest', (_request, reply, done) => {
     // On the Node response, so that answers written to it directly (streams) carry them too.
     setSecurityHeaders(reply.raw);
@@ -106,8 +118,14 @@ function configureApp(app: NestFastifyApplication, config: AppConfig): void {
     app.enableCors({
       origin: config.corsOrigins,
       methods: ['GET', 'POST'],
-      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Seckill-Token'],
-      exposedHeaders: ['Retry-After'],
+      allowedHeaders: [
+        'Authorization',
+        'Content-Type',
+        'Idempotency-Key',
+        'X-Seckill-Token',
+        'X-Request-Id',
+      ],
+      exposedHeaders: ['Retry-After', 'X-Request-Id'],
       maxAge: 600,
     });
   }

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { existsSync } from 'node:fs';
 import { createApp } from './bootstrap.js';
+import { bootLogger } from './common/logging/logging.js';
 import { ConfigValidationError } from './config/env.validation.js';
 
 const logger = new Logger('Bootstrap');
@@ -42,11 +43,13 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop);
 }
 
-main().catch((error: unknown) => {
+main().catch(async (error: unknown) => {
+  // The app's logger may not exist yet (a bad configuration stops the boot before it does).
+  const log = await bootLogger(process.env);
   if (error instanceof ConfigValidationError) {
-    logger.error(`configuration: ${error.message}`);
+    log.fatal(`configuration: ${error.message}`);
   } else {
-    logger.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    log.fatal({ err: error }, 'failed to start');
   }
   process.exit(1);
 });

@@ -16,6 +16,7 @@ import {
   waitFor,
   type TestApp,
 } from './support/harness.js';
+import { baseUrlOf, SseClient } from './support/sse.js';
 import {
   buyUntilReopened,
   PrivateRedis,
@@ -96,6 +97,24 @@ describe('roles: an api instance and a worker instance on one set of stores', ()
     });
   });
 
+  it("should push a buyer's SUCCESS from the worker's consumer to a result stream on the api", async () => {
+    const goodsId = await createSale(api.http, { stock: 1 });
+    const stream = await SseClient.open(
+      `${baseUrlOf(api.app)}/api/v1/seckill/${goodsId}/result/stream`,
+      bearer(41_007),
+    );
+    await stream.waitForStatus('NONE');
+    await api.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(41_007))
+      .expect(202);
+
+    const success = await stream.waitForStatus('SUCCESS');
+    await stream.waitForEnd();
+    const [order] = await stores.orders(goodsId);
+    expect(success.data.orderNo).toBe(order.order_no);
+  });
+
   it('should have only the worker consume: one consumer on the orders queue and one on the timeout queue', async () => {
     expect(await consumers()).toEqual({ orders: 1, timeouts: 1 });
   });
@@ -120,6 +139,7 @@ describe('roles: an api instance and a worker instance on one set of stores', ()
     const calls = [
       worker.http.post('/api/v1/seckill/1').set('Authorization', bearer(41_006)),
       worker.http.get('/api/v1/seckill/1/result').set('Authorization', bearer(41_006)),
+      worker.http.get('/api/v1/seckill/1/result/stream').set('Authorization', bearer(41_006)),
       worker.http.get('/api/v1/goods/1'),
       worker.http.post('/api/v1/admin/goods').set('Authorization', adminAuth()).send({}),
       worker.http.get('/api/v1/admin/goods/1/reconcile').set('Authorization', adminAuth()),

@@ -71,6 +71,12 @@ describe('validateEnv', () => {
     ['RABBITMQ_URL', 'http://mq:5672/'],
     ['PREHEAT_CRON_ENABLED', 'maybe'],
     ['LOG_LEVEL', 'loud'],
+    ['LOG_FORMAT', 'xml'],
+    ['LOG_REQUEST_CONTEXT', 'sometimes'],
+    ['PREHEAT_CRON', 'every ten seconds'],
+    ['PREHEAT_CRON', '*/10 * * * * * *'],
+    ['PREHEAT_CRON', '61 * * * *'],
+    ['PREHEAT_INTERVAL_MS', '30000'],
     ['ORDER_PAYMENT_TIMEOUT_MS', '10'],
     ['RABBITMQ_PREFIX', 'bad prefix!'],
     ['REQUEST_TIMEOUT_MS', '50'],
@@ -82,6 +88,22 @@ describe('validateEnv', () => {
 
     expect(error).toBeInstanceOf(ConfigValidationError);
     expect(error.message).toContain(name);
+  });
+
+  it('should log JSON lines in production and pretty ones elsewhere, unless LOG_FORMAT says', () => {
+    expect(validateEnv({ NODE_ENV: 'production', JWT_SECRET: 'real' }).logFormat).toBe('json');
+    expect(validateEnv({}).logFormat).toBe('pretty');
+    expect(validateEnv({ LOG_FORMAT: 'json' }).logFormat).toBe('json');
+  });
+
+  it('should preheat every 10 seconds unless PREHEAT_CRON says when', () => {
+    expect(validateEnv({}).preheatCron).toBe('*/10 * * * * *');
+    expect(validateEnv({ PREHEAT_CRON: ' 0 */5 * * * * ' }).preheatCron).toBe('0 */5 * * * *');
+    expect(validateEnv({ PREHEAT_CRON: '*/2 * * * *' }).preheatCron).toBe('*/2 * * * *');
+  });
+
+  it('should point PREHEAT_INTERVAL_MS, which it no longer reads, to PREHEAT_CRON', () => {
+    expect(refusal({ PREHEAT_INTERVAL_MS: '30000' }).message).toContain('PREHEAT_CRON');
   });
 
   it.each(['all', 'api', 'worker'])('should read APP_ROLE=%s', (role) => {

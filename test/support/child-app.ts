@@ -26,12 +26,16 @@ async function freePort(): Promise<number> {
 /** The built server (`node dist/main.js`) as its own process, as production runs it. */
 export class ChildApp {
   private output = '';
+  private stdoutText = '';
 
   private constructor(
     readonly process: ChildProcess,
     readonly baseUrl: string,
   ) {
-    process.stdout?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    process.stdout?.on('data', (chunk: Buffer) => {
+      this.output += chunk.toString();
+      this.stdoutText += chunk.toString();
+    });
     process.stderr?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
   }
 
@@ -43,7 +47,7 @@ export class ChildApp {
     const port = await freePort();
     const child = spawn(process.execPath, ['dist/main.js'], {
       cwd: ROOT,
-      env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'log' },
+      env: { ...process.env, LOG_LEVEL: 'log', ...env, PORT: String(port) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const app = new ChildApp(child, `http://127.0.0.1:${port}`);
@@ -89,8 +93,14 @@ export class ChildApp {
     return this.process.exitCode !== null || this.process.signalCode !== null;
   }
 
+  /** stdout and stderr, interleaved as they came. */
   get log(): string {
     return this.output;
+  }
+
+  /** stdout alone: where the logs go. */
+  get stdout(): string {
+    return this.stdoutText;
   }
 
   /** Sends `signal` and resolves with the exit code (null when killed by a signal). */

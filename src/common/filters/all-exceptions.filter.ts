@@ -4,6 +4,7 @@ import { STATUS_CODES } from 'node:http';
 import { isDependencyFailure } from '../errors/dependency-errors.js';
 import { bodyStillComing } from '../http/body-coming.js';
 import { DomainError, ERROR_STATUS, ErrorCode } from '../errors/domain-error.js';
+import { pathOf } from '../logging/request-logging.js';
 
 export interface ErrorBody {
   statusCode: number;
@@ -133,12 +134,12 @@ export class AllExceptionsFilter implements ExceptionFilter {
         !(exception instanceof Error)
           ? ''
           : ` (${exception.message})`;
-      this.logger.warn(`${request.method} ${request.url} -> 503 ${body.message}${cause}`);
+      this.logger.warn(`${request.method} ${pathOf(request.url)} -> 503 ${body.message}${cause}`);
     } else if (body.statusCode >= 500) {
       const reason =
         exception instanceof Error ? (exception.stack ?? exception.message) : exception;
       this.logger.error(
-        `${request.method} ${request.url} -> ${body.statusCode} ${body.code}`,
+        `${request.method} ${pathOf(request.url)} -> ${body.statusCode} ${body.code}`,
         reason,
       );
     }

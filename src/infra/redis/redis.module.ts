@@ -5,6 +5,7 @@ import { APP_CONFIG } from '../../config/app-config.js';
 import type { RedisClient } from './redis-client.js';
 import { REDIS_CLIENT, REDIS_COMMAND_TIMEOUT_MS } from './redis.constants.js';
 import { RedisLocks } from './redis-locks.js';
+import { RedisSubscriber } from './redis-subscriber.js';
 import { RedisWatchdog } from './redis-watchdog.js';
 import { SeckillScripts } from './seckill-scripts.js';
 
@@ -73,8 +74,9 @@ function createClient(config: AppConfig): RedisClient {
     SeckillScripts,
     RedisWatchdog,
     RedisLocks,
+    RedisSubscriber,
   ],
-  exports: [REDIS_CLIENT, SeckillScripts, RedisWatchdog, RedisLocks],
+  exports: [REDIS_CLIENT, SeckillScripts, RedisWatchdog, RedisLocks, RedisSubscriber],
 })
 export class RedisModule implements OnApplicationShutdown {
   constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}

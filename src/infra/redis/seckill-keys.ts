@@ -29,6 +29,21 @@ export function saleKeys(goodsId: number) {
 
 export type SaleKeys = ReturnType<typeof saleKeys>;
 
+/**
+ * Pub/sub channel on which the Lua scripts that write a user's result (deduct, complete, release)
+ * announce it changed: the results hash's name and the user id. It carries the sale's hash tag,
+ * so that in a Redis Cluster it may become a sharded channel (SPUBLISH from the scripts, in the
+ * sale's slot) without a new name.
+ */
+export function resultChannel(goodsId: number, userId: number): string {
+  return `${saleKeys(goodsId).results}:${userId}`;
+}
+
+/** A user's open result streams, across instances (see lua/result-stream-slot.lua). */
+export function resultStreamSlotsKey(userId: number): string {
+  return `seckill:streams:{user:${userId}}`;
+}
+
 /** Lock that lets one instance of many run a scheduled job. */
 export function jobLockKey(job: string): string {
   return `seckill:job-lock:${job}`;

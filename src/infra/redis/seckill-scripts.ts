@@ -26,6 +26,7 @@ const SCRIPTS = {
   autobanCount: { file: 'autoban-count.lua', keys: 1 },
   redisTime: { file: 'redis-time.lua', keys: 1 },
   barrierTick: { file: 'barrier-tick.lua', keys: 3 },
+  resultStreamSlot: { file: 'result-stream-slot.lua', keys: 1 },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS | `throttleHits${number}`;
@@ -415,5 +416,15 @@ export class SeckillScripts implements OnModuleInit {
     ttlMs: number,
   ): Promise<boolean> {
     return (await this.call('idempotencySettle', key, reservationId, answer ?? '', ttlMs)) === 1;
+  }
+
+  /** Takes one of the user's result-stream slots (see lua/result-stream-slot.lua). */
+  async takeResultStreamSlot(
+    slotsKey: string,
+    streamId: string,
+    limit: number,
+    slotTtlMs: number,
+  ): Promise<boolean> {
+    return (await this.call('resultStreamSlot', slotsKey, streamId, limit, slotTtlMs)) === 1;
   }
 }

@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import { normalizeIp } from '@nestjs/throttler';
 import { isIP } from 'node:net';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
-import { duplicateClient, type RedisClient } from '../../infra/redis/redis-client.js';
+import type { RedisClient } from '../../infra/redis/redis-client.js';
+import { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { BLOCKLIST_CHANNEL, BLOCKLIST_KEY } from '../../infra/redis/seckill-keys.js';
 
@@ -41,22 +42,22 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(BlocklistService.name);
   /** `type:value` → expiry in epoch ms (Infinity: until deleted). */
   private copy = new Map<string, number>();
-  private subscriber?: RedisClient;
   private refreshTimer?: NodeJS.Timeout;
 
-  constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
+  constructor(
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
+    private readonly subscriber: RedisSubscriber,
+  ) {}
 
   onModuleInit(): void {
-    const subscriber = duplicateClient(this.redis, { enableOfflineQueue: true });
-    this.subscriber = subscriber;
-    subscriber.on('error', () => undefined); // the main client already logs Redis errors
-    subscriber.on('ready', () => {
-      subscriber.subscribe(BLOCKLIST_CHANNEL).then(
+    // Changes missed while the pub/sub connection was down are caught up when it is back.
+    this.subscriber.onBack(() => void this.reload());
+    this.subscriber
+      .listen(BLOCKLIST_CHANNEL, () => void this.reload())
+      .then(
         () => void this.reload(),
         (error: Error) => this.logger.warn(`blocklist subscription failed: ${error.message}`),
       );
-    });
-    subscriber.on('message', () => void this.reload());
     this.refreshTimer = setInterval(() => void this.reload(), REFRESH_MS);
     this.refreshTimer.unref();
   }
@@ -145,7 +146,6 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
 
   onApplicationShutdown(): void {
     clearInterval(this.refreshTimer);
-    this.subscriber?.disconnect();
   }
 }
 

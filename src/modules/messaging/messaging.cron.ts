@@ -2,7 +2,7 @@ import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
-import { scheduleSingletonJob } from '../../common/scheduling/interval-job.js';
+import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
 import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { OutboxSweeper } from './outbox-sweeper.service.js';
 
@@ -22,7 +22,7 @@ export class MessagingCron implements OnApplicationBootstrap {
       registry: this.registry,
       locks: this.locks,
       name: 'outbox-sweep',
-      intervalMs: this.config.outboxSweepIntervalMs,
+      schedule: { intervalMs: this.config.outboxSweepIntervalMs },
       run: async () => {
         await this.sweeper.sweep();
       },

@@ -83,6 +83,12 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly resultStreams = new Gauge({
+    name: 'seckill_result_streams',
+    help: 'Result streams (GET /api/v1/seckill/:goodsId/result/stream) open on this instance',
+    registers: [this.registry],
+  });
+
   readonly versionConflicts = new Counter({
     name: 'seckill_version_conflicts_total',
     help: 'Optimistic-lock conflicts on the goods row (each cost a retry)',

@@ -2,7 +2,7 @@ import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
-import { scheduleSingletonJob } from '../../common/scheduling/interval-job.js';
+import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
 import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { OrderLifecycleService } from './order-lifecycle.service.js';
 
@@ -28,7 +28,7 @@ export class OrderExpiryCron implements OnApplicationBootstrap {
       registry: this.registry,
       locks: this.locks,
       name: 'expire-overdue-orders',
-      intervalMs: this.config.expirySweepIntervalMs,
+      schedule: { intervalMs: this.config.expirySweepIntervalMs },
       run: async () => {
         await this.lifecycle.expireOverdue(this.config.expirySweepGraceMs, OVERDUE_BATCH);
       },

@@ -2,7 +2,7 @@ import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
-import { scheduleSingletonJob } from '../../common/scheduling/interval-job.js';
+import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
 import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { PreheatService } from './preheat.service.js';
 
@@ -28,7 +28,7 @@ export class PreheatCron implements OnApplicationBootstrap {
         registry: this.registry,
         locks: this.locks,
         name: 'evict-ended-sales',
-        intervalMs: this.config.saleEvictionIntervalMs,
+        schedule: { intervalMs: this.config.saleEvictionIntervalMs },
         run: async () => {
           await this.preheat.evictEnded(afterEndMs);
         },
@@ -39,7 +39,7 @@ export class PreheatCron implements OnApplicationBootstrap {
       registry: this.registry,
       locks: this.locks,
       name: 'preheat-upcoming',
-      intervalMs: this.config.preheatIntervalMs,
+      schedule: { cron: this.config.preheatCron },
       run: async () => {
         await this.preheat.preheatUpcoming(this.config.preheatLookaheadMs);
       },

@@ -2,7 +2,7 @@ import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
-import { scheduleSingletonJob } from '../../common/scheduling/interval-job.js';
+import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
 import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { ReconcileService } from './reconcile.service.js';
 
@@ -22,7 +22,7 @@ export class ReconcileCron implements OnApplicationBootstrap {
       registry: this.registry,
       locks: this.locks,
       name: 'reconcile',
-      intervalMs: this.config.reconcileIntervalMs,
+      schedule: { intervalMs: this.config.reconcileIntervalMs },
       run: async () => {
         await this.reconcile.checkActiveSales();
       },

@@ -114,7 +114,12 @@ export class PurchaseService {
     this.faults.crashPoint('after-deduct');
 
     const accepted: PurchaseAccepted = { status: 'QUEUED', requestId: order.requestId };
-    if (await this.publisher.publish(order)) return { accepted, confirmed: true };
+    if (await this.publisher.publish(order)) {
+      // Ties the HTTP request (its reqId, userId, goodsId) to the purchase's id, which the
+      // consumer's lines name. Debug: at info it would be a line per purchase.
+      this.logger.debug(`purchase accepted: request=${order.requestId} quantity=${quantity}`);
+      return { accepted, confirmed: true };
+    }
 
     // Not confirmed. Void the purchase unless a consumer already took it (the message did
     // arrive after all): exactly one of "order" and "stock given back" ever happens.

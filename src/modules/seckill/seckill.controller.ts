@@ -1,4 +1,14 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  Headers,
+  HttpCode,
+  Param,
+  Post,
+  Sse,
+  SseSignal,
+} from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiBearerAuth,
@@ -6,9 +16,11 @@ import {
   ApiHeader,
   ApiOkResponse,
   ApiOperation,
+  ApiProduces,
   ApiProperty,
   ApiPropertyOptional,
   ApiTags,
+  ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
 import { BodyLimit } from '../../common/http/route-config.js';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
@@ -25,6 +37,7 @@ import { parseIdempotencyKey } from './idempotency.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
 import { PurchaseResultService } from './purchase-result.service.js';
+import { ResultStreams } from './result-stream.service.js';
 
 class PurchaseAcceptedDto {
   @ApiProperty({ enum: ['QUEUED'] }) status: string;
@@ -52,6 +65,7 @@ export class SeckillController {
     private readonly requests: PurchaseRequestService,
     private readonly results: PurchaseResultService,
     private readonly tokens: PurchaseTokenService,
+    private readonly streams: ResultStreams,
   ) {}
 
   @Get(':goodsId/challenge')
@@ -137,5 +151,27 @@ export class SeckillController {
   @ApiOkResponse({ type: PurchaseResultDto })
   result(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {
     return this.results.result(goodsId, user.userId);
+  }
+
+  @Sse(':goodsId/result/stream')
+  @RateLimit('read')
+  @ApiOperation({
+    summary: 'The outcome of your latest purchase of this goods, pushed as it changes (SSE)',
+    description:
+      'text/event-stream. The current result at once, then each change, each as an event whose data is the JSON of GET /result; the stream ends after a final one (SUCCESS with orderNo, or FAILED): close your EventSource then, or it reconnects and gets the final result again. Without a final result it ends after RESULT_STREAM_LIFETIME_MS (10 min; reconnect), and a comment line (": heartbeat") comes every RESULT_STREAM_HEARTBEAT_MS (15 s). At most RESULT_STREAM_MAX_PER_USER (2) streams per user at once, across instances, and RESULT_STREAM_MAX_PER_INSTANCE (10,000) per instance: beyond either, 429 TOO_MANY_REQUESTS with Retry-After. Counts against the read rate limit when it opens. 401 without a token, 404 GOODS_NOT_FOUND, 503 UNAVAILABLE while Redis is unreachable.',
+  })
+  @ApiProduces('text/event-stream')
+  @ApiOkResponse({
+    description:
+      'Events: `id: <n>` and `data: {"status":"QUEUED","requestId":"…"}`; the last one final, e.g. `data: {"status":"SUCCESS","requestId":"…","orderNo":"…"}`',
+    type: PurchaseResultDto,
+  })
+  @ApiTooManyRequestsResponse({ description: 'Too many open streams, or the read rate limit' })
+  resultStream(
+    @Param('goodsId', PositiveIntPipe) goodsId: number,
+    @CurrentUser() user: AuthUser,
+    @SseSignal() ended: AbortSignal,
+  ) {
+    return this.streams.open(goodsId, user.userId, ended);
   }
 }

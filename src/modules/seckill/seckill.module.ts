@@ -11,6 +11,8 @@ import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
 import { PurchaseResultService } from './purchase-result.service.js';
 import { PurchaseService } from './purchase.service.js';
+import { ResultEvents } from './result-events.js';
+import { ResultStreams } from './result-stream.service.js';
 import { SeckillController } from './seckill.controller.js';
 
 /**
@@ -29,6 +31,8 @@ import { SeckillController } from './seckill.controller.js';
     ChallengeService,
     IdempotencyService,
     SaleRecovery,
+    ResultEvents,
+    ResultStreams,
   ],
 })
 export class SeckillModule {}

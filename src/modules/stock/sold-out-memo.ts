@@ -1,10 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { duplicateClient, type RedisClient } from '../../infra/redis/redis-client.js';
+import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { edgeRouteConfig, type EdgeRouteConfig } from '../../common/http/route-config.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
+import { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
 import { STOCK_BACK_CHANNEL } from '../../infra/redis/seckill-keys.js';
 
 /** Marks the route whose requests the sold-out memo may answer before any other work. */
@@ -22,36 +23,41 @@ export const SoldOutShortcut = () => edgeRouteConfig({ soldOutShortcut: true });
 export class SoldOutMemo implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(SoldOutMemo.name);
   private readonly until = new Map<number, number>();
-  private subscriber?: RedisClient;
   private listening = false;
+  private stopped = false;
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
+    private readonly subscriber: RedisSubscriber,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
     if (this.config.soldOutMemoMs === 0) return;
-    // On a cluster, ioredis subscribes through one node of its choice and moves the subscription
-    // to another when that node goes; PUBLISH reaches every node of a cluster.
-    const subscriber = duplicateClient(this.redis, { enableOfflineQueue: true });
-    this.subscriber = subscriber;
-    subscriber.on('error', () => undefined); // the main client already logs Redis errors
-    subscriber.on('close', () => {
+    this.subscriber.onDown(() => {
       this.listening = false;
       this.until.clear();
     });
-    subscriber.on('ready', () => {
-      subscriber.subscribe(STOCK_BACK_CHANNEL).then(
+    this.subscriber.onBack(() => {
+      this.listening = true;
+    });
+    this.listenForStockBack();
+  }
+
+  private listenForStockBack(): void {
+    this.subscriber
+      .listen(STOCK_BACK_CHANNEL, (goodsId) => this.until.delete(Number(goodsId)))
+      .then(
         () => {
           this.listening = true;
         },
-        (error: Error) => this.logger.warn(`stock-back subscription failed: ${error.message}`),
+        (error: Error) => {
+          if (this.stopped) return;
+          // Nothing is memoised meanwhile; the subscription is tried again.
+          this.logger.warn(`stock-back subscription failed: ${error.message}`);
+          setTimeout(() => this.stopped || this.listenForStockBack(), 1_000).unref();
+        },
       );
-    });
-    subscriber.on('message', (_channel: string, goodsId: string) => {
-      this.until.delete(Number(goodsId));
-    });
   }
 
   /** True while this goods is known to be sold out (and the memo is still fresh). */
@@ -88,7 +94,7 @@ export class SoldOutMemo implements OnModuleInit, OnApplicationShutdown {
     return Number.isSafeInteger(goodsId) && goodsId > 0 && this.isSoldOut(goodsId);
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    await this.subscriber?.quit().catch(() => this.subscriber?.disconnect());
+  onApplicationShutdown(): void {
+    this.stopped = true;
   }
 }
