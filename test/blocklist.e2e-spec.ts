@@ -156,10 +156,18 @@ describe('blocklist and autoban', () => {
 
     await block(a, { type: 'user', value: '9100040' }).expect(201);
 
-    await waitFor(async () => (await purchase(b, goodsId, 9100040)).status === 403, {
-      timeoutMs: 5_000,
-      what: 'the other instance to refuse the blocked user',
-    });
+    // Probed on the token route, which takes no stock, until the other instance has it.
+    await waitFor(
+      async () =>
+        (
+          await b.http
+            .get(`/api/v1/seckill/${goodsId}/token`)
+            .set('Authorization', bearer(9100040))
+            .set('X-Forwarded-For', '198.19.0.1')
+        ).status === 403,
+      { timeoutMs: 5_000, what: 'the other instance to refuse the blocked user' },
+    );
+    await purchase(b, goodsId, 9100040).expect(403);
     expect(await stores.redisStock(goodsId)).toBe(5);
   });
 

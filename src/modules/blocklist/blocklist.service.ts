@@ -50,6 +50,7 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
   ) {}
 
   onModuleInit(): void {
+    void this.reload();
     // Changes missed while the pub/sub connection was down are caught up when it is back.
     this.subscriber.onBack(() => void this.reload());
     this.subscriber
