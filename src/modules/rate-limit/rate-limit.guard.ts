@@ -74,6 +74,13 @@ export class RateLimitGuard implements CanActivate {
     const refusal = await this.storage.spend(budgets);
     if (!refusal) return true;
     this.metrics.throttled.inc({ throttler: refusal.throttler });
+    // What the crowd of a sale is told, on the dashboard: its purchases refused here count too.
+    if (policy === 'purchase') {
+      const goodsId = Number((request.params as Record<string, string> | undefined)?.goodsId);
+      if (Number.isSafeInteger(goodsId) && goodsId > 0) {
+        this.metrics.purchaseTally.add(goodsId, 'TOO_MANY_REQUESTS');
+      }
+    }
     throw new DomainError('TOO_MANY_REQUESTS', 'Too many requests; retry after Retry-After', {
       retryAfterSeconds: refusal.retryAfterSeconds,
     });
