@@ -17,6 +17,12 @@ export function saleKeys(goodsId: number) {
     results: `${prefix}:results`,
     completed: `${prefix}:completed`,
     restocked: `${prefix}:restocked`,
+    /** The last confirmed reconcile verdict (JSON), shared by every instance's dashboard feed. */
+    verdict: `${prefix}:verdict`,
+    /** Held (with a TTL) by the instance refreshing the verdict: one refresh at a time. */
+    verdictClaim: `${prefix}:verdict:claim`,
+    /** Purchase answers by outcome in one second (unix seconds), summed over the instances. */
+    rate: (second: number) => `${prefix}:rate:${second}`,
     userLock: (userId: number) => `${prefix}:lock:user:${userId}`,
     /** A one-time purchase token, stored by its SHA-256 so Redis never holds usable tokens. */
     purchaseToken: (tokenDigest: string) => `${prefix}:ptoken:${tokenDigest}`,
