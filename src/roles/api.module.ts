@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DashboardModule } from '../modules/dashboard/dashboard.module.js';
 import { GoodsController } from '../modules/goods/goods.controller.js';
 import { GoodsModule } from '../modules/goods/goods.module.js';
 import { OrdersController } from '../modules/orders/orders.controller.js';
@@ -11,10 +12,18 @@ import { SeckillModule } from '../modules/seckill/seckill.module.js';
 
 /**
  * What an instance serving the API (APP_ROLE `api` or `all`) adds: the routes under /api/v1, the
- * purchase path with its per-instance guards, and publishing. It consumes nothing.
+ * purchase path with its per-instance guards, publishing, and the operator dashboard. It
+ * consumes nothing.
  */
 @Module({
-  imports: [GoodsModule, OrdersModule, PreheatModule, ReconcileModule, SeckillModule],
+  imports: [
+    GoodsModule,
+    OrdersModule,
+    PreheatModule,
+    ReconcileModule,
+    SeckillModule,
+    DashboardModule,
+  ],
   controllers: [GoodsController, OrdersController, PreheatController, ReconcileController],
 })
 export class ApiModule {}
