@@ -21,6 +21,8 @@ const FEED = '/api/v1/admin/events';
 const saleIn = (snapshot: DashboardSnapshot, goodsId: number) =>
   snapshot.sales.find((sale) => sale.id === goodsId);
 
+const atOf = (data: string) => (JSON.parse(data) as DashboardSnapshot).at;
+
 const total = (series: number[] | undefined) => (series ?? []).reduce((sum, n) => sum + n, 0);
 
 /** Answers per outcome over the chart's window. */
@@ -219,6 +221,33 @@ describe('the feed across instances', () => {
       expect(answersOf(saleIn(snapshot, goodsId)!).ACCEPTED).toBe(stock);
     } finally {
       feed.close();
+    }
+  });
+
+  it('should build one snapshot a second for the whole fleet, whichever instances show a dashboard', async () => {
+    const feeds = await Promise.all(
+      instances.map(async (instance) =>
+        EventStreamClient.open(`${await instance.app.getUrl()}${FEED}`, adminAuth()),
+      ),
+    );
+    const builds = instances.map((instance) => vi.spyOn(instance.app.get(SaleBoard), 'build'));
+    try {
+      const startedAt = Date.now();
+      await waitFor(() => feeds.every((feed) => feed.snapshots().length >= 5), {
+        what: 'five snapshots on a feed of each instance',
+      });
+      const seconds = (Date.now() - startedAt) / 1000;
+      const built = builds.reduce((sum, build) => sum + build.mock.calls.length, 0);
+      // One build a second in all (give or take the seconds at either end), not one per instance.
+      expect(built).toBeLessThanOrEqual(Math.ceil(seconds) + 2);
+      // Both instances sent the same snapshots: one built, the other read it from Redis.
+      const [a, b] = feeds.map((feed) => new Map(feed.events.map((e) => [atOf(e.data), e.data])));
+      const shared = [...a.keys()].filter((at) => b.has(at));
+      expect(shared.length).toBeGreaterThanOrEqual(3);
+      expect(shared.every((at) => a.get(at) === b.get(at))).toBe(true);
+    } finally {
+      for (const build of builds) build.mockRestore();
+      for (const feed of feeds) feed.close();
     }
   });
 

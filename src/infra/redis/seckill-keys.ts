@@ -31,6 +31,14 @@ export function saleKeys(goodsId: number) {
 
 export type SaleKeys = ReturnType<typeof saleKeys>;
 
+/** The dashboard's latest snapshot (JSON), built by one instance and read by the others. */
+export const DASHBOARD_SNAPSHOT_KEY = 'seckill:dashboard:snapshot';
+
+/** Taken (NX) by the one instance that builds the dashboard's snapshot of this unix second. */
+export function dashboardBuildKey(second: number): string {
+  return `seckill:dashboard:build:${second}`;
+}
+
 /** Lock that lets one instance of many run a scheduled job. */
 export function jobLockKey(job: string): string {
   return `seckill:job-lock:${job}`;

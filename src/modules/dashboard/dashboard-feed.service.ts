@@ -1,7 +1,10 @@
-import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import type { Redis } from 'ioredis';
 import type { ServerResponse } from 'node:http';
 import { DomainError, UnavailableError } from '../../common/errors/domain-error.js';
+import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
+import { DASHBOARD_SNAPSHOT_KEY, dashboardBuildKey } from '../../infra/redis/seckill-keys.js';
 import { SaleBoard } from './sale-board.service.js';
 
 /** Open feeds per instance; one more is refused 429 (each is an operator's browser tab). */
@@ -11,12 +14,18 @@ const TICK_MS = 1_000;
 const HEARTBEAT_MS = 15_000;
 /** A client this far behind (bytes it has not read) is cut off rather than buffered for. */
 const MAX_BUFFERED_BYTES = 1 << 20;
+/** Another instance's snapshot older than this is not waited for: this one builds. */
+const SHARED_STALE_MS = 3_000;
+const SHARED_TTL_MS = 10_000;
 
 /**
  * The admin event stream (`GET /api/v1/admin/events`). While at least one feed is open, this
- * instance builds one snapshot a second (SaleBoard), serialises it once and writes the same frame
- * to every open feed; with none open it does nothing. So the cost is one snapshot a second per
- * instance with a dashboard open, whatever the number of dashboards, and it stops with the last.
+ * instance ticks once a second and writes the same frame to every open feed; with none open it
+ * does nothing. Each second one instance of the fleet builds the snapshot (SaleBoard): the first
+ * to tick in that wall-clock second takes the second's build key in Redis, builds, serialises
+ * once and stores the JSON; the others' ticks read it (one GET) and build only when it is stale
+ * (its builder went away). So a second costs one snapshot whatever the number of dashboards and
+ * of instances showing one, and nothing once the last dashboard closes.
  */
 @Injectable()
 export class DashboardFeed implements BeforeApplicationShutdown {
@@ -29,7 +38,10 @@ export class DashboardFeed implements BeforeApplicationShutdown {
   /** The latest frame and when it was built: a feed that opens gets it at once if fresh. */
   private latest?: { at: number; frame: string };
 
-  constructor(private readonly board: SaleBoard) {}
+  constructor(
+    private readonly board: SaleBoard,
+    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+  ) {}
 
   get openFeeds(): number {
     return this.feeds.size;
@@ -57,7 +69,7 @@ export class DashboardFeed implements BeforeApplicationShutdown {
     feed.write(': seckill dashboard feed, one snapshot a second\n\n');
     this.feeds.add(feed);
     feed.on('close', () => this.detach(feed));
-    if (this.latest && Date.now() - this.latest.at < TICK_MS) feed.write(this.latest.frame);
+    if (this.latest && Date.now() - this.latest.at < SHARED_STALE_MS) feed.write(this.latest.frame);
     this.start();
   }
 
@@ -86,8 +98,10 @@ export class DashboardFeed implements BeforeApplicationShutdown {
     if (this.building || this.feeds.size === 0) return;
     this.building = true;
     try {
-      const snapshot = await this.board.build();
-      const frame = `data: ${JSON.stringify(snapshot)}\n\n`;
+      const snapshot = await this.snapshotJson();
+      // Another instance's snapshot already sent (its builder is a second behind ours): skip.
+      if (snapshot === null || (this.latest && snapshot.at <= this.latest.at)) return;
+      const frame = `data: ${snapshot.json}\n\n`;
       this.latest = { at: snapshot.at, frame };
       this.broadcast(frame);
     } catch (error) {
@@ -99,6 +113,26 @@ export class DashboardFeed implements BeforeApplicationShutdown {
     } finally {
       this.building = false;
     }
+  }
+
+  /**
+   * This second's snapshot: built here when this instance takes the second's build key (or
+   * Redis cannot say), else the one another instance stored, unless that one is stale.
+   */
+  private async snapshotJson(): Promise<{ at: number; json: string } | null> {
+    const now = Date.now();
+    const claimed = await this.redis
+      .set(dashboardBuildKey(Math.floor(now / 1000)), '1', 'PX', SHARED_TTL_MS, 'NX')
+      .catch(() => 'OK' as const);
+    if (claimed !== 'OK') {
+      const stored = await this.redis.get(DASHBOARD_SNAPSHOT_KEY).catch(() => null);
+      const at = Number(/^\{"at":(\d+)/.exec(stored ?? '')?.[1] ?? 0);
+      if (stored !== null && now - at < SHARED_STALE_MS) return { at, json: stored };
+    }
+    const snapshot = await this.board.build(now);
+    const json = JSON.stringify(snapshot);
+    await this.redis.set(DASHBOARD_SNAPSHOT_KEY, json, 'PX', SHARED_TTL_MS).catch(() => undefined);
+    return { at: snapshot.at, json };
   }
 
   private broadcast(frame: string): void {
