@@ -7,6 +7,9 @@
   const TOKEN_KEY = 'seckill.adminToken';
   const FEED_URL = '/api/v1/admin/events';
   const STALE_AFTER_MS = 3_000;
+  /** The chart starts this long before the first answer, and spans at least this long. */
+  const LEAD_SECONDS = 5;
+  const MIN_SPAN_SECONDS = 20;
   const COLORS = {
     ACCEPTED: '#1a7f37',
     SOLD_OUT: '#8c959f',
@@ -227,6 +230,7 @@
       orders: [find('.count .pending'), find('.count .paid'), find('.count .cancelled')],
       units: [find('.units .pending'), find('.units .paid'), find('.units .cancelled')],
       chartBox: find('.chart'),
+      totals: find('.totals'),
       result: find('.action-result'),
       chart: null,
       codes: '',
@@ -298,13 +302,35 @@
 
   const signed = (n) => (n > 0 ? `${n} unaccounted` : n < 0 ? `${-n} too many` : '0');
 
+  /** The window from a few seconds before its first answer (at least 20 s of it). */
+  function trimmed(rates, codes) {
+    const length = codes.length ? rates.codes[codes[0]].length : 0;
+    let first = length;
+    for (const code of codes) {
+      const index = rates.codes[code].findIndex((count) => count > 0);
+      if (index >= 0) first = Math.min(first, index);
+    }
+    const from = Math.max(0, Math.min(first - LEAD_SECONDS, length - MIN_SPAN_SECONDS));
+    const xs = [];
+    for (let i = from; i < length; i++) xs.push(rates.start + i);
+    return [xs, ...codes.map((code) => rates.codes[code].slice(from))];
+  }
+
+  const label = (code) => code.toLowerCase().replace(/_/g, ' ');
+
   function drawChart(card, rates) {
     const codes = Object.keys(rates.codes).sort((a, b) =>
       a === 'ACCEPTED' ? -1 : b === 'ACCEPTED' ? 1 : a.localeCompare(b),
     );
-    const length = codes.length ? rates.codes[codes[0]].length : 0;
-    const xs = Array.from({ length }, (_, i) => rates.start + i);
-    const data = [xs, ...codes.map((code) => rates.codes[code])];
+    card.totals.textContent = codes.length
+      ? codes
+          .map(
+            (code) =>
+              `${label(code)} ${number.format(rates.codes[code].reduce((a, b) => a + b, 0))}`,
+          )
+          .join(' · ')
+      : 'no purchase answers in the last 3 minutes';
+    const data = trimmed(rates, codes);
     const signature = codes.join(',');
     if (card.chart && card.codes === signature) {
       card.chart.setData(data);
@@ -313,11 +339,8 @@
     if (card.chart) card.chart.destroy();
     card.codes = signature;
     card.chartBox.replaceChildren();
-    if (codes.length === 0) {
-      card.chart = null;
-      card.chartBox.textContent = 'no purchase answers in the last 3 minutes';
-      return;
-    }
+    card.chart = null;
+    if (codes.length === 0) return;
     let other = 0;
     card.chart = new uPlot(
       {
@@ -325,14 +348,16 @@
         height: 150,
         legend: { live: false },
         cursor: { show: true, points: { show: false } },
-        scales: { y: { range: (_u, _min, max) => [0, Math.max(5, max)] } },
+        scales: { y: { range: (_u, _min, max) => [0, Math.max(10, max)] } },
         axes: [{ stroke: '#57606a' }, { stroke: '#57606a', size: 48 }],
         series: [
           {},
           ...codes.map((code) => ({
-            label: code.toLowerCase().replace(/_/g, ' '),
+            label: label(code),
             stroke: COLORS[code] || OTHER_COLORS[other++ % OTHER_COLORS.length],
             width: code === 'ACCEPTED' ? 2 : 1.5,
+            fill: code === 'ACCEPTED' ? 'rgba(26, 127, 55, 0.15)' : undefined,
+            paths: uPlot.paths.stepped({ align: 1 }),
             points: { show: false },
           })),
         ],
