@@ -19,6 +19,32 @@ export default tseslint.config(
     },
   },
   {
+    // The dashboard's browser script: plain JavaScript, no type information, browser globals.
+    files: ['public/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        [
+          'window',
+          'document',
+          'location',
+          'history',
+          'sessionStorage',
+          'fetch',
+          'FormData',
+          'TextDecoder',
+          'AbortController',
+          'setTimeout',
+          'setInterval',
+          'confirm',
+          'uPlot',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
+  {
     // HTTP response bodies are untyped JSON in tests; asserting on them is the point.
     files: ['test/**/*.ts', 'src/**/*.spec.ts'],
     rules: {

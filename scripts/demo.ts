@@ -16,6 +16,7 @@ import type { Connection } from 'mysql2/promise';
 
 import { createDemoGoods, fetchRedisRemaining } from './demo/api.js';
 import { parseOptions, USAGE, type DemoOptions } from './demo/options.js';
+import { screenshotDashboard } from './demo/screenshot.js';
 import {
   countPaid,
   countPaidTooLate,
@@ -45,6 +46,9 @@ import { findFreePort, startServer, stopServer, waitForReady } from './lib/serve
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SERVER_LOG_PATH = join(tmpdir(), 'demo-server.log');
 const ADMIN_USER_ID = 1;
+// Late enough for the burst to sit inside the dashboard's chart (it shows seconds two seconds
+// late), early enough to come before the demo's 10 s payment timeout.
+const SCREENSHOT_AFTER_BURST_MS = 6_000;
 
 async function launchServer(
   requestedPort: number | undefined,
@@ -82,9 +86,20 @@ async function runLifecycle(
   adminToken: string,
   goodsId: number,
   accepted: number,
+  burstDoneAt: number,
   options: DemoOptions,
 ): Promise<LifecycleReport> {
   const pays = await runPays(db, baseUrl, goodsId, options);
+  if (options.screenshot !== undefined) {
+    await screenshotDashboard({
+      baseUrl,
+      adminToken,
+      goodsId,
+      sold: accepted,
+      notBefore: burstDoneAt + SCREENSHOT_AFTER_BURST_MS,
+      path: options.screenshot,
+    });
+  }
   const tooLate = countPaidTooLate(pays.results);
   console.log(
     `pays done: ${countPaid(pays.results)} of ${pays.results.length} paid` +
@@ -111,10 +126,13 @@ async function runDemo(options: DemoOptions): Promise<boolean> {
   console.log(
     `goods ${goodsId}: ${options.stock} units, ${options.buyers} buyers × ${options.clicks} clicks`,
   );
+  // The fragment never reaches the server; the page keeps the token in its tab only.
+  console.log(`watch it live: ${baseUrl}/dashboard#token=${adminToken}`);
 
   // Connect before the burst, so a bad DATABASE_URL fails fast and the drain clock measures only the queue.
   const db = await connectMysql();
   const burst = await runBurst(baseUrl, goodsId, options);
+  const burstDoneAt = Date.now();
   const accepted = countAccepted(burst.results);
   console.log(`burst done: ${accepted} accepted; waiting for orders to reach MySQL…`);
 
@@ -136,7 +154,15 @@ async function runDemo(options: DemoOptions): Promise<boolean> {
   const drainOk = printChecks(evaluateChecks(report));
 
   // Straight after the drain, so that the pays land well before the payment deadline.
-  const lifecycle = await runLifecycle(db, baseUrl, adminToken, goodsId, accepted, options);
+  const lifecycle = await runLifecycle(
+    db,
+    baseUrl,
+    adminToken,
+    goodsId,
+    accepted,
+    burstDoneAt,
+    options,
+  );
   console.log(buildLifecycleTable(lifecycle));
   // Both lists are printed whatever the first one says.
   const lifecycleOk = printChecks(evaluateLifecycleChecks(lifecycle));

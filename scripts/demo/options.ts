@@ -27,6 +27,8 @@ export const USAGE = `usage: npm run demo -- [options]
   --expiry-timeout <s>   seconds to wait for the unpaid orders to be cancelled
                          (default: payment timeout + ${EXPIRY_TIMEOUT_SLACK_SECONDS})
   --url <base>           use an already running server (e.g. http://127.0.0.1:3000) instead of starting one
+  --screenshot <file>    save a PNG of the operator dashboard (/dashboard) once the pays are done,
+                         taken with headless Chromium (/usr/bin/chromium or CHROMIUM_PATH)
   --help                 show this help
 
 Environment: DATABASE_URL (default ${DEFAULT_DATABASE_URL}), JWT_SECRET; ./.env is read too.`;
@@ -42,6 +44,7 @@ export interface DemoOptions {
   paymentTimeoutSeconds: number;
   expiryTimeoutSeconds: number;
   url: string | undefined;
+  screenshot: string | undefined;
 }
 
 export class DemoError extends ScriptError {}
@@ -121,6 +124,7 @@ export function flagsOf(argv: string[]) {
     // No default here: it follows --payment-timeout.
     'expiry-timeout': { type: 'string' },
     url: { type: 'string' },
+    screenshot: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   });
 }
@@ -143,5 +147,6 @@ export function parseOptions(argv: string[]): DemoOptions | 'help' {
         ? paymentTimeoutSeconds + EXPIRY_TIMEOUT_SLACK_SECONDS
         : parsePositiveSeconds('expiry-timeout', flags['expiry-timeout']),
     url: flags.url === undefined ? undefined : parseBaseUrl(flags.url),
+    screenshot: flags.screenshot,
   };
 }

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { BlocklistController } from '../modules/blocklist/blocklist.controller.js';
 import { BlocklistModule } from '../modules/blocklist/blocklist.module.js';
+import { DashboardModule } from '../modules/dashboard/dashboard.module.js';
 import { GoodsController } from '../modules/goods/goods.controller.js';
 import { GoodsModule } from '../modules/goods/goods.module.js';
 import { OrdersController } from '../modules/orders/orders.controller.js';
@@ -13,7 +14,8 @@ import { SeckillModule } from '../modules/seckill/seckill.module.js';
 
 /**
  * What an instance serving the API (APP_ROLE `api` or `all`) adds: the routes under /api/v1, the
- * purchase path with its per-instance guards, and publishing. It consumes nothing.
+ * purchase path with its per-instance guards, publishing, and the operator dashboard. It
+ * consumes nothing.
  */
 @Module({
   imports: [
@@ -23,6 +25,7 @@ import { SeckillModule } from '../modules/seckill/seckill.module.js';
     PreheatModule,
     ReconcileModule,
     SeckillModule,
+    DashboardModule,
   ],
   controllers: [
     BlocklistController,

@@ -19,6 +19,12 @@ export function saleKeys(goodsId: number) {
     results: `${prefix}:results`,
     completed: `${prefix}:completed`,
     restocked: `${prefix}:restocked`,
+    /** The last confirmed reconcile verdict (JSON), shared by every instance's dashboard feed. */
+    verdict: `${prefix}:verdict`,
+    /** Held (with a TTL) by the instance refreshing the verdict: one refresh at a time. */
+    verdictClaim: `${prefix}:verdict:claim`,
+    /** Purchase answers by outcome in one second (unix seconds), summed over the instances. */
+    rate: (second: number) => `${prefix}:rate:${second}`,
     userLock: (userId: number) => `${prefix}:lock:user:${userId}`,
     /** A redeemed ALTCHA challenge (by its signature), kept until it expires: valid once. */
     challenge: (signature: string) => `${prefix}:challenge:${signature}`,
@@ -42,6 +48,14 @@ export function resultChannel(goodsId: number, userId: number): string {
 /** A user's open result streams, across instances (see lua/result-stream-slot.lua). */
 export function resultStreamSlotsKey(userId: number): string {
   return `seckill:streams:{user:${userId}}`;
+}
+
+/** The dashboard's latest snapshot (JSON), built by one instance and read by the others. */
+export const DASHBOARD_SNAPSHOT_KEY = 'seckill:dashboard:snapshot';
+
+/** Taken (NX) by the one instance that builds the dashboard's snapshot of this unix second. */
+export function dashboardBuildKey(second: number): string {
+  return `seckill:dashboard:build:${second}`;
 }
 
 /** Lock that lets one instance of many run a scheduled job. */

@@ -107,7 +107,11 @@ export class GoodsService {
   }
 }
 
-export function statusOf(goods: GoodsEntity, remaining: number, now: Date): GoodsStatus {
+export function statusOf(
+  goods: Pick<GoodsEntity, 'startAt' | 'endAt'>,
+  remaining: number,
+  now: Date,
+): GoodsStatus {
   if (now < goods.startAt) return 'UPCOMING';
   if (now >= goods.endAt) return 'ENDED';
   return remaining <= 0 ? 'SOLD_OUT' : 'ACTIVE';

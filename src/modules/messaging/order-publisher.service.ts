@@ -15,6 +15,9 @@ import {
   type OrderTimeout,
 } from './timeout-message.js';
 
+/** What each of the service's queues is for: orders, payment timeouts due, the delay, the dead. */
+export type QueueRole = 'orders' | 'timeout' | 'delay' | 'dead';
+
 /**
  * Publishes order messages on a confirm channel, persistent, to the durable orders queue.
  * Publishes run concurrently (awaiting confirms one at a time caps a channel at ~2.6k/s here).
@@ -182,14 +185,29 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
 
   /** Messages ready in each of the service's queues (consumer lag). */
   async queueDepths(): Promise<Record<string, number>> {
-    const names = this.rabbit.names;
-    const queues = [names.ordersQueue, names.timeoutQueue, names.delayQueue, names.deadLetterQueue];
     const depths: Record<string, number> = {};
-    await this.channel.waitForConnect();
-    for (const queue of queues) {
-      depths[queue] = (await this.channel.checkQueue(queue)).messageCount;
-    }
+    for (const stats of await this.queueStats()) depths[stats.queue] = stats.messages;
     return depths;
+  }
+
+  /** Per queue of the service: messages ready (not yet delivered) and consumers attached. */
+  async queueStats(): Promise<
+    { role: QueueRole; queue: string; messages: number; consumers: number }[]
+  > {
+    const names = this.rabbit.names;
+    const queues: [QueueRole, string][] = [
+      ['orders', names.ordersQueue],
+      ['timeout', names.timeoutQueue],
+      ['delay', names.delayQueue],
+      ['dead', names.deadLetterQueue],
+    ];
+    await this.channel.waitForConnect();
+    const stats = [];
+    for (const [role, queue] of queues) {
+      const { messageCount, consumerCount } = await this.channel.checkQueue(queue);
+      stats.push({ role, queue, messages: messageCount, consumers: consumerCount });
+    }
+    return stats;
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { PurchaseTally } from './purchase-tally.js';
 
 /** One registry per app instance (tests run several in one process). */
 @Injectable()
@@ -95,7 +96,19 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  /** This instance's purchase answers per goods and second, for the dashboard (in memory). */
+  readonly purchaseTally = new PurchaseTally();
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * A purchase answer: the Prometheus counter, and the goods' per-second tally (not for goods
+   * that do not exist: made-up ids would each become a key in Redis).
+   */
+  countPurchase(goodsId: number, outcome: string): void {
+    this.purchases.inc({ outcome });
+    if (outcome !== 'GOODS_NOT_FOUND') this.purchaseTally.add(goodsId, outcome);
   }
 }

@@ -83,6 +83,13 @@ export class RateLimitGuard implements CanActivate {
     this.metrics.throttled.inc({ throttler: refusal.throttler });
     const refusedBy = budgets.find((budget) => budget.throttler === refusal.throttler);
     if (refusedBy) void this.countTowardsAutoban(refusedBy.spec, refusedBy.tracker);
+    // What the crowd of a sale is told, on the dashboard: its purchases refused here count too.
+    if (policy === 'purchase') {
+      const goodsId = Number((request.params as Record<string, string> | undefined)?.goodsId);
+      if (Number.isSafeInteger(goodsId) && goodsId > 0) {
+        this.metrics.purchaseTally.add(goodsId, 'TOO_MANY_REQUESTS');
+      }
+    }
     throw new DomainError('TOO_MANY_REQUESTS', 'Too many requests; retry after Retry-After', {
       retryAfterSeconds: refusal.retryAfterSeconds,
     });

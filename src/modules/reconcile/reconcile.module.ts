@@ -4,12 +4,13 @@ import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { PreheatModule } from '../preheat/preheat.module.js';
 import { StockModule } from '../stock/stock.module.js';
+import { ReconcileVerdicts } from './reconcile-verdicts.js';
 import { ReconcileService } from './reconcile.service.js';
 
 /** ReconcileController is served by ApiModule and ReconcileCron run by WorkerModule (src/roles). */
 @Module({
   imports: [GoodsModule, OrdersModule, StockModule, PreheatModule, MessagingModule],
-  providers: [ReconcileService],
+  providers: [ReconcileService, ReconcileVerdicts],
   exports: [ReconcileService],
 })
 export class ReconcileModule {}

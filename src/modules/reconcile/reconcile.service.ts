@@ -7,6 +7,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { OrdersService } from '../orders/orders.service.js';
 import { PreheatService } from '../preheat/preheat.service.js';
 import { StockService } from '../stock/stock.service.js';
+import { ReconcileVerdicts, type SaleVerdict } from './reconcile-verdicts.js';
 
 export interface ReconcileReport {
   goodsId: number;
@@ -50,6 +51,7 @@ export class ReconcileService {
     private readonly preheat: PreheatService,
     private readonly publisher: OrderPublisher,
     private readonly metrics: MetricsService,
+    private readonly verdicts: ReconcileVerdicts,
   ) {}
 
   /**
@@ -83,14 +85,14 @@ export class ReconcileService {
     };
   }
 
-  /** A reading confirmed over a few tries, recorded in the metrics; logs an error on drift. */
+  /**
+   * A reading confirmed over a few tries, recorded in the metrics and as the sale's shared
+   * verdict; logs an error on drift.
+   */
   async check(goodsId: number): Promise<ReconcileReport> {
     await this.finishStalledRestocks(goodsId);
-    let report = await this.reconcile(goodsId);
-    for (let read = 1; read < CONFIRM_READS && !report.consistent; read++) {
-      await sleep(CONFIRM_PAUSE_MS);
-      report = await this.reconcile(goodsId);
-    }
+    const { report, settling } = await this.confirmedReading(goodsId);
+    await this.saveVerdict(report, settling);
     const goods = String(goodsId);
     this.metrics.reconcileDrift.set(
       { goods, store: 'redis' },
@@ -103,7 +105,7 @@ export class ReconcileService {
     );
     this.metrics.ordersByStatus.set({ goods, status: 'PAID' }, report.orders.paid);
     this.metrics.ordersByStatus.set({ goods, status: 'CANCELLED' }, report.orders.cancelled);
-    if (!report.consistent && (await this.explainedByRestocksUnderWay(report))) {
+    if (settling) {
       this.logger.debug(`reconcile: goods=${goodsId} restocks under way, not drift`);
     } else if (!report.consistent) {
       this.logger.error(
@@ -113,6 +115,43 @@ export class ReconcileService {
       );
     }
     return report;
+  }
+
+  /**
+   * Refreshes the sale's shared verdict (for the dashboard): a confirmed reading, without the
+   * job's repairs, metrics and log lines.
+   */
+  async refreshVerdict(goodsId: number): Promise<SaleVerdict> {
+    const { report, settling } = await this.confirmedReading(goodsId);
+    return this.saveVerdict(report, settling);
+  }
+
+  /**
+   * A reading, taken again (a few times, a moment apart) while it shows a drift: an order landing
+   * between the Redis and the MySQL read looks like one. `settling`: what is left is explained by
+   * cancels whose Redis restock is under way.
+   */
+  private async confirmedReading(
+    goodsId: number,
+  ): Promise<{ report: ReconcileReport; settling: boolean }> {
+    let report = await this.reconcile(goodsId);
+    for (let read = 1; read < CONFIRM_READS && !report.consistent; read++) {
+      await sleep(CONFIRM_PAUSE_MS);
+      report = await this.reconcile(goodsId);
+    }
+    const settling = !report.consistent && (await this.explainedByRestocksUnderWay(report));
+    return { report, settling };
+  }
+
+  private async saveVerdict(report: ReconcileReport, settling: boolean): Promise<SaleVerdict> {
+    const verdict: SaleVerdict = {
+      consistent: report.consistent || settling,
+      settling,
+      drift: report.drift,
+      checkedAt: Date.now(),
+    };
+    await this.verdicts.save(report.goodsId, verdict);
+    return verdict;
   }
 
   /**
@@ -190,6 +229,8 @@ export class ReconcileService {
     this.logger.warn(
       `redis rebuilt from mysql: goods=${goodsId} stock ${String(before.redisStock)} -> ${rebuilt.stock} buyers=${rebuilt.buyerCount}`,
     );
+    // The verdict before the repair no longer holds; the dashboard's next tick refreshes it.
+    await this.verdicts.forget(goodsId);
     return { goodsId, before, after: await this.reconcile(goodsId) };
   }
 }

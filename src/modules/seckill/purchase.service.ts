@@ -38,12 +38,13 @@ export class PurchaseService {
   async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
     try {
       const accepted = await this.purchaseOnce(goodsId, userId, quantity);
-      this.metrics.purchases.inc({ outcome: 'ACCEPTED' });
+      this.metrics.countPurchase(goodsId, 'ACCEPTED');
       return accepted;
     } catch (error) {
-      this.metrics.purchases.inc({
-        outcome: error instanceof DomainError ? error.code : 'INTERNAL_ERROR',
-      });
+      this.metrics.countPurchase(
+        goodsId,
+        error instanceof DomainError ? error.code : 'INTERNAL_ERROR',
+      );
       throw error;
     }
   }

@@ -82,16 +82,16 @@ export class SoldOutMemo implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Whether this request may be answered SOLD_OUT from memory: its route allows it, it has no
-   * Idempotency-Key (a retry must get its stored answer, maybe its own 202) and its goods is
-   * known to be sold out.
+   * The goods id when this request may be answered SOLD_OUT from memory (its route allows it, it
+   * has no Idempotency-Key, since a retry must get its stored answer, maybe its own 202, and its
+   * goods is known to be sold out); 0 when it may not.
    */
-  answersSoldOut(request: FastifyRequest): boolean {
-    if (this.until.size === 0) return false;
-    if ((request.routeOptions.config as EdgeRouteConfig).soldOutShortcut !== true) return false;
-    if (request.headers['idempotency-key'] !== undefined) return false;
+  answersSoldOut(request: FastifyRequest): number {
+    if (this.until.size === 0) return 0;
+    if ((request.routeOptions.config as EdgeRouteConfig).soldOutShortcut !== true) return 0;
+    if (request.headers['idempotency-key'] !== undefined) return 0;
     const goodsId = Number((request.params as Record<string, string> | undefined)?.goodsId);
-    return Number.isSafeInteger(goodsId) && goodsId > 0 && this.isSoldOut(goodsId);
+    return Number.isSafeInteger(goodsId) && goodsId > 0 && this.isSoldOut(goodsId) ? goodsId : 0;
   }
 
   onApplicationShutdown(): void {

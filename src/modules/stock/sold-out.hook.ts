@@ -17,10 +17,11 @@ export function answerSoldOutFromMemory(
   metrics: MetricsService,
 ): onRequestHookHandler {
   return (request, reply, done) => {
-    if (!memo.answersSoldOut(request)) return done();
+    const goodsId = memo.answersSoldOut(request);
+    if (goodsId === 0) return done();
     const { authentication } = request as { authentication?: { userId?: unknown } };
     if (typeof authentication?.userId !== 'number') return done();
-    metrics.purchases.inc({ outcome: 'SOLD_OUT' });
+    metrics.countPurchase(goodsId, 'SOLD_OUT');
     // Answered here rather than thrown to the exception filter (which answers the same body):
     // no error object, no filter, no serialisation. As the filter does, a body still on its way
     // is not read but the connection closed.

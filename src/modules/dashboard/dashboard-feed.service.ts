@@ -1,0 +1,156 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { ServerResponse } from 'node:http';
+import { DomainError, UnavailableError } from '../../common/errors/domain-error.js';
+import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
+import { DASHBOARD_SNAPSHOT_KEY, dashboardBuildKey } from '../../infra/redis/seckill-keys.js';
+import { SaleBoard } from './sale-board.service.js';
+
+/** Open feeds per instance; one more is refused 429 (each is an operator's browser tab). */
+export const MAX_FEEDS = 16;
+const TICK_MS = 1_000;
+/** A comment line this often, so that proxies keep a feed open while snapshots fail. */
+const HEARTBEAT_MS = 15_000;
+/** A client this far behind (bytes it has not read) is cut off rather than buffered for. */
+const MAX_BUFFERED_BYTES = 1 << 20;
+/** Another instance's snapshot older than this is not waited for: this one builds. */
+const SHARED_STALE_MS = 3_000;
+const SHARED_TTL_MS = 10_000;
+
+/**
+ * The admin event stream (`GET /api/v1/admin/events`). While at least one feed is open, this
+ * instance ticks once a second and writes the same frame to every open feed; with none open it
+ * does nothing. Each second one instance of the fleet builds the snapshot (SaleBoard): the first
+ * to tick in that wall-clock second takes the second's build key in Redis, builds, serialises
+ * once and stores the JSON; the others' ticks read it (one GET) and build only when it is stale
+ * (its builder went away). So a second costs one snapshot whatever the number of dashboards and
+ * of instances showing one, and nothing once the last dashboard closes.
+ */
+@Injectable()
+export class DashboardFeed implements BeforeApplicationShutdown {
+  private readonly logger = new Logger(DashboardFeed.name);
+  private readonly feeds = new Set<ServerResponse>();
+  private ticker?: NodeJS.Timeout;
+  private heartbeat?: NodeJS.Timeout;
+  private building = false;
+  private closing = false;
+  /** The latest frame and when it was built: a feed that opens gets it at once if fresh. */
+  private latest?: { at: number; frame: string };
+
+  constructor(
+    private readonly board: SaleBoard,
+    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+  ) {}
+
+  get openFeeds(): number {
+    return this.feeds.size;
+  }
+
+  /** Takes the response over: a 200 event stream until the client goes or the app stops. */
+  attach(reply: FastifyReply): void {
+    if (this.closing) throw new UnavailableError('The server is shutting down');
+    if (this.feeds.size >= MAX_FEEDS) {
+      throw new DomainError('TOO_MANY_REQUESTS', 'Too many dashboard feeds open here', {
+        retryAfterSeconds: 5,
+      });
+    }
+    reply.hijack();
+    const feed = reply.raw;
+    // The security headers are on the raw response already (the onRequest hook).
+    feed.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store, no-transform',
+      Connection: 'keep-alive',
+      // nginx would otherwise buffer the stream.
+      'X-Accel-Buffering': 'no',
+    });
+    feed.socket?.setNoDelay(true);
+    feed.write(': seckill dashboard feed, one snapshot a second\n\n');
+    this.feeds.add(feed);
+    feed.on('close', () => this.detach(feed));
+    if (this.latest && Date.now() - this.latest.at < SHARED_STALE_MS) feed.write(this.latest.frame);
+    this.start();
+  }
+
+  private start(): void {
+    if (this.ticker) return;
+    this.ticker = setInterval(() => void this.tick(), TICK_MS);
+    this.heartbeat = setInterval(() => this.broadcast(': heartbeat\n\n'), HEARTBEAT_MS);
+    void this.tick();
+  }
+
+  private stop(): void {
+    clearInterval(this.ticker);
+    clearInterval(this.heartbeat);
+    this.ticker = undefined;
+    this.heartbeat = undefined;
+    this.latest = undefined;
+  }
+
+  private detach(feed: ServerResponse): void {
+    this.feeds.delete(feed);
+    if (this.feeds.size === 0) this.stop();
+  }
+
+  /** One snapshot for every open feed; a tick that finds the last one still building is skipped. */
+  private async tick(): Promise<void> {
+    if (this.building || this.feeds.size === 0) return;
+    this.building = true;
+    try {
+      const snapshot = await this.snapshotJson();
+      // Another instance's snapshot already sent (its builder is a second behind ours): skip.
+      if (snapshot === null || (this.latest && snapshot.at <= this.latest.at)) return;
+      const frame = `data: ${snapshot.json}\n\n`;
+      this.latest = { at: snapshot.at, frame };
+      this.broadcast(frame);
+    } catch (error) {
+      const message = (error as Error).message;
+      this.logger.warn(`dashboard snapshot failed: ${message}`);
+      this.broadcast(
+        `event: unavailable\ndata: ${JSON.stringify({ at: Date.now(), message: 'The sales could not be read (MySQL)' })}\n\n`,
+      );
+    } finally {
+      this.building = false;
+    }
+  }
+
+  /**
+   * This second's snapshot: built here when this instance takes the second's build key (or
+   * Redis cannot say), else the one another instance stored, unless that one is stale.
+   */
+  private async snapshotJson(): Promise<{ at: number; json: string } | null> {
+    const now = Date.now();
+    const claimed = await this.redis
+      .set(dashboardBuildKey(Math.floor(now / 1000)), '1', 'PX', SHARED_TTL_MS, 'NX')
+      .catch(() => 'OK' as const);
+    if (claimed !== 'OK') {
+      const stored = await this.redis.get(DASHBOARD_SNAPSHOT_KEY).catch(() => null);
+      const at = Number(/^\{"at":(\d+)/.exec(stored ?? '')?.[1] ?? 0);
+      if (stored !== null && now - at < SHARED_STALE_MS) return { at, json: stored };
+    }
+    const snapshot = await this.board.build(now);
+    const json = JSON.stringify(snapshot);
+    await this.redis.set(DASHBOARD_SNAPSHOT_KEY, json, 'PX', SHARED_TTL_MS).catch(() => undefined);
+    return { at: snapshot.at, json };
+  }
+
+  private broadcast(frame: string): void {
+    for (const feed of this.feeds) {
+      if (feed.writableLength > MAX_BUFFERED_BYTES) {
+        feed.destroy();
+        continue;
+      }
+      // A client that is behind skips frames (each one is whole) until it has caught up.
+      if (!feed.writableNeedDrain) feed.write(frame);
+    }
+  }
+
+  /** Before the HTTP server closes (which waits for open responses): every feed is ended. */
+  beforeApplicationShutdown(): void {
+    this.closing = true;
+    this.stop();
+    for (const feed of this.feeds) feed.end();
+    this.feeds.clear();
+  }
+}

@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { MessagingModule } from '../messaging/messaging.module.js';
+import { ReconcileModule } from '../reconcile/reconcile.module.js';
+import { DashboardFeed } from './dashboard-feed.service.js';
+import { DashboardPage } from './dashboard-page.js';
+import { DashboardController } from './dashboard.controller.js';
+import { RateRecorder } from './rate-recorder.service.js';
+import { SaleBoard } from './sale-board.service.js';
+
+/**
+ * The operator dashboard, on instances that serve the API (ApiModule): the page at /dashboard,
+ * its admin feed at /api/v1/admin/events, and the flusher that adds this instance's purchase
+ * answers per second to the sale's figures in Redis.
+ */
+@Module({
+  imports: [MessagingModule, ReconcileModule],
+  controllers: [DashboardController],
+  providers: [SaleBoard, DashboardFeed, RateRecorder, DashboardPage],
+})
+export class DashboardModule {}

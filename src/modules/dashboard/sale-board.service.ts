@@ -1,0 +1,258 @@
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Redis } from 'ioredis';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { DataSource } from 'typeorm';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import type { OrderStatus } from '../../infra/database/entities/order.entity.js';
+import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
+import { saleKeys } from '../../infra/redis/seckill-keys.js';
+import { statusOf } from '../goods/goods.service.js';
+import { OrderPublisher } from '../messaging/order-publisher.service.js';
+import { parseVerdict } from '../reconcile/reconcile-verdicts.js';
+import { ReconcileService } from '../reconcile/reconcile.service.js';
+import type { ByStatus, DashboardSnapshot, QueueFigures, SaleFigures } from './dashboard.types.js';
+
+// Same depth from src/modules/dashboard and dist/modules/dashboard: both reach the repo's lua/.
+const SCRIPT = fileURLToPath(new URL('../../../lua/dashboard-sale.lua', import.meta.url));
+
+/** "Recent": a sale that ended within this long is still shown (its orders still expire). */
+export const RECENT_SALE_MS = 60 * 60_000;
+/**
+ * At most this many sales per snapshot, open ones first, then by newest start: the cost has a
+ * ceiling.
+ */
+export const MAX_SALES = 12;
+/** The chart's window: this many whole seconds, ending two seconds ago (see RateRecorder). */
+export const RATE_WINDOW_SECONDS = 180;
+/** The last second shown; a second is in Redis once every instance flushed it (≤ 2 s later). */
+const RATE_LAG_SECONDS = 2;
+/** One reconcile per sale at most this often, for every instance together. */
+export const VERDICT_REFRESH_MS = 5_000;
+/** A store that does not answer within this leaves its part of one snapshot out. */
+const PART_TIMEOUT_MS = 2_000;
+
+interface LedgerRow {
+  id: number | string;
+  name: string;
+  totalStock: number | string;
+  stock: number | string;
+  startAt: Date;
+  endAt: Date;
+  status: OrderStatus | null;
+  orders: number | string;
+  units: number | string;
+}
+
+interface SaleLedger {
+  id: number;
+  name: string;
+  totalStock: number;
+  dbStock: number;
+  startAt: Date;
+  endAt: Date;
+  orders: ByStatus;
+  units: ByStatus;
+}
+
+type RedisSide = Pick<SaleFigures, 'verdict' | 'rates' | 'inFlight' | 'inFlightPurchases'> & {
+  stock: number | null;
+};
+
+const STATUS_FIELD: Record<OrderStatus, keyof ByStatus> = {
+  PENDING_PAYMENT: 'pendingPayment',
+  PAID: 'paid',
+  CANCELLED: 'cancelled',
+};
+
+const STATUS_RANK = { ACTIVE: 0, SOLD_OUT: 0, UPCOMING: 1, ENDED: 2 } as const;
+
+/**
+ * Builds one dashboard snapshot of every open or recent sale: open now, opening within the preheat
+ * lookahead, or ended within the last hour (at most MAX_SALES). The figures are the sale's, not
+ * this instance's: one MySQL statement for all the listed sales (goods rows and orders grouped by
+ * status, one consistent read), one Lua call per sale in Redis (stock, in flight, the shared
+ * reconcile verdict, the per-second answers every instance added), and the broker's queue
+ * counters. A few reads per second in all, however many dashboards are open.
+ */
+@Injectable()
+export class SaleBoard implements OnModuleInit {
+  private readonly logger = new Logger(SaleBoard.name);
+  private readonly refreshing = new Set<number>();
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    private readonly publisher: OrderPublisher,
+    private readonly reconcile: ReconcileService,
+    @InjectConfig() private readonly config: AppConfig,
+  ) {}
+
+  onModuleInit(): void {
+    // The key count varies with the window: the caller passes it first.
+    this.redis.defineCommand('dashboardSale', { lua: readFileSync(SCRIPT, 'utf8') });
+  }
+
+  async build(now = Date.now()): Promise<DashboardSnapshot> {
+    const problems: string[] = [];
+    // MySQL first: an order landing between the two reads is then briefly counted in neither
+    // place (sold reads one low for a second) rather than in both (one too many).
+    const ledgers = await this.ledgers(now);
+    const [sides, queues] = await Promise.all([
+      Promise.all(
+        ledgers.map((sale) =>
+          withTimeout(this.redisSide(sale.id, now), 'Redis').catch((error: Error) => {
+            problems.push(`Redis, sale ${sale.id}: ${error.message}`);
+            return null;
+          }),
+        ),
+      ),
+      withTimeout(this.publisher.queueStats(), 'RabbitMQ').catch((error: Error) => {
+        problems.push(`RabbitMQ: ${error.message}`);
+        return null;
+      }),
+    ]);
+    const sales = ledgers.map((sale, index) => figures(sale, sides[index], now));
+    sales.sort((a, b) => STATUS_RANK[a.status] - STATUS_RANK[b.status]);
+    return { at: now, sales, queues: queues satisfies QueueFigures[] | null, problems };
+  }
+
+  /** The listed sales' MySQL side in one statement (one consistent read in InnoDB). */
+  private async ledgers(now: number): Promise<SaleLedger[]> {
+    const rows = await this.dataSource.query<LedgerRow[]>(
+      `SELECT g.id, g.name, g.total_stock AS totalStock, g.stock, g.start_at AS startAt,
+              g.end_at AS endAt, o.status, COUNT(o.id) AS orders,
+              COALESCE(SUM(o.quantity), 0) AS units
+         FROM (SELECT id FROM seckill_goods WHERE end_at >= ? AND start_at <= ?
+                ORDER BY (start_at <= ? AND end_at > ?) DESC, start_at DESC, id DESC
+                LIMIT ?) AS listed
+         JOIN seckill_goods g ON g.id = listed.id
+         LEFT JOIN seckill_order o ON o.goods_id = g.id
+        GROUP BY g.id, g.name, g.total_stock, g.stock, g.start_at, g.end_at, o.status
+        ORDER BY g.start_at DESC, g.id DESC`,
+      [
+        new Date(now - RECENT_SALE_MS),
+        new Date(now + this.config.preheatLookaheadMs),
+        new Date(now),
+        new Date(now),
+        MAX_SALES,
+      ],
+    );
+    const sales = new Map<number, SaleLedger>();
+    for (const row of rows) {
+      const id = Number(row.id);
+      let sale = sales.get(id);
+      if (sale === undefined) {
+        sale = {
+          id,
+          name: row.name,
+          totalStock: Number(row.totalStock),
+          dbStock: Number(row.stock),
+          startAt: row.startAt,
+          endAt: row.endAt,
+          orders: { pendingPayment: 0, paid: 0, cancelled: 0 },
+          units: { pendingPayment: 0, paid: 0, cancelled: 0 },
+        };
+        sales.set(id, sale);
+      }
+      if (row.status !== null) {
+        sale.orders[STATUS_FIELD[row.status]] = Number(row.orders);
+        sale.units[STATUS_FIELD[row.status]] = Number(row.units);
+      }
+    }
+    return [...sales.values()];
+  }
+
+  private async redisSide(goodsId: number, now: number): Promise<RedisSide> {
+    const keys = saleKeys(goodsId);
+    const last = Math.floor(now / 1000) - RATE_LAG_SECONDS;
+    const start = last - RATE_WINDOW_SECONDS + 1;
+    const rateKeys = Array.from({ length: RATE_WINDOW_SECONDS }, (_, i) => keys.rate(start + i));
+    const redis = this.redis as unknown as {
+      dashboardSale(...args: (string | number)[]): Promise<unknown>;
+    };
+    const [stock, inFlight, inFlightPurchases, rawVerdict, claimed, ...seconds] =
+      (await redis.dashboardSale(
+        5 + rateKeys.length,
+        keys.stock,
+        keys.meta,
+        keys.inflight,
+        keys.verdict,
+        keys.verdictClaim,
+        ...rateKeys,
+        VERDICT_REFRESH_MS,
+      )) as [number, number, number, string, number, ...string[][]];
+    if (claimed === 1) this.refreshVerdict(goodsId);
+    return {
+      stock: stock < 0 ? null : stock,
+      inFlight,
+      inFlightPurchases,
+      verdict: parseVerdict(rawVerdict),
+      rates: { start, codes: rateSeries(seconds) },
+    };
+  }
+
+  /**
+   * This instance won the sale's refresh claim: a confirmed reconcile, stored for every instance
+   * (the snapshot after next shows it). Never awaited by the snapshot.
+   */
+  private refreshVerdict(goodsId: number): void {
+    if (this.refreshing.has(goodsId)) return;
+    this.refreshing.add(goodsId);
+    this.reconcile
+      .refreshVerdict(goodsId)
+      .catch((error: Error) =>
+        this.logger.warn(`dashboard verdict not refreshed: goods=${goodsId} ${error.message}`),
+      )
+      .finally(() => this.refreshing.delete(goodsId));
+  }
+}
+
+/** The Lua call's seconds (flat {outcome, count, …} lists) as one series per outcome. */
+export function rateSeries(seconds: string[][]): Record<string, number[]> {
+  const codes: Record<string, number[]> = {};
+  seconds.forEach((fields, index) => {
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      const series = (codes[fields[i]] ??= new Array<number>(seconds.length).fill(0));
+      series[index] = Number(fields[i + 1]);
+    }
+  });
+  return codes;
+}
+
+function figures(sale: SaleLedger, redis: RedisSide | null, now: number): SaleFigures {
+  const stock = redis?.stock ?? null;
+  const remaining = stock ?? sale.dbStock;
+  const inFlight = redis?.inFlight ?? 0;
+  return {
+    id: sale.id,
+    name: sale.name,
+    totalStock: sale.totalStock,
+    startAt: sale.startAt.toISOString(),
+    endAt: sale.endAt.toISOString(),
+    status: statusOf(sale, remaining, new Date(now)),
+    remaining,
+    preheated: stock !== null,
+    sold: sale.units.pendingPayment + sale.units.paid + inFlight,
+    inFlight,
+    inFlightPurchases: redis?.inFlightPurchases ?? 0,
+    dbStock: sale.dbStock,
+    orders: sale.orders,
+    units: sale.units,
+    verdict: redis?.verdict ?? null,
+    rates: redis?.rates ?? { start: 0, codes: {} },
+  };
+}
+
+function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`${what} did not answer within ${PART_TIMEOUT_MS} ms`)),
+      PART_TIMEOUT_MS,
+    );
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}

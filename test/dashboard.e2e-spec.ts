@@ -1,0 +1,119 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createSale,
+  doubleClickCrowd,
+  token,
+  useApp,
+  waitFor,
+  waitForSettled,
+} from './support/harness.js';
+
+/** Debian's package (`apt-get install chromium`); .ci/run installs it when it is missing. */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = fileURLToPath(new URL('../test-artifacts/', import.meta.url));
+
+/**
+ * The operator dashboard in a real browser: headless Chromium driven by playwright-core opens
+ * /dashboard with an admin token in the address, and the page must show the sale's figures.
+ */
+describe('the dashboard in a browser', () => {
+  const t = useApp({ TRUSTED_PROXIES: '127.0.0.1' });
+  let browser: Browser;
+  let page: Page;
+  const requested: { url: string; authorization?: string }[] = [];
+  const complaints: string[] = [];
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(
+        `No Chromium at ${CHROMIUM}: install Debian's package (sudo apt-get install -y chromium; ` +
+          '.ci/run does it when it is missing) or point CHROMIUM_PATH at a Chromium binary.',
+      );
+    }
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on('request', (request) =>
+      requested.push({ url: request.url(), authorization: request.headers().authorization }),
+    );
+    page.on('console', (message) => {
+      // A missing favicon is the browser's business, not the page's.
+      if (message.type() === 'error' && !/favicon/.test(message.location().url)) {
+        complaints.push(message.text());
+      }
+    });
+    page.on('pageerror', (error) => complaints.push(error.message));
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  const text = (testId: string) => page.getByTestId(testId).textContent({ timeout: 1_000 });
+
+  it('should show the right sold and remaining figures and a consistent reconcile after a crowd, the token never in a URL', async () => {
+    const stock = 25;
+    const goodsId = await createSale(t.http, { stock });
+    const users = Array.from({ length: 120 }, (_, i) => 81_000 + i);
+    const responses = await doubleClickCrowd([t.http], goodsId, users);
+    expect(responses.filter((response) => response.status === 202)).toHaveLength(stock);
+    await waitForSettled(t.stores, goodsId);
+
+    const admin = token(1, { admin: true });
+    const base = await t.app.getUrl();
+    await page.goto(`${base}/dashboard#token=${admin}`);
+
+    await waitFor(
+      async () =>
+        (await text(`sale-${goodsId}-remaining`).catch(() => null)) === '0' &&
+        (await text(`sale-${goodsId}-sold`)) === String(stock) &&
+        (await text(`sale-${goodsId}-consistent`)) === 'yes',
+      { timeoutMs: 30_000, intervalMs: 200, what: `sale ${goodsId}: 0 left, ${stock} sold, yes` },
+    );
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: `${ARTIFACTS}dashboard.png`, fullPage: true });
+
+    // The token left the address bar at once, stayed in this tab, and went only in headers.
+    expect(page.url()).toBe(`${base}/dashboard`);
+    // The callback runs in the page (a string, since this project's types have no DOM).
+    expect(await page.evaluate("sessionStorage.getItem('seckill.adminToken')")).toBe(admin);
+    expect(requested.filter((request) => request.url.includes(admin))).toEqual([]);
+    const feed = requested.find((request) => request.url.endsWith('/api/v1/admin/events'));
+    expect(feed?.authorization).toBe(`Bearer ${admin}`);
+    // No script error and no Content-Security-Policy violation.
+    expect(complaints).toEqual([]);
+  });
+
+  it('should preheat and create sales with its buttons, through the admin routes', async () => {
+    const goodsId = await createSale(t.http, { stock: 7 });
+    await waitFor(() => text(`sale-${goodsId}-remaining`).catch(() => null), {
+      what: `sale ${goodsId} on the page`,
+    });
+    const card = page.getByTestId(`sale-${goodsId}`);
+    await card.getByRole('button', { name: 'Preheat' }).click();
+    await waitFor(async () => /already held/.test((await card.textContent()) ?? ''), {
+      what: 'the preheat answer on the card',
+    });
+
+    const name = `Browser-made sale ${Date.now()}`;
+    await page.getByText('Create a sale').click();
+    await page.getByLabel('Name').fill(name);
+    await page.getByLabel('Stock').fill('3');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    const created = await waitFor(
+      async () =>
+        /created and preheated sale #(\d+)/.exec(
+          (await page.locator('#create-result').textContent()) ?? '',
+        )?.[1],
+      { what: 'the created sale' },
+    );
+    await waitFor(
+      async () =>
+        (await text(`sale-${created}-remaining`).catch(() => null)) === '3' &&
+        (await page.getByTestId(`sale-${created}`).textContent())?.includes(name),
+      { what: `sale ${created} on the page with 3 left` },
+    );
+    expect(complaints).toEqual([]);
+  });
+});
