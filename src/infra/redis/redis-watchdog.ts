@@ -51,6 +51,7 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RedisWatchdog.name);
   private timer?: NodeJS.Timeout;
   private readonly listeners: ((restart: RedisRestart) => void)[] = [];
+  private readonly dropListeners: (() => void)[] = [];
   /** Serialises checks: each compares against what the previous one stored. */
   private checking?: Promise<void>;
   private checkAgain = false;
@@ -90,6 +91,7 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
       this.redis.on('close', () => {
         this.drops++;
         this.identified = false;
+        for (const listener of this.dropListeners) listener();
       });
     }
     this.redis.on('ready', () => void this.check());
@@ -111,6 +113,11 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
 
   onRestart(listener: (restart: RedisRestart) => void): void {
     this.listeners.push(listener);
+  }
+
+  /** Told each time the connection to the server (to a master) drops. */
+  onDrop(listener: () => void): void {
+    this.dropListeners.push(listener);
   }
 
   /**
@@ -216,6 +223,7 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
   private nodeDropped(key: string): void {
     this.nodeDrops.set(key, (this.nodeDrops.get(key) ?? 0) + 1);
     this.identifiedNodes.delete(key);
+    for (const listener of this.dropListeners) listener();
   }
 
   onApplicationShutdown(): void {

@@ -1,0 +1,269 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MetricsService } from '../src/modules/metrics/metrics.service.js';
+import {
+  adminAuth,
+  bearer,
+  createSale,
+  doubleClickCrowd,
+  startApp,
+  Stores,
+  waitFor,
+  type CrowdAnswer,
+  type TestApp,
+} from './support/harness.js';
+import { PrivateRedis } from './support/private-redis.js';
+import { proxyInFront, type TcpProxy } from './support/tcp-proxy.js';
+
+type TestAgent = TestApp['http'];
+
+/** Answers that settle a buyer: accepted, or refused for good. */
+const FINAL = new Set(['202', '409 SOLD_OUT', '409 ALREADY_PURCHASED']);
+const answerOf = (a: CrowdAnswer) => (a.status === 202 ? '202' : `${a.status} ${a.code ?? ''}`);
+
+/**
+ * Every buyer double-clicks, round after round, until each has a final answer: 202, SOLD_OUT or
+ * ALREADY_PURCHASED. A 503 (nothing taken) or a concurrent click's DUPLICATE_REQUEST is tried
+ * again next round. Returns every answer, and who was accepted.
+ */
+async function buyUntilSettled(http: TestAgent, goodsId: number, users: number[]) {
+  const answers: CrowdAnswer[] = [];
+  let pending = users;
+  await waitFor(
+    async () => {
+      const round = await doubleClickCrowd([http], goodsId, pending);
+      answers.push(...round);
+      const settled = new Set(
+        round.filter((a) => FINAL.has(answerOf(a))).map((answer) => answer.userId),
+      );
+      pending = pending.filter((userId) => !settled.has(userId));
+      return pending.length === 0;
+    },
+    { timeoutMs: 60_000, intervalMs: 200, what: 'every buyer to get a final answer' },
+  );
+  for (const answer of answers) {
+    expect([...FINAL, '503 UNAVAILABLE', '409 DUPLICATE_REQUEST']).toContain(answerOf(answer));
+  }
+  return { answers, accepted: answers.filter((a) => a.status === 202).map((a) => a.userId) };
+}
+
+/** seckill_purchases_total for this outcome and mode, from the app's registry. */
+async function purchases(app: NestFastifyApplication, outcome: string, mode: string) {
+  const metric = await app.get(MetricsService).purchases.get();
+  return (
+    metric.values.find((v) => v.labels.outcome === outcome && v.labels.mode === mode)?.value ?? 0
+  );
+}
+
+/** Exactly `stock` sold, one order per accepted buyer, each accepted buyer once, MySQL agreeing. */
+async function expectSoldExactly(
+  stores: Stores,
+  goodsId: number,
+  stock: number,
+  accepted: number[],
+) {
+  expect(accepted).toHaveLength(stock);
+  expect(new Set(accepted).size).toBe(stock);
+  const orders = await waitFor(
+    async () => {
+      const rows = await stores.orders(goodsId);
+      return rows.length >= stock ? rows : null;
+    },
+    { timeoutMs: 30_000, what: `${stock} orders` },
+  );
+  expect(orders).toHaveLength(stock);
+  expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(new Set(accepted));
+  expect(await stores.mysqlStock(goodsId)).toBe(0);
+}
+
+/** Once Redis is back and the sale rebuilt: the reconcile answers, consistent, nothing in flight. */
+async function reconciledOnRedis(http: TestAgent, goodsId: number) {
+  return waitFor(
+    async () => {
+      const response = await http
+        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+        .set('Authorization', adminAuth());
+      const body = response.body as { consistent?: boolean; inFlight?: number };
+      return response.status === 200 && body.consistent && body.inFlight === 0
+        ? (response.body as Record<string, unknown>)
+        : null;
+    },
+    { timeoutMs: 30_000, intervalMs: 200, what: 'a consistent reconcile on Redis' },
+  );
+}
+
+const users = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+
+describe('Redis down: the sale goes on through MySQL (REDIS_DOWN_MODE=database)', () => {
+  let redis: PrivateRedis;
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start();
+    t = await startApp({
+      REDIS_URL: redis.url,
+      REDIS_WATCH_INTERVAL_MS: '200',
+      PUBLISH_CONFIRM_TIMEOUT_MS: '1000',
+      TRUSTED_PROXIES: '127.0.0.1',
+    });
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await redis.kill();
+    await stores.close();
+  });
+
+  it('should sell exactly the stock, one per user, across a Redis killed mid-crowd and restarted empty', async () => {
+    const goodsId = await createSale(t.http, { stock: 200 });
+    // The first crowd buys through Redis; Redis dies while it is at it.
+    const before = doubleClickCrowd([t.http], goodsId, users(10_001, 150));
+    await waitFor(async () => (await stores.orders(goodsId)).length >= 20, {
+      what: 'the first orders',
+    });
+    await redis.kill();
+    const early = await before;
+    const pendingEarly = early.filter((a) => a.status !== 202).map((a) => a.userId);
+    const acceptedEarly = early.filter((a) => a.status === 202).map((a) => a.userId);
+
+    // Everyone else, and those the outage turned away, until the sale is sold out.
+    const during = await buyUntilSettled(t.http, goodsId, [
+      ...new Set([...pendingEarly, ...users(10_151, 450)]),
+    ]);
+    expect(await purchases(t.app, 'ACCEPTED', 'database')).toBeGreaterThan(0);
+    const accepted = [...acceptedEarly, ...during.accepted];
+    await expectSoldExactly(stores, goodsId, 200, accepted);
+
+    await redis.up(); // empty
+    const report = await reconciledOnRedis(t.http, goodsId);
+    expect(report).toMatchObject({ redisStock: 0, dbStock: 0, buyers: 200, inFlight: 0 });
+    // Back on Redis: a later buyer is refused by Redis, not by MySQL.
+    const redisSoldOut = await purchases(t.app, 'SOLD_OUT', 'redis');
+    await waitFor(
+      async () => {
+        const answer = await t.http
+          .post(`/api/v1/seckill/${goodsId}`)
+          .set('Authorization', bearer(10_601));
+        return (
+          answer.status === 409 && (await purchases(t.app, 'SOLD_OUT', 'redis')) > redisSoldOut
+        );
+      },
+      { intervalMs: 300, what: 'a SOLD_OUT from Redis' },
+    );
+    expect(await stores.orders(goodsId)).toHaveLength(200);
+  });
+});
+
+describe('Redis unreachable, then back with its data intact (a network outage)', () => {
+  let redis: PrivateRedis;
+  let proxy: TcpProxy;
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start();
+    const through = await proxyInFront(redis.url, 6379);
+    proxy = through.proxy;
+    t = await startApp({
+      REDIS_URL: through.url,
+      REDIS_WATCH_INTERVAL_MS: '200',
+      PUBLISH_CONFIRM_TIMEOUT_MS: '1000',
+      TRUSTED_PROXIES: '127.0.0.1',
+    });
+  });
+
+  afterAll(async () => {
+    proxy.up();
+    await t.close();
+    await proxy.close();
+    await redis.kill();
+    await stores.close();
+  });
+
+  it('should not sell from the stale Redis copy once it is reachable again, but rebuild it from MySQL first', async () => {
+    const goodsId = await createSale(t.http, { stock: 50 });
+    const viaRedis = await buyUntilSettled(t.http, goodsId, users(20_001, 10));
+    await waitFor(async () => (await stores.orders(goodsId)).length === 10, { what: '10 orders' });
+
+    proxy.down();
+    const viaMysql = await buyUntilSettled(t.http, goodsId, users(20_011, 20));
+    expect(viaMysql.accepted).toHaveLength(20);
+    // Redis still says 40 left; the truth is 20.
+    const direct = new Redis(redis.url);
+    expect(await direct.get(`seckill:{${goodsId}}:stock`)).toBe('40');
+    direct.disconnect();
+
+    proxy.up();
+    const after = await buyUntilSettled(t.http, goodsId, users(20_031, 40));
+    await expectSoldExactly(stores, goodsId, 50, [
+      ...viaRedis.accepted,
+      ...viaMysql.accepted,
+      ...after.accepted,
+    ]);
+    const report = await reconciledOnRedis(t.http, goodsId);
+    expect(report).toMatchObject({ redisStock: 0, dbStock: 0, buyers: 50 });
+    // The buyers MySQL sold to are known to the rebuilt Redis.
+    const again = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(20_011));
+    expect(again.status).toBe(409);
+  });
+});
+
+describe('Redis down: the goods row as the hot spot', () => {
+  let redis: PrivateRedis;
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start();
+    t = await startApp({
+      REDIS_URL: redis.url,
+      REDIS_WATCH_INTERVAL_MS: '200',
+      PUBLISH_CONFIRM_TIMEOUT_MS: '500',
+      TRUSTED_PROXIES: '127.0.0.1',
+      FALLBACK_MAX_INFLIGHT: '500',
+      RATE_LIMIT_ENABLED: 'false',
+    });
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await redis.kill();
+    await stores.close();
+  });
+
+  /** Sells one unit through MySQL (the fallback is open for this sale from then on). */
+  async function openFallback(goodsId: number, userId: number) {
+    await redis.kill();
+    await buyUntilSettled(t.http, goodsId, [userId]);
+  }
+
+  it('should sell exactly the stock to 500 concurrent buyers deciding on one goods row, none twice', async () => {
+    const goodsId = await createSale(t.http, { stock: 101 });
+    await openFallback(goodsId, 30_000);
+
+    const answers = await Promise.all(
+      users(30_001, 500).map((userId) =>
+        t.http
+          .post(`/api/v1/seckill/${goodsId}`)
+          .set('Authorization', bearer(userId))
+          .set('X-Forwarded-For', `10.3.${userId >> 8}.${userId & 255}`),
+      ),
+    );
+    const codes = answers.map((a) => (a.status === 202 ? '202' : `${a.status} ${a.body.code}`));
+    const accepted = answers.filter((a) => a.status === 202).length;
+    const soldOut = codes.filter((c) => c === '409 SOLD_OUT').length;
+    const unavailable = codes.filter((c) => c === '503 UNAVAILABLE').length;
+    expect(accepted + soldOut + unavailable).toBe(500);
+    expect(accepted).toBe(100);
+    const orders = await stores.orders(goodsId);
+    expect(orders).toHaveLength(101);
+    expect(new Set(orders.map((o) => Number(o.user_id))).size).toBe(101);
+    expect(await stores.mysqlStock(goodsId)).toBe(0);
+    await redis.up();
+    await reconciledOnRedis(t.http, goodsId);
+  });
+});
