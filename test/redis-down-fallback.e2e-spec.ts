@@ -56,6 +56,11 @@ async function purchases(app: NestFastifyApplication, outcome: string, mode: str
   );
 }
 
+async function fallbackRefusals(app: NestFastifyApplication, reason: string) {
+  const metric = await app.get(MetricsService).fallbackRefusals.get();
+  return metric.values.find((v) => v.labels.reason === reason)?.value ?? 0;
+}
+
 /** Exactly `stock` sold, one order per accepted buyer, each accepted buyer once, MySQL agreeing. */
 async function expectSoldExactly(
   stores: Stores,
@@ -204,11 +209,19 @@ describe('Redis unreachable, then back with its data intact (a network outage)',
     ]);
     const report = await reconciledOnRedis(t.http, goodsId);
     expect(report).toMatchObject({ redisStock: 0, dbStock: 0, buyers: 50 });
-    // The buyers MySQL sold to are known to the rebuilt Redis.
-    const again = await t.http
-      .post(`/api/v1/seckill/${goodsId}`)
-      .set('Authorization', bearer(20_011));
+    // The buyers MySQL sold to are known to the rebuilt Redis (503 until this instance has seen
+    // the sale loaded, a refresh of the marks later).
+    const again = await waitFor(
+      async () => {
+        const answer = await t.http
+          .post(`/api/v1/seckill/${goodsId}`)
+          .set('Authorization', bearer(20_011));
+        return answer.status === 503 ? null : answer;
+      },
+      { intervalMs: 100, what: 'an answer from the rebuilt Redis' },
+    );
     expect(again.status).toBe(409);
+    expect(await stores.orders(goodsId)).toHaveLength(50);
   });
 });
 
@@ -265,5 +278,109 @@ describe('Redis down: the goods row as the hot spot', () => {
     expect(await stores.mysqlStock(goodsId)).toBe(0);
     await redis.up();
     await reconciledOnRedis(t.http, goodsId);
+  });
+});
+
+describe('Redis down: the contract answers from the goods row', () => {
+  let redis: PrivateRedis;
+  let t: TestApp;
+  const stores = new Stores();
+  const sales = { held: 0, busy: 0, expiring: 0, upcoming: 0, ending: 0 };
+  const buy = (goodsId: number, userId: number) =>
+    t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(userId))
+      .set('X-Forwarded-For', `10.4.${userId >> 8}.${userId & 255}`);
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start();
+    t = await startApp({
+      REDIS_URL: redis.url,
+      REDIS_WATCH_INTERVAL_MS: '200',
+      PUBLISH_CONFIRM_TIMEOUT_MS: '500',
+      TRUSTED_PROXIES: '127.0.0.1',
+      FALLBACK_MAX_INFLIGHT: '4',
+      ORDER_PAYMENT_TIMEOUT_MS: '3000',
+    });
+    sales.held = await createSale(t.http, { stock: 5 });
+    sales.busy = await createSale(t.http, { stock: 100 });
+    sales.expiring = await createSale(t.http, { stock: 1 });
+    sales.upcoming = await createSale(t.http, { stock: 5, startsInMs: 600_000 });
+    sales.ending = await createSale(t.http, { stock: 5, startsInMs: -1_000, lastsMs: 4_000 });
+    await redis.kill();
+    // The fallback opens once its barrier has passed.
+    await buyUntilSettled(t.http, sales.held, [40_001]);
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await redis.kill();
+    await stores.close();
+  });
+
+  it('should refuse a second purchase by the same buyer with ALREADY_PURCHASED, and find the first order', async () => {
+    const again = await buy(sales.held, 40_001);
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe('ALREADY_PURCHASED');
+    const result = await t.http
+      .get(`/api/v1/seckill/${sales.held}/result`)
+      .set('Authorization', bearer(40_001))
+      .expect(200);
+    expect(result.body).toMatchObject({ status: 'SUCCESS', orderNo: expect.any(String) });
+    const order = await t.http
+      .get(`/api/v1/orders/${result.body.orderNo}`)
+      .set('Authorization', bearer(40_001))
+      .expect(200);
+    expect(order.body).toMatchObject({ userId: 40_001, status: 'PENDING_PAYMENT', quantity: 1 });
+    expect(await stores.orders(sales.held)).toHaveLength(1);
+  });
+
+  it('should enforce the sale window from the goods row', async () => {
+    expect((await buy(sales.upcoming, 40_002)).body.code).toBe('SALE_NOT_STARTED');
+    const ended = await waitFor(
+      async () => {
+        const answer = await buy(sales.ending, 40_003);
+        return answer.body.code === 'SALE_ENDED' ? answer : null;
+      },
+      { intervalMs: 300, what: 'the sale to end' },
+    );
+    expect(ended.status).toBe(409);
+    expect(await stores.orders(sales.upcoming)).toHaveLength(0);
+  });
+
+  it('should refuse purchases over FALLBACK_MAX_INFLIGHT with 503 at once, taking nothing', async () => {
+    const busyBefore = await fallbackRefusals(t.app, 'busy');
+    const answers = await Promise.all(users(41_001, 60).map((userId) => buy(sales.busy, userId)));
+    const accepted = answers.filter((a) => a.status === 202).length;
+    const refused = answers.filter((a) => a.status === 503);
+    for (const answer of answers) {
+      expect(['202', '503 UNAVAILABLE']).toContain(
+        answer.status === 202 ? '202' : `${answer.status} ${answer.body.code}`,
+      );
+    }
+    expect(refused.length).toBeGreaterThan(0);
+    expect(await fallbackRefusals(t.app, 'busy')).toBe(busyBefore + refused.length);
+    expect(await stores.orders(sales.busy)).toHaveLength(accepted);
+    expect(await stores.mysqlStock(sales.busy)).toBe(100 - accepted);
+  });
+
+  it('should cancel an unpaid fallback order at its payment timeout and sell its unit again', async () => {
+    const [first] = (await buyUntilSettled(t.http, sales.expiring, [42_001])).accepted;
+    expect(first).toBe(42_001);
+    expect((await buy(sales.expiring, 42_002)).body.code).toBe('SOLD_OUT');
+    await waitFor(async () => (await stores.orders(sales.expiring))[0]?.status === 'CANCELLED', {
+      timeoutMs: 30_000,
+      what: 'the payment timeout to cancel the order',
+    });
+    expect(await stores.mysqlStock(sales.expiring)).toBe(1);
+    await waitFor(async () => (await buy(sales.expiring, 42_002)).status === 202, {
+      intervalMs: 300,
+      what: 'the unit to sell again',
+    });
+    const orders = await stores.orders(sales.expiring);
+    expect(orders.map((o) => [Number(o.user_id), o.status])).toEqual([
+      [42_001, 'CANCELLED'],
+      [42_002, 'PENDING_PAYMENT'],
+    ]);
   });
 });

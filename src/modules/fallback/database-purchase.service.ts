@@ -24,7 +24,10 @@ interface GoodsRow {
 }
 
 /** The conditional UPDATE took nothing: why (read after the rollback). */
-type Refusal = DomainError | 'closed';
+type Refusal = DomainError | 'closed' | 'again';
+
+/** Tries of one purchase whose goods row changed between its UPDATE and the read of why. */
+const MAX_TRIES = 3;
 
 class NotTaken extends Error {}
 
@@ -99,13 +102,17 @@ export class DatabasePurchase {
       orderNo: newOrderNo(acceptedAt),
       expireAt: new Date(acceptedAt + this.config.orderPaymentTimeoutMs),
     };
-    let refusal = await this.tryOnce(goodsId, userId, quantity, order);
-    const fence = refusal === 'closed' && this.gate.redisDown(goodsId) && this.gate.fenceOpenedAt();
-    if (fence) {
-      await this.open(goodsId, fence);
+    let refusal: Refusal | null = 'again';
+    for (let tries = 0; refusal === 'again' && tries < MAX_TRIES; tries++) {
       refusal = await this.tryOnce(goodsId, userId, quantity, order);
+      const fence =
+        refusal === 'closed' && this.gate.redisDown(goodsId) && this.gate.fenceOpenedAt();
+      if (fence) {
+        await this.open(goodsId, fence);
+        refusal = 'again';
+      }
     }
-    if (refusal === 'closed') {
+    if (refusal === 'closed' || refusal === 'again') {
       this.metrics.fallbackRefusals.inc({ reason: 'closed' });
       throw new UnavailableError(
         'Redis is unavailable and the orders it accepted are not all written yet; nothing was taken',
@@ -177,6 +184,8 @@ export class DatabasePurchase {
       return new DomainError('VALIDATION_FAILED', 'quantity is above the per-user limit');
     }
     if (Number(goods.fallback_open) !== 1) return 'closed';
+    // Opened, or stock given back, since the UPDATE: try again.
+    if (Number(goods.stock) >= quantity) return 'again';
     if (Number(goods.stock) === 0) this.soldOut.set(goodsId, Date.now() + SOLD_OUT_MEMO_MS);
     return new DomainError('SOLD_OUT', 'Sold out');
   }
