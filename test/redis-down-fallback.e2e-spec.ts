@@ -13,6 +13,7 @@ import {
   type CrowdAnswer,
   type TestApp,
 } from './support/harness.js';
+import { recordChaos, secondsSince } from './support/chaos-report.js';
 import { PrivateRedis } from './support/private-redis.js';
 import { proxyInFront, type TcpProxy } from './support/tcp-proxy.js';
 
@@ -28,12 +29,13 @@ const answerOf = (a: CrowdAnswer) => (a.status === 202 ? '202' : `${a.status} ${
  * again next round. Returns every answer, and who was accepted.
  */
 async function buyUntilSettled(http: TestAgent, goodsId: number, users: number[]) {
-  const answers: CrowdAnswer[] = [];
+  const answers: (CrowdAnswer & { at: number })[] = [];
   let pending = users;
   await waitFor(
     async () => {
       const round = await doubleClickCrowd([http], goodsId, pending);
-      answers.push(...round);
+      const at = Date.now();
+      answers.push(...round.map((answer) => ({ ...answer, at })));
       const settled = new Set(
         round.filter((a) => FINAL.has(answerOf(a))).map((answer) => answer.userId),
       );
@@ -45,7 +47,12 @@ async function buyUntilSettled(http: TestAgent, goodsId: number, users: number[]
   for (const answer of answers) {
     expect([...FINAL, '503 UNAVAILABLE', '409 DUPLICATE_REQUEST']).toContain(answerOf(answer));
   }
-  return { answers, accepted: answers.filter((a) => a.status === 202).map((a) => a.userId) };
+  const firstAcceptedAt = answers.find((a) => a.status === 202)?.at ?? null;
+  return {
+    answers,
+    accepted: answers.filter((a) => a.status === 202).map((a) => a.userId),
+    firstAcceptedAt,
+  };
 }
 
 /** seckill_purchases_total for this outcome and mode, from the app's registry. */
@@ -128,6 +135,7 @@ describe('Redis down: the sale goes on through MySQL (REDIS_DOWN_MODE=database)'
     await waitFor(async () => (await stores.orders(goodsId)).length >= 20, {
       what: 'the first orders',
     });
+    const lostAt = Date.now();
     await redis.kill();
     const early = await before;
     const pendingEarly = early.filter((a) => a.status !== 202).map((a) => a.userId);
@@ -142,6 +150,7 @@ describe('Redis down: the sale goes on through MySQL (REDIS_DOWN_MODE=database)'
     await expectSoldExactly(stores, goodsId, 200, accepted);
 
     await redis.up(); // empty
+    const backAt = Date.now();
     const report = await reconciledOnRedis(t.http, goodsId);
     expect(report).toMatchObject({ redisStock: 0, dbStock: 0, buyers: 200, inFlight: 0 });
     // Back on Redis: a later buyer is refused by Redis, not by MySQL.
@@ -155,9 +164,18 @@ describe('Redis down: the sale goes on through MySQL (REDIS_DOWN_MODE=database)'
           answer.status === 409 && (await purchases(t.app, 'SOLD_OUT', 'redis')) > redisSoldOut
         );
       },
-      { intervalMs: 300, what: 'a SOLD_OUT from Redis' },
+      { intervalMs: 100, what: 'a SOLD_OUT from Redis' },
     );
     expect(await stores.orders(goodsId)).toHaveLength(200);
+    const firstSale = secondsSince(lostAt) - secondsSince(during.firstAcceptedAt!);
+    await recordChaos(stores, {
+      scenario: 'Redis down, sale goes on through MySQL',
+      fault: `redis-server SIGKILLed mid-crowd (600 buyers, stock 200, double clicks), restarted empty: ${acceptedEarly.length} sold through Redis, ${during.accepted.length} through MySQL; first MySQL sale ${firstSale.toFixed(1)} s after the loss; "recovered in" = restart to the first answer from Redis again`,
+      goodsId,
+      requests: early.length + during.answers.length + 1,
+      accepted: 200,
+      recoveredSeconds: secondsSince(backAt),
+    });
   });
 });
 
@@ -258,6 +276,7 @@ describe('Redis down: the goods row as the hot spot', () => {
     const goodsId = await createSale(t.http, { stock: 101 });
     await openFallback(goodsId, 30_000);
 
+    const startedAt = Date.now();
     const answers = await Promise.all(
       users(30_001, 500).map((userId) =>
         t.http
@@ -276,8 +295,17 @@ describe('Redis down: the goods row as the hot spot', () => {
     expect(orders).toHaveLength(101);
     expect(new Set(orders.map((o) => Number(o.user_id))).size).toBe(101);
     expect(await stores.mysqlStock(goodsId)).toBe(0);
+    const seconds = secondsSince(startedAt);
     await redis.up();
     await reconciledOnRedis(t.http, goodsId);
+    await recordChaos(stores, {
+      scenario: '500 buyers at once on one row, Redis down',
+      fault: `500 concurrent purchases decided by MySQL alone on one goods row (stock 100, FALLBACK_MAX_INFLIGHT=500): ${accepted} sold, ${soldOut} SOLD_OUT, ${unavailable} 503, all answered in ${seconds} s (${Math.round(500 / Math.max(seconds, 0.1))} answers/s)`,
+      goodsId,
+      requests: 500,
+      accepted: accepted + 1,
+      recoveredSeconds: null,
+    });
   });
 });
 
@@ -382,5 +410,66 @@ describe('Redis down: the contract answers from the goods row', () => {
       [42_001, 'CANCELLED'],
       [42_002, 'PENDING_PAYMENT'],
     ]);
+  });
+});
+
+describe('Redis down with an accepted order still in RabbitMQ', () => {
+  let redis: PrivateRedis;
+  let broker: TcpProxy;
+  let api: TestApp;
+  let worker: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start();
+    const env = {
+      REDIS_URL: redis.url,
+      REDIS_WATCH_INTERVAL_MS: '200',
+      PUBLISH_CONFIRM_TIMEOUT_MS: '500',
+    };
+    api = await startApp({ ...env, APP_ROLE: 'api' });
+    // The only consumer reaches the broker through a proxy the test stalls.
+    const through = await proxyInFront(process.env.RABBITMQ_URL!, 5672);
+    broker = through.proxy;
+    worker = await startApp({ ...env, APP_ROLE: 'worker', RABBITMQ_URL: through.url });
+  });
+
+  afterAll(async () => {
+    broker.resume();
+    await api.close();
+    await worker.close();
+    await broker.close();
+    await redis.kill();
+    await stores.close();
+  });
+
+  it('should write it before MySQL sells, so the fallback does not sell its unit again', async () => {
+    const goodsId = await createSale(api.http, { stock: 1 });
+    const buy = (userId: number) =>
+      api.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+    broker.stall();
+    expect((await buy(50_001)).status).toBe(202);
+    await redis.kill();
+
+    // Its order is not written: the fallback's barrier cannot pass, and nothing is sold.
+    const held: string[] = [];
+    await waitFor(
+      async () => {
+        const answer = await buy(50_002);
+        held.push(`${answer.status} ${answer.body.code}`);
+        return held.length >= 10;
+      },
+      { intervalMs: 300, what: 'purchases while the order is in the queue' },
+    );
+    expect(new Set(held)).toEqual(new Set(['503 UNAVAILABLE']));
+    expect(await stores.orders(goodsId)).toHaveLength(0);
+
+    broker.resume();
+    const after = await buyUntilSettled(api.http, goodsId, [50_002]);
+    expect(after.accepted).toEqual([]);
+    expect(after.answers.at(-1)?.code).toBe('SOLD_OUT');
+    const orders = await stores.orders(goodsId);
+    expect(orders.map((order) => Number(order.user_id))).toEqual([50_001]);
+    expect(await stores.mysqlStock(goodsId)).toBe(0);
   });
 });
