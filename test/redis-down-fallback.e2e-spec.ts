@@ -105,70 +105,74 @@ async function reconciledOnRedis(http: TestAgent, goodsId: number) {
   );
 }
 
-const users = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
-
-describe('Redis down: the sale goes on through MySQL (REDIS_DOWN_MODE=database)', () => {
-  let redis: PrivateRedis;
-  let t: TestApp;
-  const stores = new Stores();
-
+/** An app on a private Redis that the tests kill and restart, started before the block's tests. */
+function useAppOnPrivateRedis(env: Record<string, string> = {}) {
+  const app = {} as { redis: PrivateRedis; t: TestApp; stores: Stores };
+  app.stores = new Stores();
   beforeAll(async () => {
-    redis = await PrivateRedis.start();
-    t = await startApp({
-      REDIS_URL: redis.url,
+    app.redis = await PrivateRedis.start();
+    app.t = await startApp({
+      REDIS_URL: app.redis.url,
       REDIS_WATCH_INTERVAL_MS: '200',
       PUBLISH_CONFIRM_TIMEOUT_MS: '1000',
       TRUSTED_PROXIES: '127.0.0.1',
+      ...env,
     });
   });
-
   afterAll(async () => {
-    await t.close();
-    await redis.kill();
-    await stores.close();
+    await app.t.close();
+    await app.redis.kill();
+    await app.stores.close();
   });
+  return app;
+}
+
+const users = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+
+describe('Redis down: the sale goes on through MySQL (REDIS_DOWN_MODE=database)', () => {
+  const app = useAppOnPrivateRedis();
 
   it('should sell exactly the stock, one per user, across a Redis killed mid-crowd and restarted empty', async () => {
-    const goodsId = await createSale(t.http, { stock: 200 });
+    const goodsId = await createSale(app.t.http, { stock: 200 });
     // The first crowd buys through Redis; Redis dies while it is at it.
-    const before = doubleClickCrowd([t.http], goodsId, users(10_001, 150));
-    await waitFor(async () => (await stores.orders(goodsId)).length >= 20, {
+    const before = doubleClickCrowd([app.t.http], goodsId, users(10_001, 150));
+    await waitFor(async () => (await app.stores.orders(goodsId)).length >= 20, {
       what: 'the first orders',
     });
     const lostAt = Date.now();
-    await redis.kill();
+    await app.redis.kill();
     const early = await before;
     const pendingEarly = early.filter((a) => a.status !== 202).map((a) => a.userId);
     const acceptedEarly = early.filter((a) => a.status === 202).map((a) => a.userId);
 
     // Everyone else, and those the outage turned away, until the sale is sold out.
-    const during = await buyUntilSettled(t.http, goodsId, [
+    const during = await buyUntilSettled(app.t.http, goodsId, [
       ...new Set([...pendingEarly, ...users(10_151, 450)]),
     ]);
-    expect(await purchases(t.app, 'ACCEPTED', 'database')).toBeGreaterThan(0);
+    expect(await purchases(app.t.app, 'ACCEPTED', 'database')).toBeGreaterThan(0);
     const accepted = [...acceptedEarly, ...during.accepted];
-    await expectSoldExactly(stores, goodsId, 200, accepted);
+    await expectSoldExactly(app.stores, goodsId, 200, accepted);
 
-    await redis.up(); // empty
+    await app.redis.up(); // empty
     const backAt = Date.now();
-    const report = await reconciledOnRedis(t.http, goodsId);
+    const report = await reconciledOnRedis(app.t.http, goodsId);
     expect(report).toMatchObject({ redisStock: 0, dbStock: 0, buyers: 200, inFlight: 0 });
     // Back on Redis: a later buyer is refused by Redis, not by MySQL.
-    const redisSoldOut = await purchases(t.app, 'SOLD_OUT', 'redis');
+    const redisSoldOut = await purchases(app.t.app, 'SOLD_OUT', 'redis');
     await waitFor(
       async () => {
-        const answer = await t.http
+        const answer = await app.t.http
           .post(`/api/v1/seckill/${goodsId}`)
           .set('Authorization', bearer(10_601));
         return (
-          answer.status === 409 && (await purchases(t.app, 'SOLD_OUT', 'redis')) > redisSoldOut
+          answer.status === 409 && (await purchases(app.t.app, 'SOLD_OUT', 'redis')) > redisSoldOut
         );
       },
       { intervalMs: 100, what: 'a SOLD_OUT from Redis' },
     );
-    expect(await stores.orders(goodsId)).toHaveLength(200);
+    expect(await app.stores.orders(goodsId)).toHaveLength(200);
     const firstSale = secondsSince(lostAt) - secondsSince(during.firstAcceptedAt!);
-    await recordChaos(stores, {
+    await recordChaos(app.stores, {
       scenario: 'Redis down, sale goes on through MySQL',
       fault: `redis-server SIGKILLed mid-crowd (600 buyers, stock 200, double clicks), restarted empty: ${acceptedEarly.length} sold through Redis, ${during.accepted.length} through MySQL; first MySQL sale ${firstSale.toFixed(1)} s after the loss; "recovered in" = restart to the first answer from Redis again`,
       goodsId,
@@ -244,42 +248,25 @@ describe('Redis unreachable, then back with its data intact (a network outage)',
 });
 
 describe('Redis down: the goods row as the hot spot', () => {
-  let redis: PrivateRedis;
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    redis = await PrivateRedis.start();
-    t = await startApp({
-      REDIS_URL: redis.url,
-      REDIS_WATCH_INTERVAL_MS: '200',
-      PUBLISH_CONFIRM_TIMEOUT_MS: '500',
-      TRUSTED_PROXIES: '127.0.0.1',
-      FALLBACK_MAX_INFLIGHT: '500',
-      RATE_LIMIT_ENABLED: 'false',
-    });
-  });
-
-  afterAll(async () => {
-    await t.close();
-    await redis.kill();
-    await stores.close();
+  const app = useAppOnPrivateRedis({
+    PUBLISH_CONFIRM_TIMEOUT_MS: '500',
+    FALLBACK_MAX_INFLIGHT: '500',
   });
 
   /** Sells one unit through MySQL (the fallback is open for this sale from then on). */
   async function openFallback(goodsId: number, userId: number) {
-    await redis.kill();
-    await buyUntilSettled(t.http, goodsId, [userId]);
+    await app.redis.kill();
+    await buyUntilSettled(app.t.http, goodsId, [userId]);
   }
 
   it('should sell exactly the stock to 500 concurrent buyers deciding on one goods row, none twice', async () => {
-    const goodsId = await createSale(t.http, { stock: 101 });
+    const goodsId = await createSale(app.t.http, { stock: 101 });
     await openFallback(goodsId, 30_000);
 
     const startedAt = Date.now();
     const answers = await Promise.all(
       users(30_001, 500).map((userId) =>
-        t.http
+        app.t.http
           .post(`/api/v1/seckill/${goodsId}`)
           .set('Authorization', bearer(userId))
           .set('X-Forwarded-For', `10.3.${userId >> 8}.${userId & 255}`),
@@ -291,14 +278,14 @@ describe('Redis down: the goods row as the hot spot', () => {
     const unavailable = codes.filter((c) => c === '503 UNAVAILABLE').length;
     expect(accepted + soldOut + unavailable).toBe(500);
     expect(accepted).toBe(100);
-    const orders = await stores.orders(goodsId);
+    const orders = await app.stores.orders(goodsId);
     expect(orders).toHaveLength(101);
     expect(new Set(orders.map((o) => Number(o.user_id))).size).toBe(101);
-    expect(await stores.mysqlStock(goodsId)).toBe(0);
+    expect(await app.stores.mysqlStock(goodsId)).toBe(0);
     const seconds = secondsSince(startedAt);
-    await redis.up();
-    await reconciledOnRedis(t.http, goodsId);
-    await recordChaos(stores, {
+    await app.redis.up();
+    await reconciledOnRedis(app.t.http, goodsId);
+    await recordChaos(app.stores, {
       scenario: '500 buyers at once on one row, Redis down',
       fault: `500 concurrent purchases decided by MySQL alone on one goods row (stock 100, FALLBACK_MAX_INFLIGHT=500): ${accepted} sold, ${soldOut} SOLD_OUT, ${unavailable} 503, all answered in ${seconds} s (${Math.round(500 / Math.max(seconds, 0.1))} answers/s)`,
       goodsId,
@@ -310,57 +297,44 @@ describe('Redis down: the goods row as the hot spot', () => {
 });
 
 describe('Redis down: the contract answers from the goods row', () => {
-  let redis: PrivateRedis;
-  let t: TestApp;
-  const stores = new Stores();
+  const app = useAppOnPrivateRedis({
+    PUBLISH_CONFIRM_TIMEOUT_MS: '500',
+    FALLBACK_MAX_INFLIGHT: '4',
+    ORDER_PAYMENT_TIMEOUT_MS: '3000',
+  });
   const sales = { held: 0, busy: 0, expiring: 0, upcoming: 0, ending: 0 };
   const buy = (goodsId: number, userId: number) =>
-    t.http
+    app.t.http
       .post(`/api/v1/seckill/${goodsId}`)
       .set('Authorization', bearer(userId))
       .set('X-Forwarded-For', `10.4.${userId >> 8}.${userId & 255}`);
 
   beforeAll(async () => {
-    redis = await PrivateRedis.start();
-    t = await startApp({
-      REDIS_URL: redis.url,
-      REDIS_WATCH_INTERVAL_MS: '200',
-      PUBLISH_CONFIRM_TIMEOUT_MS: '500',
-      TRUSTED_PROXIES: '127.0.0.1',
-      FALLBACK_MAX_INFLIGHT: '4',
-      ORDER_PAYMENT_TIMEOUT_MS: '3000',
-    });
-    sales.held = await createSale(t.http, { stock: 5 });
-    sales.busy = await createSale(t.http, { stock: 100 });
-    sales.expiring = await createSale(t.http, { stock: 1 });
-    sales.upcoming = await createSale(t.http, { stock: 5, startsInMs: 600_000 });
-    sales.ending = await createSale(t.http, { stock: 5, startsInMs: -1_000, lastsMs: 4_000 });
-    await redis.kill();
+    sales.held = await createSale(app.t.http, { stock: 5 });
+    sales.busy = await createSale(app.t.http, { stock: 100 });
+    sales.expiring = await createSale(app.t.http, { stock: 1 });
+    sales.upcoming = await createSale(app.t.http, { stock: 5, startsInMs: 600_000 });
+    sales.ending = await createSale(app.t.http, { stock: 5, startsInMs: -1_000, lastsMs: 4_000 });
+    await app.redis.kill();
     // The fallback opens once its barrier has passed.
-    await buyUntilSettled(t.http, sales.held, [40_001]);
-  });
-
-  afterAll(async () => {
-    await t.close();
-    await redis.kill();
-    await stores.close();
+    await buyUntilSettled(app.t.http, sales.held, [40_001]);
   });
 
   it('should refuse a second purchase by the same buyer with ALREADY_PURCHASED, and find the first order', async () => {
     const again = await buy(sales.held, 40_001);
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('ALREADY_PURCHASED');
-    const result = await t.http
+    const result = await app.t.http
       .get(`/api/v1/seckill/${sales.held}/result`)
       .set('Authorization', bearer(40_001))
       .expect(200);
     expect(result.body).toMatchObject({ status: 'SUCCESS', orderNo: expect.any(String) });
-    const order = await t.http
+    const order = await app.t.http
       .get(`/api/v1/orders/${result.body.orderNo}`)
       .set('Authorization', bearer(40_001))
       .expect(200);
     expect(order.body).toMatchObject({ userId: 40_001, status: 'PENDING_PAYMENT', quantity: 1 });
-    expect(await stores.orders(sales.held)).toHaveLength(1);
+    expect(await app.stores.orders(sales.held)).toHaveLength(1);
   });
 
   it('should enforce the sale window from the goods row', async () => {
@@ -373,11 +347,11 @@ describe('Redis down: the contract answers from the goods row', () => {
       { intervalMs: 300, what: 'the sale to end' },
     );
     expect(ended.status).toBe(409);
-    expect(await stores.orders(sales.upcoming)).toHaveLength(0);
+    expect(await app.stores.orders(sales.upcoming)).toHaveLength(0);
   });
 
   it('should refuse purchases over FALLBACK_MAX_INFLIGHT with 503 at once, taking nothing', async () => {
-    const busyBefore = await fallbackRefusals(t.app, 'busy');
+    const busyBefore = await fallbackRefusals(app.t.app, 'busy');
     const answers = await Promise.all(users(41_001, 60).map((userId) => buy(sales.busy, userId)));
     const accepted = answers.filter((a) => a.status === 202).length;
     const refused = answers.filter((a) => a.status === 503);
@@ -387,25 +361,28 @@ describe('Redis down: the contract answers from the goods row', () => {
       );
     }
     expect(refused.length).toBeGreaterThan(0);
-    expect(await fallbackRefusals(t.app, 'busy')).toBe(busyBefore + refused.length);
-    expect(await stores.orders(sales.busy)).toHaveLength(accepted);
-    expect(await stores.mysqlStock(sales.busy)).toBe(100 - accepted);
+    expect(await fallbackRefusals(app.t.app, 'busy')).toBe(busyBefore + refused.length);
+    expect(await app.stores.orders(sales.busy)).toHaveLength(accepted);
+    expect(await app.stores.mysqlStock(sales.busy)).toBe(100 - accepted);
   });
 
   it('should cancel an unpaid fallback order at its payment timeout and sell its unit again', async () => {
-    const [first] = (await buyUntilSettled(t.http, sales.expiring, [42_001])).accepted;
+    const [first] = (await buyUntilSettled(app.t.http, sales.expiring, [42_001])).accepted;
     expect(first).toBe(42_001);
     expect((await buy(sales.expiring, 42_002)).body.code).toBe('SOLD_OUT');
-    await waitFor(async () => (await stores.orders(sales.expiring))[0]?.status === 'CANCELLED', {
-      timeoutMs: 30_000,
-      what: 'the payment timeout to cancel the order',
-    });
-    expect(await stores.mysqlStock(sales.expiring)).toBe(1);
+    await waitFor(
+      async () => (await app.stores.orders(sales.expiring))[0]?.status === 'CANCELLED',
+      {
+        timeoutMs: 30_000,
+        what: 'the payment timeout to cancel the order',
+      },
+    );
+    expect(await app.stores.mysqlStock(sales.expiring)).toBe(1);
     await waitFor(async () => (await buy(sales.expiring, 42_002)).status === 202, {
       intervalMs: 300,
       what: 'the unit to sell again',
     });
-    const orders = await stores.orders(sales.expiring);
+    const orders = await app.stores.orders(sales.expiring);
     expect(orders.map((o) => [Number(o.user_id), o.status])).toEqual([
       [42_001, 'CANCELLED'],
       [42_002, 'PENDING_PAYMENT'],

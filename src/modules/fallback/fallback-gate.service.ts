@@ -51,14 +51,16 @@ interface Fence {
 export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(FallbackGate.name);
   private readonly enabled: boolean;
-  /** Drops of the connection seen (each failed reconnect attempt is one too). */
-  private drops = 0;
-  /** Outages: from a drop after the server was identified until it is identified again. */
+  /** Outages: from a drop until every master is identified again. */
   private outages = 0;
   private down = false;
   private droppedAt = 0;
-  /** The marks have not been read since the last drop (or since start). */
-  private unchecked: boolean;
+  /** The marks have not been read since start. */
+  private unread: boolean;
+  /** Masters (watchdog.masterOf) whose connection dropped since the marks were last read. */
+  private droppedSinceRead = new Set<string>();
+  /** Masters that were not identified when the marks were last read: held until read again. */
+  private heldMasters = new Set<string>();
   private readonly stale = new Set<number>();
   private fence?: Fence;
   private timer?: NodeJS.Timeout;
@@ -74,7 +76,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   ) {
     // Only where purchases are served.
     this.enabled = config.redisDownMode === 'database' && config.appRole !== 'worker';
-    this.unchecked = this.enabled;
+    this.unread = this.enabled;
   }
 
   /** Before the first request: an instance started while sales wait for their rebuild holds them. */
@@ -82,7 +84,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
     if (!this.enabled) return;
     try {
       await this.readMarks();
-      this.unchecked = false;
+      this.unread = false;
     } catch (error) {
       this.logger.warn(`fallback marks not read at start: ${(error as Error).message}`);
     }
@@ -90,9 +92,8 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
 
   onModuleInit(): void {
     if (!this.enabled) return;
-    this.watchdog.onDrop(() => {
-      this.drops++;
-      this.unchecked = true;
+    this.watchdog.onDrop((master) => {
+      this.droppedSinceRead.add(master);
       if (this.down) return;
       this.down = true;
       this.outages++;
@@ -104,7 +105,11 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
 
   /** The Redis path must not sell this goods now: MySQL decides it (or refuses it) instead. */
   holdsRedisPath(goodsId: number): boolean {
-    return this.enabled && (this.unchecked || this.stale.has(goodsId));
+    if (!this.enabled) return false;
+    if (this.unread || this.stale.has(goodsId)) return true;
+    if (this.droppedSinceRead.size === 0 && this.heldMasters.size === 0) return false;
+    const master = this.watchdog.masterOf(goodsId);
+    return this.droppedSinceRead.has(master) || this.heldMasters.has(master);
   }
 
   /** Redis cannot be reached for this goods from here (the watchdog's view, no probe). */
@@ -163,21 +168,36 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
     }
   }
 
-  /** Reads which goods Redis must not sell yet; frees the Redis path of those rebuilt. */
+  /**
+   * Reads which goods Redis must not sell yet, and frees the Redis path of those rebuilt and of
+   * the masters identified again. Goes on while a master is down: a mark set meanwhile (by
+   * another instance, or a consumer) must be known by the time it is back.
+   */
   private async refresh(): Promise<void> {
-    if (this.refreshing || (!this.unchecked && this.stale.size === 0)) return;
+    if (this.refreshing) return;
+    // Only a read begun once a master is identified again releases that master's hold.
+    const unidentified = this.watchdog.unidentified();
+    if (unidentified.length === 0) this.down = false;
+    if (
+      this.droppedSinceRead.size === 0 &&
+      this.heldMasters.size === 0 &&
+      this.stale.size === 0 &&
+      unidentified.length === 0
+    ) {
+      return;
+    }
     this.refreshing = true;
-    const drops = this.drops;
-    // Only a read begun while the server is identified releases the hold of a drop.
-    const identified = !this.redisDown(0);
-    if (identified) this.down = false;
+    const dropped = this.droppedSinceRead;
+    this.droppedSinceRead = new Set();
     try {
       await this.readMarks();
-      if (identified && drops === this.drops && this.unchecked) {
-        this.unchecked = false;
+      const released = [...this.heldMasters].filter((m) => !unidentified.includes(m));
+      this.heldMasters = new Set(unidentified);
+      if (released.length > 0) {
         this.logger.log(`redis path open again, held from it: ${this.stale.size} goods`);
       }
     } catch (error) {
+      for (const master of dropped) this.droppedSinceRead.add(master);
       this.logger.debug(`fallback marks not read: ${(error as Error).message}`);
     } finally {
       this.refreshing = false;
