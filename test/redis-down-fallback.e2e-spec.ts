@@ -121,14 +121,19 @@ async function reconciledOnRedis(http: TestAgent, goodsId: number) {
   );
 }
 
-/** An app on a private Redis that the tests kill and restart, started before the block's tests. */
+/**
+ * An app on a private Redis that the tests kill and restart, or cut off (a network outage that
+ * leaves its data in place) through a proxy, started before the block's tests.
+ */
 function useAppOnPrivateRedis(env: Record<string, string> = {}) {
-  const app = {} as { redis: PrivateRedis; t: TestApp; stores: Stores };
+  const app = {} as { redis: PrivateRedis; proxy: TcpProxy; t: TestApp; stores: Stores };
   app.stores = new Stores();
   beforeAll(async () => {
     app.redis = await PrivateRedis.start();
+    const through = await proxyInFront(app.redis.url, 6379);
+    app.proxy = through.proxy;
     app.t = await startApp({
-      REDIS_URL: app.redis.url,
+      REDIS_URL: through.url,
       REDIS_WATCH_INTERVAL_MS: '200',
       PUBLISH_CONFIRM_TIMEOUT_MS: '1000',
       TRUSTED_PROXIES: '127.0.0.1',
@@ -136,19 +141,41 @@ function useAppOnPrivateRedis(env: Record<string, string> = {}) {
     });
   });
   afterAll(async () => {
+    app.proxy.up();
     await app.t.close();
+    await app.proxy.close();
     await app.redis.kill();
     await app.stores.close();
   });
   return app;
 }
 
+type AppOnPrivateRedis = ReturnType<typeof useAppOnPrivateRedis>;
+
+/** Two ways to lose Redis and get it back: a crash (back empty), a network outage (data kept). */
+const OUTAGES = [
+  {
+    back: 'restarted empty',
+    scenario: 'Redis down, sale goes on through MySQL',
+    fault: 'redis-server SIGKILLed mid-crowd, restarted empty',
+    lose: (app: AppOnPrivateRedis) => app.redis.kill(),
+    restore: (app: AppOnPrivateRedis) => app.redis.up(),
+  },
+  {
+    back: 'back with its data',
+    scenario: 'Redis unreachable, sale goes on through MySQL',
+    fault: 'Redis cut off mid-crowd (connections dropped and refused), back with its data',
+    lose: async (app: AppOnPrivateRedis) => app.proxy.down(),
+    restore: async (app: AppOnPrivateRedis) => app.proxy.up(),
+  },
+];
+
 const users = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
 
-describe('Redis down: the sale goes on through MySQL (REDIS_DOWN_MODE=database)', () => {
+describe.each(OUTAGES)('Redis lost mid-crowd, then $back (REDIS_DOWN_MODE=database)', (outage) => {
   const app = useAppOnPrivateRedis();
 
-  it('should sell exactly the stock, one per user, across a Redis killed mid-crowd and restarted empty', async () => {
+  it('should sell exactly the stock through MySQL meanwhile, one per user, and go on through Redis after', async () => {
     const goodsId = await createSale(app.t.http, { stock: 200 });
     // The first crowd buys through Redis; Redis dies while it is at it.
     const before = doubleClickCrowd([app.t.http], goodsId, users(10_001, 150));
@@ -156,7 +183,7 @@ describe('Redis down: the sale goes on through MySQL (REDIS_DOWN_MODE=database)'
       what: 'the first orders',
     });
     const lostAt = Date.now();
-    await app.redis.kill();
+    await outage.lose(app);
     const early = await before;
     const pendingEarly = early.filter((a) => a.status !== 202).map((a) => a.userId);
     const acceptedEarly = early.filter((a) => a.status === 202).map((a) => a.userId);
@@ -169,7 +196,7 @@ describe('Redis down: the sale goes on through MySQL (REDIS_DOWN_MODE=database)'
     const accepted = [...acceptedEarly, ...during.accepted];
     await expectSoldExactly(app.stores, goodsId, 200, accepted);
 
-    await app.redis.up(); // empty
+    await outage.restore(app);
     const backAt = Date.now();
     const report = await reconciledOnRedis(app.t.http, goodsId);
     expect(report).toMatchObject({ redisStock: 0, dbStock: 0, buyers: 200, inFlight: 0 });
@@ -189,8 +216,8 @@ describe('Redis down: the sale goes on through MySQL (REDIS_DOWN_MODE=database)'
     expect(await app.stores.orders(goodsId)).toHaveLength(200);
     const firstSale = secondsSince(lostAt) - secondsSince(during.firstAcceptedAt!);
     await recordChaos(app.stores, {
-      scenario: 'Redis down, sale goes on through MySQL',
-      fault: `redis-server SIGKILLed mid-crowd (600 buyers, stock 200, double clicks), restarted empty: ${acceptedEarly.length} sold through Redis, ${during.accepted.length} through MySQL; first MySQL sale ${firstSale.toFixed(1)} s after the loss; "recovered in" = restart to the first answer from Redis again`,
+      scenario: outage.scenario,
+      fault: `${outage.fault} (600 buyers, stock 200, double clicks): ${acceptedEarly.length} sold through Redis, ${during.accepted.length} through MySQL; first MySQL sale ${firstSale.toFixed(1)} s after the loss; "recovered in" = Redis back to the first answer from Redis again`,
       goodsId,
       requests: early.length + during.answers.length + 1,
       accepted: 200,
@@ -200,58 +227,37 @@ describe('Redis down: the sale goes on through MySQL (REDIS_DOWN_MODE=database)'
 });
 
 describe('Redis unreachable, then back with its data intact (a network outage)', () => {
-  let redis: PrivateRedis;
-  let proxy: TcpProxy;
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    redis = await PrivateRedis.start();
-    const through = await proxyInFront(redis.url, 6379);
-    proxy = through.proxy;
-    t = await startApp({
-      REDIS_URL: through.url,
-      REDIS_WATCH_INTERVAL_MS: '200',
-      PUBLISH_CONFIRM_TIMEOUT_MS: '1000',
-      TRUSTED_PROXIES: '127.0.0.1',
-    });
-  });
-
-  afterAll(async () => {
-    proxy.up();
-    await t.close();
-    await proxy.close();
-    await redis.kill();
-    await stores.close();
-  });
+  const app = useAppOnPrivateRedis();
 
   it('should not sell from the stale Redis copy once it is reachable again, but rebuild it from MySQL first', async () => {
-    const goodsId = await createSale(t.http, { stock: 50 });
-    const viaRedis = await buyUntilSettled(t.http, goodsId, users(20_001, 10));
-    await waitFor(async () => (await stores.orders(goodsId)).length === 10, { what: '10 orders' });
+    const goodsId = await createSale(app.t.http, { stock: 50 });
+    const viaRedis = await buyUntilSettled(app.t.http, goodsId, users(20_001, 10));
+    await waitFor(async () => (await app.stores.orders(goodsId)).length === 10, {
+      what: '10 orders',
+    });
 
-    proxy.down();
-    const viaMysql = await buyUntilSettled(t.http, goodsId, users(20_011, 20));
+    app.proxy.down();
+    const viaMysql = await buyUntilSettled(app.t.http, goodsId, users(20_011, 20));
     expect(viaMysql.accepted).toHaveLength(20);
     // Redis still says 40 left; the truth is 20.
-    const direct = new Redis(redis.url);
+    const direct = new Redis(app.redis.url);
     expect(await direct.get(`seckill:{${goodsId}}:stock`)).toBe('40');
     direct.disconnect();
 
-    proxy.up();
-    const after = await buyUntilSettled(t.http, goodsId, users(20_031, 40));
-    await expectSoldExactly(stores, goodsId, 50, [
+    app.proxy.up();
+    const after = await buyUntilSettled(app.t.http, goodsId, users(20_031, 40));
+    await expectSoldExactly(app.stores, goodsId, 50, [
       ...viaRedis.accepted,
       ...viaMysql.accepted,
       ...after.accepted,
     ]);
-    const report = await reconciledOnRedis(t.http, goodsId);
+    const report = await reconciledOnRedis(app.t.http, goodsId);
     expect(report).toMatchObject({ redisStock: 0, dbStock: 0, buyers: 50 });
     // The buyers MySQL sold to are known to the rebuilt Redis (503 until this instance has seen
     // the sale loaded, a refresh of the marks later).
     const again = await waitFor(
       async () => {
-        const answer = await t.http
+        const answer = await app.t.http
           .post(`/api/v1/seckill/${goodsId}`)
           .set('Authorization', bearer(20_011));
         return answer.status === 503 ? null : answer;
@@ -259,7 +265,7 @@ describe('Redis unreachable, then back with its data intact (a network outage)',
       { intervalMs: 100, what: 'an answer from the rebuilt Redis' },
     );
     expect(again.status).toBe(409);
-    expect(await stores.orders(goodsId)).toHaveLength(50);
+    expect(await app.stores.orders(goodsId)).toHaveLength(50);
   });
 });
 
