@@ -122,10 +122,10 @@ async function reconciledOnRedis(http: TestAgent, goodsId: number) {
 }
 
 /**
- * An app on a private Redis that the tests kill and restart, or cut off (a network outage that
- * leaves its data in place) through a proxy, started before the block's tests.
+ * An app on a private Redis that the tests kill and restart, or (unless `direct`) cut off through
+ * a proxy (a network outage that leaves its data in place), started before the block's tests.
  */
-function useAppOnPrivateRedis(env: Record<string, string> = {}) {
+function useAppOnPrivateRedis(env: Record<string, string> = {}, { direct = false } = {}) {
   const app = {} as { redis: PrivateRedis; proxy: TcpProxy; t: TestApp; stores: Stores };
   app.stores = new Stores();
   beforeAll(async () => {
@@ -133,7 +133,8 @@ function useAppOnPrivateRedis(env: Record<string, string> = {}) {
     const through = await proxyInFront(app.redis.url, 6379);
     app.proxy = through.proxy;
     app.t = await startApp({
-      REDIS_URL: through.url,
+      // Direct: a killed server's connections end at once, as they would in production.
+      REDIS_URL: direct ? app.redis.url : through.url,
       REDIS_WATCH_INTERVAL_MS: '200',
       PUBLISH_CONFIRM_TIMEOUT_MS: '1000',
       TRUSTED_PROXIES: '127.0.0.1',
@@ -158,6 +159,7 @@ const OUTAGES = [
     back: 'restarted empty',
     scenario: 'Redis down, sale goes on through MySQL',
     fault: 'redis-server SIGKILLed mid-crowd, restarted empty',
+    direct: true,
     lose: (app: AppOnPrivateRedis) => app.redis.kill(),
     restore: (app: AppOnPrivateRedis) => app.redis.up(),
   },
@@ -165,6 +167,7 @@ const OUTAGES = [
     back: 'back with its data',
     scenario: 'Redis unreachable, sale goes on through MySQL',
     fault: 'Redis cut off mid-crowd (connections dropped and refused), back with its data',
+    direct: false,
     lose: async (app: AppOnPrivateRedis) => app.proxy.down(),
     restore: async (app: AppOnPrivateRedis) => app.proxy.up(),
   },
@@ -173,7 +176,7 @@ const OUTAGES = [
 const users = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
 
 describe.each(OUTAGES)('Redis lost mid-crowd, then $back (REDIS_DOWN_MODE=database)', (outage) => {
-  const app = useAppOnPrivateRedis();
+  const app = useAppOnPrivateRedis({}, { direct: outage.direct });
 
   it('should sell exactly the stock through MySQL meanwhile, one per user, and go on through Redis after', async () => {
     const goodsId = await createSale(app.t.http, { stock: 200 });

@@ -92,6 +92,11 @@ export class DatabaseBarrier {
     return { consumers: consumers.map((r) => r.session), open: open.map((r) => r.id) };
   }
 
+  /** A consumer session that closed its channel: what it held is back in the queue. */
+  async leave(session: string): Promise<void> {
+    await this.db.query('DELETE FROM seckill_consumer_beat WHERE session = ?', [session]);
+  }
+
   async isDelivered(id: string): Promise<boolean> {
     const [row] = await this.db.query<unknown[]>(
       'SELECT 1 FROM seckill_fallback_barrier WHERE id = ? AND delivered_at IS NOT NULL',

@@ -243,6 +243,10 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     this.stop.abort();
     await Promise.race([this.batcher.drain(), sleep(this.config.shutdownTimeoutMs)]);
     await this.channel.close();
+    if (this.config.redisDownMode === 'database') {
+      // Gone now rather than when its beat expires: a barrier that saw it restarts at once.
+      await this.databaseBarriers.leave(this.session).catch(() => undefined);
+    }
     this.logger.log('consumer stopped');
   }
 }
