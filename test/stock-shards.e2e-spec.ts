@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import type { RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RedisClient } from '../src/infra/redis/redis-client.js';
 import { allBucketKeys, bucketKeys } from '../src/infra/redis/seckill-keys.js';
 import { DeductCode, LoanCode, SeckillScripts } from '../src/infra/redis/seckill-scripts.js';
 import { bucketOrder, homeBucket } from '../src/infra/redis/stock-buckets.js';
@@ -20,51 +18,8 @@ import {
   waitFor,
   type TestApp,
 } from './support/harness.js';
-import { buyUntilReopened, PrivateRedis, PrivateRedisCluster } from './support/private-redis.js';
-
-/** Each bucket's stock, bucket 0 first (null for a bucket Redis does not hold). */
-async function bucketStocks(redis: RedisClient, goodsId: number, shards: number) {
-  return Promise.all(
-    allBucketKeys(goodsId, shards).map(async (keys) => {
-      const value = await redis.get(keys.stock);
-      return value === null ? null : Number(value);
-    }),
-  );
-}
-
-/** Purchases Redis holds that are not settled yet, over every bucket: in flight, outbox, loans. */
-async function unsettled(redis: RedisClient, goodsId: number, shards: number): Promise<number> {
-  let total = 0;
-  for (const keys of allBucketKeys(goodsId, shards)) {
-    total += await redis.hlen(keys.inflight);
-    total += await redis.zcard(keys.outbox);
-    total += await redis.hlen(keys.loans);
-  }
-  return total;
-}
-
-/** The buyers hash of every bucket, merged. */
-async function allBuyers(redis: RedisClient, goodsId: number, shards: number) {
-  const buyers: Record<string, string> = {};
-  for (const keys of allBucketKeys(goodsId, shards)) {
-    Object.assign(buyers, await redis.hgetall(keys.buyers));
-  }
-  return buyers;
-}
-
-/** `count` user ids from `from` on whose home bucket (of `shards`) satisfies `wanted`. */
-function usersHomed(
-  from: number,
-  count: number,
-  shards: number,
-  wanted: (home: number) => boolean,
-) {
-  const users: number[] = [];
-  for (let userId = from; users.length < count; userId++) {
-    if (wanted(homeBucket(userId, shards))) users.push(userId);
-  }
-  return users;
-}
+import { buyUntilReopened, PrivateRedisCluster } from './support/private-redis.js';
+import { allBuyers, bucketStocks, unsettled, usersHomed } from './support/stock-buckets.js';
 
 describe("a hot item's stock split over buckets, on a Redis Cluster of three masters", () => {
   let cluster: PrivateRedisCluster;
@@ -79,6 +34,7 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
       REDIS_CLUSTER_NODES: cluster.seeds,
       TRUSTED_PROXIES: '127.0.0.1',
       STOCK_SHARDS: '8',
+      REDIS_WATCH_INTERVAL_MS: '200',
     });
   });
 
@@ -93,6 +49,22 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
       .post(`/api/v1/seckill/${goodsId}`)
       .set('Authorization', bearer(userId))
       .set('X-Forwarded-For', `10.2.${(userId >> 8) & 255}.${userId & 255}`);
+
+  /** Every unit sold: nothing unsettled, no bucket holding any stock, the stores agreeing. */
+  async function expectAllSold(goodsId: number, shards: number, buyers: number) {
+    await waitFor(async () => (await unsettled(stores.redis, goodsId, shards)) === 0, {
+      timeoutMs: 30_000,
+      what: 'every purchase settled',
+    });
+    expect(await bucketStocks(stores.redis, goodsId, shards)).toEqual(new Array(shards).fill(0));
+    expect(await stores.mysqlStock(goodsId)).toBe(0);
+    expect(await consistentReconcile(t.http, goodsId)).toMatchObject({
+      redisStock: 0,
+      dbStock: 0,
+      buyers,
+      inFlight: 0,
+    });
+  }
 
   it('should sell exactly 500 of 500 in 8 buckets to 2,000 users (some double-clicking), one per user, none stranded in a bucket, and reconcile consistent', async () => {
     const goodsId = await createSale(t.http, { stock: 500 });
@@ -137,7 +109,7 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
     expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(
       new Set(accepted.map((answer) => answer.userId)),
     );
-    expect(await bucketStocks(stores.redis, goodsId, 8)).toEqual(new Array(8).fill(0));
+    await expectAllSold(goodsId, 8, 500);
     const buyers = await allBuyers(stores.redis, goodsId, 8);
     expect(Object.keys(buyers)).toHaveLength(500);
     // Each buyer is written down in the home bucket only.
@@ -146,13 +118,6 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
         expect(homeBucket(Number(userId), 8)).toBe(bucket);
       }
     }
-    expect(await stores.mysqlStock(goodsId)).toBe(0);
-    expect(await consistentReconcile(t.http, goodsId)).toMatchObject({
-      redisStock: 0,
-      dbStock: 0,
-      buyers: 500,
-      inFlight: 0,
-    });
     expect((await buy(goodsId, 79_999).expect(409)).body.code).toBe('SOLD_OUT');
   });
 
@@ -167,20 +132,10 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
 
     // Bucket 0 held 2; the other 6 were borrowed from buckets 1 to 3.
     expect(await counter(t.app, 'seckill_stock_loans_total', 'taken')).toBe(takenBefore + 6);
-    await waitFor(async () => (await unsettled(stores.redis, goodsId, 4)) === 0, {
-      timeoutMs: 30_000,
-      what: 'every purchase settled',
-    });
-    expect(await bucketStocks(stores.redis, goodsId, 4)).toEqual([0, 0, 0, 0]);
+    await expectAllSold(goodsId, 4, 8);
     expect(Object.keys(await stores.redis.hgetall(bucketKeys(goodsId, 4, 0).buyers))).toHaveLength(
       8,
     );
-    expect(await consistentReconcile(t.http, goodsId)).toMatchObject({
-      redisStock: 0,
-      dbStock: 0,
-      buyers: 8,
-      inFlight: 0,
-    });
   });
 
   it('should sell stock that a cancel gives back to a buyer whose home bucket is empty', async () => {
@@ -213,13 +168,7 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
       what: 'the returned unit sold to the latecomer',
     });
     await waitFor(async () => (await stores.orders(goodsId)).length === 5);
-    expect(await bucketStocks(stores.redis, goodsId, 4)).toEqual([0, 0, 0, 0]);
-    expect(await consistentReconcile(t.http, goodsId)).toMatchObject({
-      redisStock: 0,
-      dbStock: 0,
-      buyers: 4,
-      inFlight: 0,
-    });
+    await expectAllSold(goodsId, 4, 4);
   });
 
   it('should give back, exactly once, a loan whose purchase was never recorded, and then refuse its late record', async () => {
@@ -274,59 +223,6 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
       buyers: 1,
     });
   });
-});
-
-describe('a goods split over buckets when Redis restarts empty', () => {
-  let redis: PrivateRedis;
-  let t: TestApp;
-  const stores = new Stores();
-
-  beforeAll(async () => {
-    redis = await PrivateRedis.start();
-    t = await startApp({ REDIS_URL: redis.url, REDIS_WATCH_INTERVAL_MS: '200' });
-  });
-
-  afterAll(async () => {
-    await t.close();
-    await redis.kill();
-    await stores.close();
-  });
-
-  it('should rebuild every bucket from MySQL: the stock left split over the buckets, each buyer in the home bucket', async () => {
-    const goodsId = await createSale(t.http, { stock: 20, stockShards: 4 });
-    const buy = (userId: number) =>
-      t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
-    // Five buyers of one home bucket: three of their units are borrowed from other buckets.
-    const buyers = usersHomed(83_000, 6, 4, (home) => home === 1);
-    for (const userId of buyers.slice(0, 5)) await buy(userId).expect(202);
-    await waitFor(async () => (await stores.orders(goodsId)).length === 5, { what: 'five orders' });
-
-    await redis.kill();
-    await redis.up(); // empty
-    await buyUntilReopened(buy, buyers[5]);
-    expect((await buy(buyers[0]).expect(409)).body.code).toBe('ALREADY_PURCHASED');
-    await waitFor(async () => (await stores.orders(goodsId)).length === 6, { what: 'six orders' });
-
-    const local = new Stores(new Redis(redis.url));
-    try {
-      const stocks = await bucketStocks(local.redis, goodsId, 4);
-      expect(stocks.reduce((sum, stock) => sum! + stock!, 0)).toBe(14);
-      expect(
-        Math.max(...(stocks as number[])) - Math.min(...(stocks as number[])),
-      ).toBeLessThanOrEqual(1);
-      expect(
-        Object.keys(await local.redis.hgetall(bucketKeys(goodsId, 4, 1).buyers)).sort(),
-      ).toEqual(buyers.map(String).sort());
-    } finally {
-      await local.close();
-    }
-    expect(await consistentReconcile(t.http, goodsId)).toMatchObject({
-      redisStock: 14,
-      dbStock: 14,
-      buyers: 6,
-      inFlight: 0,
-    });
-  });
 
   it('should refuse a bad stockShards with the contract error and create nothing', async () => {
     for (const stockShards of [0, 65, 'x', 1.5]) {
@@ -350,5 +246,34 @@ describe('a goods split over buckets when Redis restarts empty', () => {
       );
       expect(Number(rows[0].n)).toBe(0);
     }
+  });
+
+  // Last in this block: it restarts a master.
+  it('should close the whole goods when a master holding one of its buckets restarts empty, and rebuild every bucket from MySQL', async () => {
+    const goodsId = await createSale(t.http, { stock: 16, stockShards: 4 });
+    const master = await cluster.masterOf(bucketKeys(goodsId, 4, 0).stock);
+    const first = [84_001, 84_002, 84_003, 84_004, 84_005];
+    for (const userId of first) await buy(goodsId, userId).expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 5, { what: 'five orders' });
+
+    await cluster.kill(master);
+    expect((await buy(goodsId, 84_006).expect(503)).body.code).toBe('UNAVAILABLE');
+    await cluster.up(master); // empty: the buckets it held are gone, the others survived
+    await buyUntilReopened((userId) => buy(goodsId, userId), 84_006);
+
+    expect((await buy(goodsId, first[0]).expect(409)).body.code).toBe('ALREADY_PURCHASED');
+    await waitFor(async () => (await stores.orders(goodsId)).length === 6, { what: 'six orders' });
+    await waitFor(async () => (await unsettled(stores.redis, goodsId, 4)) === 0, {
+      what: 'every purchase settled',
+    });
+    const stocks = (await bucketStocks(stores.redis, goodsId, 4)) as number[];
+    expect(stocks.reduce((sum, stock) => sum + stock, 0)).toBe(10);
+    expect(Object.keys(await allBuyers(stores.redis, goodsId, 4))).toHaveLength(6);
+    expect(await consistentReconcile(t.http, goodsId)).toMatchObject({
+      redisStock: 10,
+      dbStock: 10,
+      buyers: 6,
+      inFlight: 0,
+    });
   });
 });
