@@ -16,7 +16,8 @@ export function saleKeys(goodsId: number) {
  * is the sale's own keys (`seckill:{42}:…`), unchanged; with more, each bucket has its own tag
  * (`seckill:{42.3}:…`) so that the buckets spread over a cluster's masters. A buyer's bookkeeping
  * (buyers, in flight, outbox, results, lock…) lives in the buyer's home bucket (stock-buckets.ts).
- * What belongs to the goods as a whole (verdict, rates, challenges, tokens) stays in saleKeys.
+ * What belongs to the goods as a whole (verdict, rates, challenges, tokens, and the bucket count
+ * in the field `shards` of its meta) stays in saleKeys.
  */
 export function bucketKeys(goodsId: number, shards: number, bucket: number): SaleKeys {
   return shards === 1 ? saleKeys(goodsId) : keysUnder(`seckill:{${goodsId}.${bucket}}`);

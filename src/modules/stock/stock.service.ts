@@ -76,12 +76,19 @@ export class StockService {
   ) {}
 
   /**
-   * How many buckets the goods' stock is split over: from memory once known, else from MySQL
-   * (an unknown goods has one: its keys then say it is not preheated).
+   * How many buckets the goods' stock is split over: from memory once known, else from Redis
+   * (a preheated sale says it in its meta: `shards` for several buckets, a one-bucket sale's own
+   * meta otherwise), so that purchases of a preheated sale need no MySQL; else from MySQL (an
+   * unknown goods has one: its keys then say it is not preheated).
    */
   async shardsOf(goodsId: number): Promise<number> {
     const known = this.shardCounts.get(goodsId);
     if (known !== undefined) return known;
+    const [shards, total] = await this.redis.hmget(saleKeys(goodsId).meta, 'shards', 'total');
+    if (shards !== null || total !== null) {
+      this.rememberShards(goodsId, shards === null ? 1 : Number(shards));
+      return this.knownShards(goodsId);
+    }
     const row = await this.goods.findOne({
       where: { id: goodsId },
       select: { id: true, stockShards: true },
@@ -338,6 +345,8 @@ export class StockService {
   ): Promise<{ loaded: boolean; stock: number }> {
     this.rememberShards(goodsId, sale.stockShards);
     const buckets = allBucketKeys(goodsId, sale.stockShards);
+    // Where another instance looks the count up (the buckets have their own tags).
+    if (buckets.length > 1) await this.redis.hset(saleKeys(goodsId).meta, 'shards', buckets.length);
     const shares = splitEvenly(sale.stock, buckets.length);
     const hasHistory = history.buyers.length > 0 || history.cancelledOrderNos.length > 0;
     if (hasHistory && !(await this.isPreheated(goodsId))) {
