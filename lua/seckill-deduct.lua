@@ -13,13 +13,17 @@
   ARGV[2] quantity (positive integer)
   ARGV[3] requestId (server-made, unique)
   ARGV[4] order message JSON (stored in the outbox for the sweeper)
+  ARGV[5] mode (optional): "borrowed" when the stock was already taken from another bucket of the
+          goods (a loan, lua/seckill-loan.lua): every check and the bookkeeping as usual, but this
+          bucket's stock is neither checked nor touched
 
   Returns {code, remaining}:
     0 ACCEPTED            stock taken, buyer, outbox and result recorded
     1 NOT_PREHEATED       no stock or meta in Redis
     2 SALE_NOT_STARTED
     3 SALE_ENDED
-    4 SOLD_OUT            less stock left than asked for
+    4 SOLD_OUT            less stock left than asked for (in a goods with several buckets: this
+                          bucket's; asked after the per-user checks, so it changes nothing)
     5 ALREADY_PURCHASED   the user already holds an active purchase of this goods
     6 OVER_LIMIT          quantity above the per-user limit
     7 REPLAYED            this requestId was already accepted (a resent command): nothing changed
@@ -34,6 +38,7 @@
 local userId = ARGV[1]
 local quantity = tonumber(ARGV[2])
 local requestId = ARGV[3]
+local borrowed = ARGV[5] == 'borrowed'
 
 if redis.call('HEXISTS', KEYS[4], requestId) == 1 then
   return {7, tonumber(redis.call('GET', KEYS[1]) or '0')}
@@ -63,11 +68,13 @@ end
 if tonumber(redis.call('HGET', KEYS[3], userId) or '0') > 0 then
   return {5, stock}
 end
-if stock < quantity then
-  return {4, stock}
+local remaining = stock
+if not borrowed then
+  if stock < quantity then
+    return {4, stock}
+  end
+  remaining = redis.call('DECRBY', KEYS[1], quantity)
 end
-
-local remaining = redis.call('DECRBY', KEYS[1], quantity)
 redis.call('HSET', KEYS[3], userId, quantity)
 redis.call('HSET', KEYS[4], requestId, ARGV[4])
 redis.call('ZADD', KEYS[5], now, requestId)

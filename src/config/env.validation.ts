@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { validateCronExpression } from 'cron';
+import { MAX_STOCK_SHARDS } from '../infra/redis/stock-buckets.js';
 import {
   LOG_FORMATS,
   LOG_LEVELS,
@@ -85,6 +86,8 @@ export interface AppConfig {
   autoban: { threshold: number; windowMs: number; banSeconds: number };
   /** How long an instance answers SOLD_OUT from memory after Redis said so; 0 = off. */
   soldOutMemoMs: number;
+  /** Stock buckets of a goods created without `stockShards`. */
+  stockShards: number;
   /** How long after a sale's end an Idempotency-Key's answer is kept. */
   idempotencyRetentionMs: number;
   resultStream: ResultStreamConfig;
@@ -445,6 +448,7 @@ export function validateEnv(env: Env): AppConfig {
       banSeconds: readInt(env, 'AUTOBAN_SECONDS', 600, 1, 31_536_000),
     },
     soldOutMemoMs: readInt(env, 'SOLD_OUT_MEMO_MS', 1_000, 0, 60_000),
+    stockShards: readInt(env, 'STOCK_SHARDS', 1, 1, MAX_STOCK_SHARDS),
     idempotencyRetentionMs: readInt(
       env,
       'IDEMPOTENCY_RETENTION_MS',

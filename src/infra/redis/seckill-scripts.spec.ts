@@ -7,6 +7,7 @@ import { encodeOrderMessage } from '../../modules/messaging/order-message.js';
 import { saleKeys, throttleKeys, type SaleKeys } from './seckill-keys.js';
 import {
   DeductCode,
+  LoanCode,
   ReleaseCode,
   RestockCode,
   SeckillScripts,
@@ -774,6 +775,7 @@ describe('SeckillScripts (real Redis)', () => {
         buyersQuantity: 0,
         inFlightQuantity: 0,
         inFlightCount: 0,
+        loans: [],
       });
       expect(await redis.exists(sale.keys.stock, sale.keys.buyers, sale.keys.inflight)).toBe(0);
     });
@@ -799,6 +801,7 @@ describe('SeckillScripts (real Redis)', () => {
         buyersQuantity: 6,
         inFlightQuantity: 6,
         inFlightCount: 3,
+        loans: [],
       });
     });
 
@@ -817,6 +820,7 @@ describe('SeckillScripts (real Redis)', () => {
         buyersQuantity: 6,
         inFlightQuantity: 4,
         inFlightCount: 2,
+        loans: [],
       });
     });
   });
@@ -1014,6 +1018,113 @@ describe('SeckillScripts (real Redis)', () => {
       expect(await redis.hgetall(sale.keys.buyers)).toEqual(
         Object.fromEntries(orders.map((order) => [String(order.userId), String(order.quantity)])),
       );
+    });
+  });
+
+  describe('loans between buckets', () => {
+    it('should lend stock once and write the loan down, and lend nothing when short', async () => {
+      const lender = await openSale({ stock: 2 });
+      const requestId = randomUUID();
+      expect(await scripts.loan(lender.keys, requestId, 2, 77, 3)).toEqual({
+        code: LoanCode.Lent,
+        remaining: 0,
+      });
+      const loan = JSON.parse((await redis.hget(lender.keys.loans, requestId))!) as {
+        quantity: number;
+        home: number;
+        userId: string;
+      };
+      expect(loan).toMatchObject({ quantity: 2, home: 3, userId: '77' });
+      expect(await scripts.loan(lender.keys, randomUUID(), 1, 78, 3)).toEqual({
+        code: LoanCode.Empty,
+        remaining: 0,
+      });
+      expect(await scripts.loan(newSale().keys, randomUUID(), 1, 78, 3)).toEqual({
+        code: LoanCode.NotPreheated,
+        remaining: 0,
+      });
+    });
+
+    it('should give a loan back exactly once, or drop it without giving it back', async () => {
+      const lender = await openSale({ stock: 5 });
+      const [back, kept] = [randomUUID(), randomUUID()];
+      await scripts.loan(lender.keys, back, 2, 1, 0);
+      await scripts.loan(lender.keys, kept, 1, 2, 0);
+      expect(await stockOf(lender)).toBe(2);
+      expect(await scripts.settleLoan(lender.keys, back, true)).toBe(2);
+      expect(await scripts.settleLoan(lender.keys, back, true)).toBe(0);
+      expect(await scripts.settleLoan(lender.keys, kept, false)).toBe(1);
+      expect(await stockOf(lender)).toBe(4);
+      expect(await redis.hlen(lender.keys.loans)).toBe(0);
+    });
+
+    it('should record a borrowed purchase without touching the home stock, after the per-user checks', async () => {
+      const home = await openSale({ stock: 0 });
+      const message = (requestId: string) =>
+        encodeOrderMessage({
+          requestId,
+          orderNo: `SK${Date.now()}${requestId.slice(0, 8).toUpperCase()}`,
+          userId: 5,
+          goodsId: home.goodsId,
+          quantity: 1,
+          acceptedAt: Date.now(),
+        });
+      expect((await buy(home, 5)).code).toBe(DeductCode.SoldOut);
+      const first = randomUUID();
+      expect(await scripts.deduct(home.keys, 5, 1, first, message(first), true)).toEqual({
+        code: DeductCode.Accepted,
+        remaining: 0,
+      });
+      expect(await redis.hget(home.keys.buyers, '5')).toBe('1');
+      expect(await redis.hexists(home.keys.inflight, first)).toBe(1);
+      const second = randomUUID();
+      expect((await scripts.deduct(home.keys, 5, 1, second, message(second), true)).code).toBe(
+        DeductCode.AlreadyPurchased,
+      );
+      expect(await stockOf(home)).toBe(0);
+    });
+
+    it('should void an unrecorded request (a late record is then refused) and leave a recorded one alone', async () => {
+      const home = await openSale({ stock: 3 });
+      const recorded = await buy(home, 10);
+      expect(
+        await scripts.release(home.keys, recorded.requestId, false, 'UNAVAILABLE', 10, 1),
+      ).toBe(ReleaseCode.Recorded);
+      expect(await redis.hexists(home.keys.inflight, recorded.requestId)).toBe(1);
+
+      const never = randomUUID();
+      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 11, 1)).toBe(
+        ReleaseCode.NotInFlight,
+      );
+      expect((await buy(home, 11, 1, never)).code).toBe(DeductCode.Voided);
+
+      const done = await buy(home, 12);
+      await scripts.complete(home.keys, [
+        { requestId: done.requestId, userId: 12, orderNo: 'SK-done' },
+      ]);
+      // Its result is overwritten by a later purchase; the completed record still tells.
+      await redis.hset(
+        home.keys.results,
+        '12',
+        JSON.stringify({ status: 'QUEUED', requestId: 'x' }),
+      );
+      expect(await scripts.release(home.keys, done.requestId, false, 'UNAVAILABLE', 12, 1)).toBe(
+        ReleaseCode.Completed,
+      );
+    });
+
+    it("should count a bucket's open loans as used when rebuilding, and write nothing in a dry run", async () => {
+      const bucket = await openSale({ stock: 10 });
+      await scripts.loan(bucket.keys, randomUUID(), 3, 1, 1);
+      const since = await redisNowMs();
+      const dry = await scripts.rebuild(bucket.keys, 0, since, [], [], true);
+      expect(dry).toEqual({ stock: 0, usedQuantity: 3, buyerCount: 0 });
+      expect(await stockOf(bucket)).toBe(7);
+      expect(await scripts.rebuild(bucket.keys, 10, since, [])).toEqual({
+        stock: 7,
+        usedQuantity: 3,
+        buyerCount: 0,
+      });
     });
   });
 

@@ -115,7 +115,7 @@ export class OrderIngest {
         settled.set(order.requestId, { kind: 'completed', order });
         continue;
       }
-      await this.stock.release(goodsId, order.requestId, 'UNDELIVERABLE', true);
+      await this.stock.release(goodsId, order.requestId, 'UNDELIVERABLE', true, order.userId);
       this.logger.error(
         `order given up, its message exhausted its deliveries, stock returned: request=${order.requestId} goods=${goodsId} user=${order.userId}`,
       );
@@ -132,7 +132,7 @@ export class OrderIngest {
     if (purchases.length === 0) return [];
     const flags = await this.stock.claim(
       goodsId,
-      purchases.map(({ order }) => order.requestId),
+      purchases.map(({ order }) => order),
     );
     const claimed: NewOrder[] = [];
     purchases.forEach(({ order }, index) => {
@@ -185,7 +185,7 @@ export class OrderIngest {
     for (const outcome of writes) {
       if (outcome.kind !== 'rejected' || settled.has(outcome.order.requestId)) continue;
       const { order, reason } = outcome;
-      await this.stock.release(goodsId, order.requestId, reason, true);
+      await this.stock.release(goodsId, order.requestId, reason, true, order.userId);
       this.logger.warn(
         `purchase failed: request=${order.requestId} goods=${goodsId} user=${order.userId} reason=${reason}`,
       );
@@ -216,7 +216,7 @@ export class OrderIngest {
     error: Error,
     settled: Settled,
   ): Promise<void> {
-    await this.stock.release(goodsId, order.requestId, 'REJECTED', true);
+    await this.stock.release(goodsId, order.requestId, 'REJECTED', true, order.userId);
     this.logger.error(
       `order refused by MySQL, stock returned: request=${order.requestId} goods=${goodsId} user=${order.userId} ${error.message}`,
     );
