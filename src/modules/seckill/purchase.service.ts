@@ -54,7 +54,7 @@ export class PurchaseService {
     userId: number,
     quantity: number,
   ): Promise<PurchaseAccepted> {
-    // One MySQL read per goods and instance, then from memory.
+    // The bucket count: read once per goods and instance (Redis meta, else MySQL), then from memory.
     const home = await orUnavailable('MySQL', () => this.stock.homeKeys(goodsId, userId));
     if (this.recovery.closed(goodsId)) {
       throw new UnavailableError('Redis is being rebuilt after a restart; nothing was taken');
