@@ -248,6 +248,61 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
     }
   });
 
+  it('should sell exactly the stock while repairs rebuild the buckets under a borrowing crowd, answering only 202, 409 or 503', async () => {
+    const goodsId = await createSale(t.http, { stock: 300 });
+    // Most buyers share bucket 0 (38 units): the rest of their units are borrowed.
+    const users = [
+      ...usersHomed(90_000, 900, 8, (home) => home === 0),
+      ...usersHomed(95_000, 100, 8, (home) => home !== 0),
+    ];
+    const answers: { userId: number; status: number; code?: string }[] = [];
+    let crowdDone = false;
+    const crowd = Promise.all(
+      users.map(async (userId) => {
+        // A 503 (the sale being repaired) or a click still holding the lock: the buyer clicks again.
+        for (let click = 0; click < 500; click++) {
+          const response = await buy(goodsId, userId);
+          const code = response.body.code as string | undefined;
+          answers.push({ userId, status: response.status, code });
+          if (response.status !== 503 && code !== 'DUPLICATE_REQUEST') return;
+        }
+      }),
+    ).finally(() => (crowdDone = true));
+    const repairs: number[] = [];
+    while (!crowdDone) {
+      const response = await t.http
+        .post(`/api/v1/admin/goods/${goodsId}/reconcile/repair`)
+        .set('Authorization', adminAuth());
+      repairs.push(response.status);
+    }
+    await crowd;
+
+    expect(repairs.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(repairs)).toEqual(new Set([200]));
+    for (const answer of answers) {
+      expect([202, 409, 503]).toContain(answer.status);
+      if (answer.status === 503) expect(answer.code).toBe('UNAVAILABLE');
+    }
+    const accepted = answers.filter((answer) => answer.status === 202);
+    expect(accepted).toHaveLength(300);
+    expect(new Set(accepted.map((answer) => answer.userId)).size).toBe(300);
+    const orders = await waitFor(
+      async () => {
+        const rows = await stores.orders(goodsId);
+        return rows.length >= 300 && (await unsettled(stores.redis, goodsId, 8)) === 0
+          ? rows
+          : null;
+      },
+      { timeoutMs: 60_000, what: '300 orders and nothing unsettled' },
+    );
+    expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(
+      new Set(accepted.map((answer) => answer.userId)),
+    );
+    await expectAllSold(goodsId, 8, 300);
+    // No freeze left behind: the next buyer is told SOLD_OUT, not 503.
+    expect((await buy(goodsId, 99_999).expect(409)).body.code).toBe('SOLD_OUT');
+  });
+
   // Last in this block: it restarts a master.
   it('should close the whole goods when a master holding one of its buckets restarts empty, and rebuild every bucket from MySQL', async () => {
     const goodsId = await createSale(t.http, { stock: 16, stockShards: 4 });
