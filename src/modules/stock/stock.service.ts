@@ -537,26 +537,27 @@ export class StockService {
     throw new UnavailableError('The repair could not keep the sale frozen; run it again');
   }
 
+  // Each step on every bucket at once: the buckets are on different masters, and the sale
+  // answers 503 for as long as this takes.
   private async freezeAll(goodsId: number, buckets: SaleKeys[], token: string): Promise<void> {
-    for (const keys of buckets) {
-      if (!(await this.scripts.freeze(keys, 'freeze', token, REPAIR_FREEZE_MS))) {
-        throw new UnavailableError(`Another repair of goods ${goodsId} is under way`);
-      }
+    const frozen = await Promise.all(
+      buckets.map((keys) => this.scripts.freeze(keys, 'freeze', token, REPAIR_FREEZE_MS)),
+    );
+    if (frozen.includes(false)) {
+      throw new UnavailableError(`Another repair of goods ${goodsId} is under way`);
     }
   }
 
   private async heldThroughout(buckets: SaleKeys[], token: string): Promise<boolean> {
-    for (const keys of buckets) {
-      if (!(await this.scripts.freeze(keys, 'held', token))) return false;
-    }
-    return true;
+    const held = await Promise.all(buckets.map((keys) => this.scripts.freeze(keys, 'held', token)));
+    return !held.includes(false);
   }
 
   /** Best effort per bucket: one left frozen lapses on its own (REPAIR_FREEZE_MS). */
   private async thawAll(buckets: SaleKeys[], token: string): Promise<void> {
-    for (const keys of buckets) {
-      await this.scripts.freeze(keys, 'thaw', token).catch(() => false);
-    }
+    await Promise.all(
+      buckets.map((keys) => this.scripts.freeze(keys, 'thaw', token).catch(() => false)),
+    );
   }
 
   /** The dry pass over every bucket, then the real one (see rebuild). */
@@ -569,23 +570,29 @@ export class StockService {
   ): Promise<RebuiltSale | null> {
     const byHome = buckets.map(() => [] as ActiveOrderRef[]);
     for (const order of activeOrders) byHome[homeBucket(order.userId, buckets.length)].push(order);
-    const used: number[] = [];
-    for (const [bucket, keys] of buckets.entries()) {
-      const dry = await this.scripts.rebuild(keys, 0, completedSince, byHome[bucket], [], true);
-      if (!dry) return null;
-      used.push(dry.usedQuantity);
-    }
+    // The buckets are frozen: no order among them matters, so all at once.
+    const dry = await Promise.all(
+      buckets.map((keys, bucket) =>
+        this.scripts.rebuild(keys, 0, completedSince, byHome[bucket], [], true),
+      ),
+    );
+    if (dry.includes(null)) return null;
+    const used = dry.map((part) => part!.usedQuantity);
     const left = Math.max(0, totalStock - used.reduce((sum, quantity) => sum + quantity, 0));
     const shares = splitEvenly(left, buckets.length);
+    const parts = await Promise.all(
+      buckets.map((keys, bucket) =>
+        this.scripts.rebuild(
+          keys,
+          used[bucket] + shares[bucket],
+          completedSince,
+          byHome[bucket],
+          cancelledOrderNos,
+        ),
+      ),
+    );
     const rebuilt = { stock: 0, usedQuantity: 0, buyerCount: 0 };
-    for (const [bucket, keys] of buckets.entries()) {
-      const part = await this.scripts.rebuild(
-        keys,
-        used[bucket] + shares[bucket],
-        completedSince,
-        byHome[bucket],
-        cancelledOrderNos,
-      );
+    for (const part of parts) {
       if (!part) return null;
       rebuilt.stock += part.stock;
       rebuilt.usedQuantity += part.usedQuantity;
