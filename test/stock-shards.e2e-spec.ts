@@ -50,6 +50,23 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
       .set('Authorization', bearer(userId))
       .set('X-Forwarded-For', `10.2.${(userId >> 8) & 255}.${userId & 255}`);
 
+  /** Waits for `count` orders with nothing unsettled; they are exactly the accepted buyers'. */
+  async function expectOrdersOf(goodsId: number, accepted: { userId: number }[], count: number) {
+    const orders = await waitFor(
+      async () => {
+        const rows = await stores.orders(goodsId);
+        return rows.length >= count && (await unsettled(stores.redis, goodsId, 8)) === 0
+          ? rows
+          : null;
+      },
+      { timeoutMs: 60_000, what: `${count} orders and nothing unsettled` },
+    );
+    expect(orders).toHaveLength(count);
+    expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(
+      new Set(accepted.map((answer) => answer.userId)),
+    );
+  }
+
   /** Every unit sold: nothing unsettled, no bucket holding any stock, the stores agreeing. */
   async function expectAllSold(goodsId: number, shards: number, buyers: number) {
     await waitFor(async () => (await unsettled(stores.redis, goodsId, shards)) === 0, {
@@ -96,19 +113,7 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
     for (const refused of answers.filter((answer) => answer.status !== 202)) {
       expect(['SOLD_OUT', 'ALREADY_PURCHASED', 'DUPLICATE_REQUEST']).toContain(refused.code);
     }
-    const orders = await waitFor(
-      async () => {
-        const rows = await stores.orders(goodsId);
-        return rows.length >= 500 && (await unsettled(stores.redis, goodsId, 8)) === 0
-          ? rows
-          : null;
-      },
-      { timeoutMs: 60_000, what: '500 orders and nothing unsettled' },
-    );
-    expect(orders).toHaveLength(500);
-    expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(
-      new Set(accepted.map((answer) => answer.userId)),
-    );
+    await expectOrdersOf(goodsId, accepted, 500);
     await expectAllSold(goodsId, 8, 500);
     const buyers = await allBuyers(stores.redis, goodsId, 8);
     expect(Object.keys(buyers)).toHaveLength(500);
@@ -294,18 +299,7 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
     const accepted = answers.filter((answer) => answer.status === 202);
     expect(accepted).toHaveLength(300);
     expect(new Set(accepted.map((answer) => answer.userId)).size).toBe(300);
-    const orders = await waitFor(
-      async () => {
-        const rows = await stores.orders(goodsId);
-        return rows.length >= 300 && (await unsettled(stores.redis, goodsId, 8)) === 0
-          ? rows
-          : null;
-      },
-      { timeoutMs: 60_000, what: '300 orders and nothing unsettled' },
-    );
-    expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(
-      new Set(accepted.map((answer) => answer.userId)),
-    );
+    await expectOrdersOf(goodsId, accepted, 300);
     await expectAllSold(goodsId, 8, 300);
     // No freeze left behind: the next buyer is told SOLD_OUT, not 503.
     expect((await buy(goodsId, 99_999).expect(409)).body.code).toBe('SOLD_OUT');
