@@ -537,8 +537,8 @@ export class StockService {
     throw new UnavailableError('The repair could not keep the sale frozen; run it again');
   }
 
-  // Each step on every bucket at once: the buckets are on different masters, and the sale
-  // answers 503 for as long as this takes.
+  // Freeze, check and thaw on every bucket at once: the buckets are on different masters, and
+  // the sale answers 503 for as long as the repair takes.
   private async freezeAll(goodsId: number, buckets: SaleKeys[], token: string): Promise<void> {
     const frozen = await Promise.all(
       buckets.map((keys) => this.scripts.freeze(keys, 'freeze', token, REPAIR_FREEZE_MS)),
@@ -570,29 +570,23 @@ export class StockService {
   ): Promise<RebuiltSale | null> {
     const byHome = buckets.map(() => [] as ActiveOrderRef[]);
     for (const order of activeOrders) byHome[homeBucket(order.userId, buckets.length)].push(order);
-    // The buckets are frozen: no order among them matters, so all at once.
-    const dry = await Promise.all(
-      buckets.map((keys, bucket) =>
-        this.scripts.rebuild(keys, 0, completedSince, byHome[bucket], [], true),
-      ),
-    );
-    if (dry.includes(null)) return null;
-    const used = dry.map((part) => part!.usedQuantity);
+    const used: number[] = [];
+    for (const [bucket, keys] of buckets.entries()) {
+      const dry = await this.scripts.rebuild(keys, 0, completedSince, byHome[bucket], [], true);
+      if (!dry) return null;
+      used.push(dry.usedQuantity);
+    }
     const left = Math.max(0, totalStock - used.reduce((sum, quantity) => sum + quantity, 0));
     const shares = splitEvenly(left, buckets.length);
-    const parts = await Promise.all(
-      buckets.map((keys, bucket) =>
-        this.scripts.rebuild(
-          keys,
-          used[bucket] + shares[bucket],
-          completedSince,
-          byHome[bucket],
-          cancelledOrderNos,
-        ),
-      ),
-    );
     const rebuilt = { stock: 0, usedQuantity: 0, buyerCount: 0 };
-    for (const part of parts) {
+    for (const [bucket, keys] of buckets.entries()) {
+      const part = await this.scripts.rebuild(
+        keys,
+        used[bucket] + shares[bucket],
+        completedSince,
+        byHome[bucket],
+        cancelledOrderNos,
+      );
       if (!part) return null;
       rebuilt.stock += part.stock;
       rebuilt.usedQuantity += part.usedQuantity;
