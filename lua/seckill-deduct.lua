@@ -2,7 +2,9 @@
   seckill-deduct: atomically check a sale and take stock for one purchase.
 
   KEYS[1] stock     seckill:{gid}:stock     string, remaining quantity
-  KEYS[2] meta      seckill:{gid}:meta      hash  total, startAt, endAt (ms), limit
+  KEYS[2] meta      seckill:{gid}:meta      hash  total, startAt, endAt (ms), limit; frozenUntil
+                                            (ms, this server's clock) while a repair rebuilds
+                                            the goods' buckets (lua/seckill-freeze.lua)
   KEYS[3] buyers    seckill:{gid}:buyers    hash  userId -> quantity held
   KEYS[4] inflight  seckill:{gid}:inflight  hash  requestId -> order message (accepted, not yet in MySQL)
   KEYS[5] outbox    seckill:{gid}:outbox    zset  requestId -> accepted at (ms), not yet confirmed by the broker
@@ -28,6 +30,8 @@
     6 OVER_LIMIT          quantity above the per-user limit
     7 REPLAYED            this requestId was already accepted (a resent command): nothing changed
     8 VOIDED              this requestId was given up before this command ran: nothing changed
+    9 FROZEN              the bucket is frozen by a repair (lua/seckill-freeze.lua), in either
+                          mode: nothing changed (a refused borrowed record gives its loan back)
 
   Time comes from the Redis server, so every app instance judges the window by one clock.
 
@@ -48,7 +52,7 @@ if redis.call('ZSCORE', KEYS[7], requestId) then
 end
 
 local stock = redis.call('GET', KEYS[1])
-local meta = redis.call('HMGET', KEYS[2], 'startAt', 'endAt', 'limit')
+local meta = redis.call('HMGET', KEYS[2], 'startAt', 'endAt', 'limit', 'frozenUntil')
 if not stock or not meta[1] or not meta[2] or not meta[3] then
   return {1, 0}
 end
@@ -56,6 +60,10 @@ stock = tonumber(stock)
 
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+-- First of the judgements: a repair is counting this bucket, nothing may be recorded in it.
+if meta[4] and now < tonumber(meta[4]) then
+  return {9, stock}
+end
 if now < tonumber(meta[1]) then
   return {2, stock}
 end

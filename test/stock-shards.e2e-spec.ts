@@ -50,6 +50,23 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
       .set('Authorization', bearer(userId))
       .set('X-Forwarded-For', `10.2.${(userId >> 8) & 255}.${userId & 255}`);
 
+  /** Waits for `count` orders with nothing unsettled; they are exactly the accepted buyers'. */
+  async function expectOrdersOf(goodsId: number, accepted: { userId: number }[], count: number) {
+    const orders = await waitFor(
+      async () => {
+        const rows = await stores.orders(goodsId);
+        return rows.length >= count && (await unsettled(stores.redis, goodsId, 8)) === 0
+          ? rows
+          : null;
+      },
+      { timeoutMs: 60_000, what: `${count} orders and nothing unsettled` },
+    );
+    expect(orders).toHaveLength(count);
+    expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(
+      new Set(accepted.map((answer) => answer.userId)),
+    );
+  }
+
   /** Every unit sold: nothing unsettled, no bucket holding any stock, the stores agreeing. */
   async function expectAllSold(goodsId: number, shards: number, buyers: number) {
     await waitFor(async () => (await unsettled(stores.redis, goodsId, shards)) === 0, {
@@ -96,19 +113,7 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
     for (const refused of answers.filter((answer) => answer.status !== 202)) {
       expect(['SOLD_OUT', 'ALREADY_PURCHASED', 'DUPLICATE_REQUEST']).toContain(refused.code);
     }
-    const orders = await waitFor(
-      async () => {
-        const rows = await stores.orders(goodsId);
-        return rows.length >= 500 && (await unsettled(stores.redis, goodsId, 8)) === 0
-          ? rows
-          : null;
-      },
-      { timeoutMs: 60_000, what: '500 orders and nothing unsettled' },
-    );
-    expect(orders).toHaveLength(500);
-    expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(
-      new Set(accepted.map((answer) => answer.userId)),
-    );
+    await expectOrdersOf(goodsId, accepted, 500);
     await expectAllSold(goodsId, 8, 500);
     const buyers = await allBuyers(stores.redis, goodsId, 8);
     expect(Object.keys(buyers)).toHaveLength(500);
@@ -246,6 +251,58 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
       );
       expect(Number(rows[0].n)).toBe(0);
     }
+  });
+
+  it('should sell exactly the stock while repairs rebuild the buckets under a borrowing crowd, answering only 202, 409 or 503', async () => {
+    const goodsId = await createSale(t.http, { stock: 300 });
+    // Most buyers share bucket 0 (38 units): the rest of their units are borrowed.
+    const users = [
+      ...usersHomed(90_000, 900, 8, (home) => home === 0),
+      ...usersHomed(95_000, 100, 8, (home) => home !== 0),
+    ];
+    const answers: { userId: number; status: number; code?: string }[] = [];
+    let crowdDone = false;
+    // 25 buyers at a time, one after the other: the selling lasts, and the repairs land in it.
+    const waiting = [...users];
+    const crowd = Promise.all(
+      Array.from({ length: 25 }, async () => {
+        for (let userId = waiting.shift(); userId !== undefined; userId = waiting.shift()) {
+          // A 503 (the sale being repaired) or a click still holding the lock: the buyer clicks
+          // again, within the per-user rate limit.
+          await waitFor(
+            async () => {
+              const response = await buy(goodsId, userId);
+              const code = response.body.code as string | undefined;
+              answers.push({ userId, status: response.status, code });
+              return response.status !== 503 && code !== 'DUPLICATE_REQUEST';
+            },
+            { intervalMs: 250, timeoutMs: 60_000, what: `an answer to buyer ${userId}` },
+          );
+        }
+      }),
+    ).finally(() => (crowdDone = true));
+    const repairs: number[] = [];
+    while (!crowdDone) {
+      const response = await t.http
+        .post(`/api/v1/admin/goods/${goodsId}/reconcile/repair`)
+        .set('Authorization', adminAuth());
+      repairs.push(response.status);
+    }
+    await crowd;
+
+    expect(repairs.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(repairs)).toEqual(new Set([200]));
+    for (const answer of answers) {
+      expect([202, 409, 503]).toContain(answer.status);
+      if (answer.status === 503) expect(answer.code).toBe('UNAVAILABLE');
+    }
+    const accepted = answers.filter((answer) => answer.status === 202);
+    expect(accepted).toHaveLength(300);
+    expect(new Set(accepted.map((answer) => answer.userId)).size).toBe(300);
+    await expectOrdersOf(goodsId, accepted, 300);
+    await expectAllSold(goodsId, 8, 300);
+    // No freeze left behind: the next buyer is told SOLD_OUT, not 503.
+    expect((await buy(goodsId, 99_999).expect(409)).body.code).toBe('SOLD_OUT');
   });
 
   // Last in this block: it restarts a master.

@@ -109,6 +109,7 @@ describe('SeckillScripts (real Redis)', () => {
       results: await redis.hgetall(keys.results),
       completed: await redis.zrange(keys.completed, 0, -1, 'WITHSCORES'),
       restocked: (await redis.smembers(keys.restocked)).sort(),
+      loans: await redis.hgetall(keys.loans),
     };
   }
 
@@ -1125,6 +1126,81 @@ describe('SeckillScripts (real Redis)', () => {
         usedQuantity: 3,
         buyerCount: 0,
       });
+    });
+  });
+
+  describe('a repair freeze', () => {
+    const orderMessage = (sale: Sale, userId: number, requestId: string) =>
+      encodeOrderMessage({
+        requestId,
+        orderNo: `SK${Date.now()}${requestId.slice(0, 8).toUpperCase()}`,
+        userId,
+        goodsId: sale.goodsId,
+        quantity: 1,
+        acceptedAt: Date.now(),
+      });
+
+    it('should refuse a purchase in a frozen bucket as FROZEN, in either mode, and change nothing', async () => {
+      const sale = await openSale({ stock: 3 });
+      expect(await scripts.freeze(sale.keys, 'freeze', 'repair-1', MINUTE)).toBe(true);
+      const before = await snapshot(sale);
+      for (const borrowed of [false, true]) {
+        const requestId = randomUUID();
+        expect(
+          await scripts.deduct(
+            sale.keys,
+            7,
+            1,
+            requestId,
+            orderMessage(sale, 7, requestId),
+            borrowed,
+          ),
+        ).toEqual({ code: DeductCode.Frozen, remaining: 3 });
+      }
+      expect(await snapshot(sale)).toEqual(before);
+    });
+
+    it('should refuse a loan from a frozen bucket as FROZEN and change nothing', async () => {
+      const lender = await openSale({ stock: 3 });
+      await scripts.freeze(lender.keys, 'freeze', 'repair-1', MINUTE);
+      const before = await snapshot(lender);
+      expect(await scripts.loan(lender.keys, randomUUID(), 1, 7, 0)).toEqual({
+        code: LoanCode.Frozen,
+        remaining: 3,
+      });
+      expect(await snapshot(lender)).toEqual(before);
+    });
+
+    it('should sell and lend again once the freeze is thawed or has lapsed', async () => {
+      const thawed = await openSale({ stock: 3 });
+      await scripts.freeze(thawed.keys, 'freeze', 'repair-1', MINUTE);
+      expect(await scripts.freeze(thawed.keys, 'thaw', 'repair-1')).toBe(true);
+      expect((await buy(thawed, 7)).code).toBe(DeductCode.Accepted);
+
+      const lapsed = await openSale({ stock: 3 });
+      // A repairer that died: its mark is in the past by this server's clock.
+      await redis.hset(lapsed.keys.meta, 'frozenUntil', (await redisNowMs()) - 1, 'frozenBy', 'x');
+      expect((await buy(lapsed, 7)).code).toBe(DeductCode.Accepted);
+      expect((await scripts.loan(lapsed.keys, randomUUID(), 1, 8, 0)).code).toBe(LoanCode.Lent);
+      expect(await stockOf(lapsed)).toBe(1);
+    });
+
+    it("should refuse another repair's freeze while one is in force, and take over a lapsed one", async () => {
+      const sale = await openSale();
+      expect(await scripts.freeze(sale.keys, 'freeze', 'first', MINUTE)).toBe(true);
+      expect(await scripts.freeze(sale.keys, 'freeze', 'second', MINUTE)).toBe(false);
+      expect(await scripts.freeze(sale.keys, 'thaw', 'second')).toBe(false);
+      expect(await scripts.freeze(sale.keys, 'held', 'first')).toBe(true);
+      expect(await scripts.freeze(sale.keys, 'held', 'second')).toBe(false);
+
+      await redis.hset(sale.keys.meta, 'frozenUntil', (await redisNowMs()) - 1);
+      expect(await scripts.freeze(sale.keys, 'held', 'first')).toBe(false);
+      expect(await scripts.freeze(sale.keys, 'freeze', 'second', MINUTE)).toBe(true);
+      // The first repair finds its freeze broken and must not thaw the second's.
+      expect(await scripts.freeze(sale.keys, 'thaw', 'first')).toBe(false);
+      expect(await scripts.freeze(sale.keys, 'held', 'second')).toBe(true);
+      expect(await scripts.freeze(sale.keys, 'thaw', 'second')).toBe(true);
+      expect(await redis.hmget(sale.keys.meta, 'frozenUntil', 'frozenBy')).toEqual([null, null]);
     });
   });
 

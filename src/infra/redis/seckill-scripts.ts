@@ -17,8 +17,9 @@ const SCRIPTS = {
   seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
   seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 4 },
   seckillRebuild: { file: 'seckill-rebuild.lua', keys: 7 },
-  seckillLoan: { file: 'seckill-loan.lua', keys: 2 },
+  seckillLoan: { file: 'seckill-loan.lua', keys: 3 },
   seckillLoanSettle: { file: 'seckill-loan-settle.lua', keys: 2 },
+  seckillFreeze: { file: 'seckill-freeze.lua', keys: 1 },
   // Two keys a budget: defined once per budget count (see onModuleInit).
   throttleHits: { file: 'throttle-hits.lua', keys: undefined },
   purchaseTokenConsume: { file: 'purchase-token-consume.lua', keys: 1 },
@@ -56,6 +57,8 @@ export enum DeductCode {
   OverLimit = 6,
   Replayed = 7,
   Voided = 8,
+  /** A repair is rebuilding the goods' buckets (lua/seckill-freeze.lua): nothing changed. */
+  Frozen = 9,
 }
 
 export enum ReleaseCode {
@@ -71,6 +74,7 @@ export enum LoanCode {
   NotPreheated = -1,
   Empty = 0,
   Lent = 1,
+  Frozen = 2,
 }
 
 /** Stock a bucket lent and that is not settled yet (see lua/seckill-loan.lua). */
@@ -227,12 +231,27 @@ export class SeckillScripts implements OnModuleInit {
       'seckillLoan',
       keys.stock,
       keys.loans,
+      keys.meta,
       requestId,
       quantity,
       userId,
       home,
     )) as [number, number];
     return { code, remaining };
+  }
+
+  /**
+   * A repair's freeze of one bucket (lua/seckill-freeze.lua): `freeze` (for `lapseMs`, false
+   * when another repair's freeze is in force), `held` (still this token's, without a break),
+   * `thaw` (cleared, when it was this token's).
+   */
+  async freeze(
+    keys: SaleKeys,
+    op: 'freeze' | 'held' | 'thaw',
+    token: string,
+    lapseMs = 0,
+  ): Promise<boolean> {
+    return (await this.call('seckillFreeze', keys.meta, op, token, lapseMs)) === 1;
   }
 
   /** Closes a loan, giving its stock back or not; the quantity closed now, 0 if closed before. */

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
 import type { Repository } from 'typeorm';
 import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { scanKeys, type RedisClient } from '../../infra/redis/redis-client.js';
@@ -22,6 +23,7 @@ import {
   type SaleKeys,
 } from '../../infra/redis/seckill-keys.js';
 import { homeBucket } from '../../infra/redis/stock-buckets.js';
+import { UnavailableError } from '../../common/errors/domain-error.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { SoldOutMemo } from './sold-out-memo.js';
 
@@ -41,6 +43,12 @@ export interface PurchaseResult {
   reason?: string;
 }
 
+export interface RebuiltSale {
+  stock: number;
+  usedQuantity: number;
+  buyerCount: number;
+}
+
 export interface SaleSnapshot {
   totalStock: number;
   startAt: Date;
@@ -51,6 +59,15 @@ export interface SaleSnapshot {
 
 /** How long a released request id is remembered, so that its late message is dropped. */
 const VOIDED_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * How long a repair's freeze of a sharded goods holds unless thawed: only a repairer that died
+ * mid-repair leaves it to lapse (the sale then answers 503 that long). A repair takes a few
+ * round trips per bucket; one that outlasts this finds its freeze broken and runs again.
+ */
+const REPAIR_FREEZE_MS = 30_000;
+/** Runs of a frozen repair before it gives up (each outlasting REPAIR_FREEZE_MS). */
+const REPAIR_ATTEMPTS = 3;
 
 /**
  * The sale's live state in Redis: stock, buyers, in-flight purchases, results.
@@ -151,6 +168,8 @@ export class StockService {
     for (const bucket of order) {
       const lender = bucketKeys(goodsId, shards, bucket);
       const loan = await this.scripts.loan(lender, requestId, quantity, userId, home);
+      // A repair counts the goods: not SOLD_OUT (a final answer), only "not now".
+      if (loan.code === LoanCode.Frozen) return { code: DeductCode.Frozen, remaining: 0 };
       if (loan.code !== LoanCode.Lent) {
         if (loan.code === LoanCode.Empty && loan.remaining === 0) {
           this.soldOut.markBucketEmpty(goodsId, bucket);
@@ -188,7 +207,8 @@ export class StockService {
       void this.scripts.settleLoan(lender, requestId, false).catch(() => undefined);
       return recorded;
     }
-    // Refused at home (the window closed, the request was voided): the stock goes back now.
+    // Refused at home (the window closed, the request was voided, a repair froze the bucket):
+    // the stock goes back now.
     if ((await this.scripts.settleLoan(lender, requestId, true)) > 0) {
       this.metrics.stockLoans.inc({ event: 'returned' });
       await this.stockBack(goodsId);
@@ -455,12 +475,17 @@ export class StockService {
   }
 
   /**
-   * `completedSince`: serverTimeMs(goodsId) read before MySQL's active orders were. With several
-   * buckets each is rebuilt by the same script in turn: its buyers and the stock it holds, where
-   * its share of what is left comes on top of what its own records use (a first, dry pass counts
-   * those). Exact while the sale is closed (a restart's rebuild); during a running sale (a
-   * repair) a purchase recorded in one bucket with stock borrowed from another between their
-   * two passes may be counted in neither until the next repair.
+   * A repair's rebuild, while the sale sells. `completedSince`: serverTimeMs(goodsId) read
+   * before MySQL's active orders were. One bucket: its script is safe while purchases land.
+   * Several: each bucket is rebuilt by the same script in turn, its buyers and the stock it
+   * holds, where its share of what is left comes on top of what its own records use (a first,
+   * dry pass counts those). A purchase that borrowed from one bucket and was recorded in another
+   * between their passes would be counted in neither, so the goods is frozen first (every
+   * purchase of it answers 503, nothing taken): once every bucket is frozen no loan can be taken
+   * and no purchase recorded, and every loan still open is settled here as the loan sweeper
+   * would (voided at home unless recorded, then dropped or given back: once, by whoever comes
+   * first, the same way). Nothing can move between buckets after that, so the purchases that
+   * began before the freeze need no waiting for. Then the passes, then the thaw.
    */
   async rebuild(
     goodsId: number,
@@ -468,7 +493,7 @@ export class StockService {
     completedSince: number,
     activeOrders: ActiveOrderRef[],
     cancelledOrderNos: string[],
-  ) {
+  ): Promise<RebuiltSale | null> {
     const buckets = await this.bucketsOf(goodsId);
     if (buckets.length === 1) {
       const rebuilt = await this.scripts.rebuild(
@@ -481,6 +506,68 @@ export class StockService {
       await this.stockBack(goodsId);
       return rebuilt;
     }
+    for (let attempt = 1; attempt <= REPAIR_ATTEMPTS; attempt++) {
+      const token = randomUUID();
+      const startedAt = Date.now();
+      try {
+        await this.freezeAll(goodsId, buckets, token);
+        await this.sweepLoans(goodsId, 0, Number.MAX_SAFE_INTEGER);
+        const rebuilt = await this.rebuildBuckets(
+          buckets,
+          totalStock,
+          completedSince,
+          activeOrders,
+          cancelledOrderNos,
+        );
+        if (!rebuilt) return null;
+        if (await this.heldThroughout(buckets, token)) {
+          this.logger.log(
+            `goods frozen for its repair: goods=${goodsId} buckets=${buckets.length} ms=${Date.now() - startedAt}`,
+          );
+          return rebuilt;
+        }
+        this.logger.error(
+          `repair outlasted its freeze, running it again: goods=${goodsId} attempt=${attempt} ms=${Date.now() - startedAt}`,
+        );
+      } finally {
+        await this.thawAll(buckets, token);
+        await this.stockBack(goodsId);
+      }
+    }
+    throw new UnavailableError('The repair could not keep the sale frozen; run it again');
+  }
+
+  // Freeze, check and thaw on every bucket at once: the buckets are on different masters, and
+  // the sale answers 503 for as long as the repair takes.
+  private async freezeAll(goodsId: number, buckets: SaleKeys[], token: string): Promise<void> {
+    const frozen = await Promise.all(
+      buckets.map((keys) => this.scripts.freeze(keys, 'freeze', token, REPAIR_FREEZE_MS)),
+    );
+    if (frozen.includes(false)) {
+      throw new UnavailableError(`Another repair of goods ${goodsId} is under way`);
+    }
+  }
+
+  private async heldThroughout(buckets: SaleKeys[], token: string): Promise<boolean> {
+    const held = await Promise.all(buckets.map((keys) => this.scripts.freeze(keys, 'held', token)));
+    return !held.includes(false);
+  }
+
+  /** Best effort per bucket: one left frozen lapses on its own (REPAIR_FREEZE_MS). */
+  private async thawAll(buckets: SaleKeys[], token: string): Promise<void> {
+    await Promise.all(
+      buckets.map((keys) => this.scripts.freeze(keys, 'thaw', token).catch(() => false)),
+    );
+  }
+
+  /** The dry pass over every bucket, then the real one (see rebuild). */
+  private async rebuildBuckets(
+    buckets: SaleKeys[],
+    totalStock: number,
+    completedSince: number,
+    activeOrders: ActiveOrderRef[],
+    cancelledOrderNos: string[],
+  ): Promise<RebuiltSale | null> {
     const byHome = buckets.map(() => [] as ActiveOrderRef[]);
     for (const order of activeOrders) byHome[homeBucket(order.userId, buckets.length)].push(order);
     const used: number[] = [];
@@ -505,7 +592,6 @@ export class StockService {
       rebuilt.usedQuantity += part.usedQuantity;
       rebuilt.buyerCount += part.buyerCount;
     }
-    await this.stockBack(goodsId);
     return rebuilt;
   }
 
