@@ -138,7 +138,7 @@ async function run(options: Options): Promise<boolean> {
         budget('purchase-user', `u:${userId}`),
         budget('purchase-ip', `ip:10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`),
       ]);
-      const lock = await client.locks.tryLockPurchase(1, userId, 5_000);
+      const lock = await client.locks.tryLockPurchase(saleKeys(1), userId, 5_000);
       const { requestId } = await deduct(client, 1, userId);
       // As after a confirmed publish: the outbox entry leaves with the lock.
       await lock?.release(requestId);

@@ -2,7 +2,9 @@
   seckill-deduct: atomically check a sale and take stock for one purchase.
 
   KEYS[1] stock     seckill:{gid}:stock     string, remaining quantity
-  KEYS[2] meta      seckill:{gid}:meta      hash  total, startAt, endAt (ms), limit
+  KEYS[2] meta      seckill:{gid}:meta      hash  total, startAt, endAt (ms), limit; frozenUntil
+                                            (ms, this server's clock) while a repair rebuilds
+                                            the goods' buckets (lua/seckill-freeze.lua)
   KEYS[3] buyers    seckill:{gid}:buyers    hash  userId -> quantity held
   KEYS[4] inflight  seckill:{gid}:inflight  hash  requestId -> order message (accepted, not yet in MySQL)
   KEYS[5] outbox    seckill:{gid}:outbox    zset  requestId -> accepted at (ms), not yet confirmed by the broker
@@ -13,17 +15,23 @@
   ARGV[2] quantity (positive integer)
   ARGV[3] requestId (server-made, unique)
   ARGV[4] order message JSON (stored in the outbox for the sweeper)
+  ARGV[5] mode (optional): "borrowed" when the stock was already taken from another bucket of the
+          goods (a loan, lua/seckill-loan.lua): every check and the bookkeeping as usual, but this
+          bucket's stock is neither checked nor touched
 
   Returns {code, remaining}:
     0 ACCEPTED            stock taken, buyer, outbox and result recorded
     1 NOT_PREHEATED       no stock or meta in Redis
     2 SALE_NOT_STARTED
     3 SALE_ENDED
-    4 SOLD_OUT            less stock left than asked for
+    4 SOLD_OUT            less stock left than asked for (in a goods with several buckets: this
+                          bucket's; asked after the per-user checks, so it changes nothing)
     5 ALREADY_PURCHASED   the user already holds an active purchase of this goods
     6 OVER_LIMIT          quantity above the per-user limit
     7 REPLAYED            this requestId was already accepted (a resent command): nothing changed
     8 VOIDED              this requestId was given up before this command ran: nothing changed
+    9 FROZEN              the bucket is frozen by a repair (lua/seckill-freeze.lua), in either
+                          mode: nothing changed (a refused borrowed record gives its loan back)
 
   Time comes from the Redis server, so every app instance judges the window by one clock.
 
@@ -34,6 +42,7 @@
 local userId = ARGV[1]
 local quantity = tonumber(ARGV[2])
 local requestId = ARGV[3]
+local borrowed = ARGV[5] == 'borrowed'
 
 if redis.call('HEXISTS', KEYS[4], requestId) == 1 then
   return {7, tonumber(redis.call('GET', KEYS[1]) or '0')}
@@ -43,7 +52,7 @@ if redis.call('ZSCORE', KEYS[7], requestId) then
 end
 
 local stock = redis.call('GET', KEYS[1])
-local meta = redis.call('HMGET', KEYS[2], 'startAt', 'endAt', 'limit')
+local meta = redis.call('HMGET', KEYS[2], 'startAt', 'endAt', 'limit', 'frozenUntil')
 if not stock or not meta[1] or not meta[2] or not meta[3] then
   return {1, 0}
 end
@@ -51,6 +60,10 @@ stock = tonumber(stock)
 
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+-- First of the judgements: a repair is counting this bucket, nothing may be recorded in it.
+if meta[4] and now < tonumber(meta[4]) then
+  return {9, stock}
+end
 if now < tonumber(meta[1]) then
   return {2, stock}
 end
@@ -63,11 +76,13 @@ end
 if tonumber(redis.call('HGET', KEYS[3], userId) or '0') > 0 then
   return {5, stock}
 end
-if stock < quantity then
-  return {4, stock}
+local remaining = stock
+if not borrowed then
+  if stock < quantity then
+    return {4, stock}
+  end
+  remaining = redis.call('DECRBY', KEYS[1], quantity)
 end
-
-local remaining = redis.call('DECRBY', KEYS[1], quantity)
 redis.call('HSET', KEYS[3], userId, quantity)
 redis.call('HSET', KEYS[4], requestId, ARGV[4])
 redis.call('ZADD', KEYS[5], now, requestId)

@@ -12,12 +12,15 @@
   KEYS[4] completed  seckill:{gid}:completed
   KEYS[5] meta       seckill:{gid}:meta
   KEYS[6] restocked  seckill:{gid}:restocked
+  KEYS[7] loans      seckill:{gid}:loans      stock this bucket lent and not settled yet: taken
+                                              (a goods with several buckets; empty otherwise)
 
   ARGV[1] total stock
   ARGV[2] completed since (ms, Redis server time read before the MySQL snapshot)
   ARGV[3] n, the number of active orders
-  ARGV[4 .. 3+3n] triples of MySQL's active orders: requestId, userId, quantity
-  ARGV[4+3n ..] order numbers MySQL has as cancelled in the same snapshot: marked as restocked,
+  ARGV[4] "1": a dry run, only counts (returns {0, usedQuantity, buyerCount}, writes nothing)
+  ARGV[5 .. 4+3n] triples of MySQL's active orders: requestId, userId, quantity
+  ARGV[5+3n ..] order numbers MySQL has as cancelled in the same snapshot: marked as restocked,
                 because the rebuilt stock already holds their units (a late restock of one of
                 them must not add them again)
 
@@ -40,8 +43,8 @@ local function count(requestId, userId, quantity)
   used = used + quantity
 end
 
-local activeEnd = 3 + 3 * tonumber(ARGV[3])
-for i = 4, activeEnd, 3 do
+local activeEnd = 4 + 3 * tonumber(ARGV[3])
+for i = 5, activeEnd, 3 do
   count(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]))
 end
 local inflight = redis.call('HGETALL', KEYS[3])
@@ -54,6 +57,24 @@ for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], ARGV[2], '+inf')) d
   if requestId then
     count(requestId, userId, tonumber(quantity))
   end
+end
+
+local lent = redis.call('HGETALL', KEYS[7])
+for i = 1, #lent, 2 do
+  local loan = cjson.decode(lent[i + 1])
+  -- Counted as used here, not as a buyer: the buyer is the home bucket's.
+  if not counted[lent[i]] then
+    counted[lent[i]] = true
+    used = used + tonumber(loan.quantity)
+  end
+end
+
+if ARGV[4] == '1' then
+  local buyerCount = 0
+  for _ in pairs(buyers) do
+    buyerCount = buyerCount + 1
+  end
+  return {0, used, buyerCount}
 end
 
 local stock = tonumber(ARGV[1]) - used

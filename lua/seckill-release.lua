@@ -9,11 +9,15 @@
   KEYS[5] claims    seckill:{gid}:claims    hash  requestId -> 1 once a consumer started writing it
   KEYS[6] voided    seckill:{gid}:voided    zset  requestId -> released at (ms); consumers drop these
   KEYS[7] results   seckill:{gid}:results
+  KEYS[8] completed seckill:{gid}:completed (read only with ARGV[5] = "1")
 
   ARGV[1] requestId
   ARGV[2] force: "1" releases even if a consumer claimed it (the consumer itself gives up), "0" not
   ARGV[3] reason written to the user's result (e.g. UNAVAILABLE, SOLD_OUT)
   ARGV[4] userId (optional): lets a request that is no longer in flight be recognised as done
+  ARGV[5] "1": void only a request that was never recorded (the loan sweeper's question: did the
+          purchase a loan was taken for get recorded?); a recorded one is left alone (4)
+  ARGV[6] quantity (with ARGV[5] = "1"): finds the request among the completed orders
 
   Returns:
     1 RELEASED          stock and buyer slot given back, request voided
@@ -21,7 +25,9 @@
                         deduct still on its way (a command resent after a timeout) or a late
                         message for it is refused
     2 CLAIMED           a consumer owns it (force = "0"): it will become an order, do not release
-    3 COMPLETED         it is an order already (the user's result says SUCCESS for it)
+    3 COMPLETED         it is an order already (the user's result says SUCCESS for it, or with
+                        ARGV[5] = "1" it is among the completed)
+    4 RECORDED          ARGV[5] = "1" and the request is in flight: left alone
 
   Publishes "FAILED" on the user's result channel (KEYS[7] .. ':' .. userId) when it writes one.
 ]]
@@ -33,8 +39,15 @@ end
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
+local voidOnly = ARGV[5] == '1'
 local message = redis.call('HGET', KEYS[3], requestId)
+if message and voidOnly then
+  return 4
+end
 if not message then
+  if voidOnly and redis.call('ZSCORE', KEYS[8], requestId .. '|' .. ARGV[4] .. '|' .. ARGV[6]) then
+    return 3
+  end
   if ARGV[4] and ARGV[4] ~= '' then
     local current = redis.call('HGET', KEYS[7], ARGV[4])
     if current then

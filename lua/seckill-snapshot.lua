@@ -4,9 +4,11 @@
   KEYS[1] stock     seckill:{gid}:stock
   KEYS[2] buyers    seckill:{gid}:buyers
   KEYS[3] inflight  seckill:{gid}:inflight
+  KEYS[4] loans     seckill:{gid}:loans     (a goods with several buckets; empty otherwise)
 
-  Returns {stock, buyersQuantity, inFlightQuantity, inFlightCount}; stock is -1 when Redis does
-  not hold the sale.
+  Returns {stock, buyersQuantity, inFlightQuantity, inFlightCount, loans}; stock is -1 when Redis
+  does not hold the sale; loans is a flat {requestId, quantity, home bucket, …} list of the stock
+  this bucket lent and that is not settled yet.
 ]]
 local stock = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local buyers = 0
@@ -18,4 +20,12 @@ local messages = redis.call('HVALS', KEYS[3])
 for _, message in ipairs(messages) do
   inflight = inflight + tonumber(cjson.decode(message).quantity)
 end
-return {stock, buyers, inflight, #messages}
+local loans = {}
+local lent = redis.call('HGETALL', KEYS[4])
+for i = 1, #lent, 2 do
+  local loan = cjson.decode(lent[i + 1])
+  loans[#loans + 1] = lent[i]
+  loans[#loans + 1] = loan.quantity
+  loans[#loans + 1] = loan.home
+end
+return {stock, buyers, inflight, #messages, loans}

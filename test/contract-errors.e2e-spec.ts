@@ -192,6 +192,10 @@ describe('contract errors', () => {
       ['endAt before startAt', { startAt: '2030-01-02T00:00:00Z', endAt: '2030-01-01T00:00:00Z' }],
       ['a bad date', { startAt: 'tomorrow' }],
       ['a zero perUserLimit', { perUserLimit: 0 }],
+      ['zero stockShards', { stockShards: 0 }],
+      ['65 stockShards', { stockShards: 65 }],
+      ['stockShards "x"', { stockShards: 'x' }],
+      ['fractional stockShards', { stockShards: 1.5 }],
       ['an unknown field', { status: 'PAID' }],
     ])('should answer 400 when creating goods with %s', async (_name, patch) => {
       const base = {

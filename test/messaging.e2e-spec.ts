@@ -382,9 +382,9 @@ describe('messaging: a batch whose timeout publish is not confirmed, with a void
     const unconfirmedBefore = await counter(t.app, 'seckill_publishes_total', 'unconfirmed');
     // A purchase whose publish went unconfirmed and was voided, though its message got through.
     const voided = await acceptWithoutPublishing(t.app, goodsId, 401);
-    expect(await t.app.get(StockService).release(goodsId, voided.requestId, 'UNAVAILABLE')).toBe(
-      ReleaseCode.Released,
-    );
+    expect(
+      await t.app.get(StockService).release(goodsId, voided.requestId, 'UNAVAILABLE', false, 401),
+    ).toBe(ReleaseCode.Released);
     const valid: NewOrder[] = [];
     for (const userId of [402, 403, 404]) {
       valid.push(await acceptWithoutPublishing(t.app, goodsId, userId));

@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,8 @@ import {
   PrivateRedis,
   restartFromStaleSnapshot,
 } from './support/private-redis.js';
+import { bucketStocks, usersHomed } from './support/stock-buckets.js';
+import { bucketKeys } from '../src/infra/redis/seckill-keys.js';
 
 describe('faults: Redis restarts empty during a sale', () => {
   let redis: PrivateRedis;
@@ -81,6 +84,42 @@ describe('faults: Redis restarts empty during a sale', () => {
     });
     const report = await consistentReconcile(t.http, goodsId);
     expect(report).toMatchObject({ redisStock: 14, dbStock: 14, buyers: 6, inFlight: 0 });
+  });
+
+  it('should rebuild every bucket from MySQL: the stock left split over the buckets, each buyer in the home bucket', async () => {
+    const goodsId = await createSale(t.http, { stock: 20, stockShards: 4 });
+    const buy = (userId: number) =>
+      t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+    // Five buyers of one home bucket: three of their units are borrowed from other buckets.
+    const buyers = usersHomed(83_000, 6, 4, (home) => home === 1);
+    for (const userId of buyers.slice(0, 5)) await buy(userId).expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 5, { what: 'five orders' });
+
+    await redis.kill();
+    await redis.up(); // empty
+    await buyUntilReopened(buy, buyers[5]);
+    expect((await buy(buyers[0]).expect(409)).body.code).toBe('ALREADY_PURCHASED');
+    await waitFor(async () => (await stores.orders(goodsId)).length === 6, { what: 'six orders' });
+
+    const local = new Stores(new Redis(redis.url));
+    try {
+      const stocks = await bucketStocks(local.redis, goodsId, 4);
+      expect(stocks.reduce((sum, stock) => sum! + stock!, 0)).toBe(14);
+      expect(
+        Math.max(...(stocks as number[])) - Math.min(...(stocks as number[])),
+      ).toBeLessThanOrEqual(1);
+      expect(
+        Object.keys(await local.redis.hgetall(bucketKeys(goodsId, 4, 1).buyers)).sort(),
+      ).toEqual(buyers.map(String).sort());
+    } finally {
+      await local.close();
+    }
+    expect(await consistentReconcile(t.http, goodsId)).toMatchObject({
+      redisStock: 14,
+      dbStock: 14,
+      buyers: 6,
+      inFlight: 0,
+    });
   });
 });
 

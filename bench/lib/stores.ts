@@ -67,10 +67,20 @@ export interface RedisServer {
 }
 
 /** No persistence: a bench's sales are thrown away, and a snapshot would steal CPU mid-run. */
-export async function startRedis(port: number): Promise<RedisServer> {
+export async function startRedis(port: number, extraArgs: string[] = []): Promise<RedisServer> {
   const child: ChildProcess = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      ...extraArgs,
+    ],
     { stdio: 'ignore' },
   );
   const url = `redis://127.0.0.1:${port}/0`;

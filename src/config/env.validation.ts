@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { validateCronExpression } from 'cron';
+import { MAX_STOCK_SHARDS } from '../infra/redis/stock-buckets.js';
 import {
   LOG_FORMATS,
   LOG_LEVELS,
@@ -89,6 +90,8 @@ export interface AppConfig {
   redisDownMode: RedisDownMode;
   /** Database-mode purchases at once on this instance; more are 503 without touching MySQL. */
   fallbackMaxInflight: number;
+  /** Stock buckets of a goods created without `stockShards`. */
+  stockShards: number;
   /** How long after a sale's end an Idempotency-Key's answer is kept. */
   idempotencyRetentionMs: number;
   resultStream: ResultStreamConfig;
@@ -463,6 +466,7 @@ export function validateEnv(env: Env): AppConfig {
     soldOutMemoMs: readInt(env, 'SOLD_OUT_MEMO_MS', 1_000, 0, 60_000),
     redisDownMode: readOneOf(env, 'REDIS_DOWN_MODE', REDIS_DOWN_MODES, 'database'),
     fallbackMaxInflight: readInt(env, 'FALLBACK_MAX_INFLIGHT', 32, 1, 10_000),
+    stockShards: readInt(env, 'STOCK_SHARDS', 1, 1, MAX_STOCK_SHARDS),
     idempotencyRetentionMs: readInt(
       env,
       'IDEMPOTENCY_RETENTION_MS',

@@ -130,6 +130,8 @@ export interface SaleOptions {
   lastsMs?: number;
   perUserLimit?: number;
   preheat?: boolean;
+  /** Stock buckets; the app's STOCK_SHARDS when left out. */
+  stockShards?: number;
 }
 
 /** Creates a sale through the admin API (and preheats it unless told not to); returns its id. */
@@ -145,6 +147,7 @@ export async function createSale(http: TestAgent, options: SaleOptions = {}): Pr
       startAt: new Date(start).toISOString(),
       endAt: new Date(start + (options.lastsMs ?? 3_600_000)).toISOString(),
       perUserLimit: options.perUserLimit ?? 1,
+      ...(options.stockShards === undefined ? {} : { stockShards: options.stockShards }),
     })
     .expect(201);
   const goodsId = (created.body as { id: number }).id;

@@ -3,7 +3,7 @@ import type { RedisClient } from './redis-client.js';
 import Redlock from 'redlock';
 import { randomHex } from '../../common/random/random-hex.js';
 import { REDIS_CLIENT } from './redis.constants.js';
-import { jobLockKey, saleKeys } from './seckill-keys.js';
+import { jobLockKey, type SaleKeys } from './seckill-keys.js';
 import { SeckillScripts } from './seckill-scripts.js';
 
 /**
@@ -57,13 +57,15 @@ export class RedisLocks {
     );
   }
 
-  /** The per-(goods, user) purchase lock, or null when it is held by a concurrent click. */
+  /**
+   * The per-(goods, user) purchase lock, or null when it is held by a concurrent click. `keys`:
+   * the buyer's home bucket's (its outbox is settled with the lock).
+   */
   async tryLockPurchase(
-    goodsId: number,
+    keys: SaleKeys,
     userId: number,
     ttlMs: number,
   ): Promise<PurchaseLock | null> {
-    const keys = saleKeys(goodsId);
     const lockKey = keys.userLock(userId);
     const lock = await this.acquire(lockKey, ttlMs);
     if (!lock) return null;

@@ -12,7 +12,7 @@ import {
   type SlotScope,
 } from './redis-client.js';
 import { REDIS_CLIENT } from './redis.constants.js';
-import { saleKeys } from './seckill-keys.js';
+import { allBucketKeys, saleKeys } from './seckill-keys.js';
 
 /** A Redis server behind some slots is a new one: what it holds may be gone or out of date. */
 export interface RedisRestart {
@@ -27,9 +27,15 @@ export interface RedisRestart {
 
 export type { SlotScope };
 
-/** Whether a sale's keys (one slot: they share the `{goodsId}` tag) live in the scope. */
-export function saleInScope(scope: SlotScope, goodsId: number): boolean {
-  return keyInScope(scope, saleKeys(goodsId).stock);
+/**
+ * Whether a sale's keys live in the scope: its one slot (they share the `{goodsId}` tag), or with
+ * several stock buckets any bucket's (the sale is then recovered as a whole).
+ */
+export function saleInScope(scope: SlotScope, goodsId: number, shards = 1): boolean {
+  return (
+    keyInScope(scope, saleKeys(goodsId).stock) ||
+    allBucketKeys(goodsId, shards).some((keys) => keyInScope(scope, keys.stock))
+  );
 }
 
 const runIdOf = (info: string) => /run_id:(\w+)/.exec(info)?.[1];
@@ -101,14 +107,17 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * False from the moment the connection to the server holding this sale drops until the server
+   * False from the moment the connection to a server holding this sale (any of its buckets) drops until the server
    * it reconnected to is known to be the same one (or its restart has been announced to the
    * listeners).
    */
-  identifiedFor(goodsId: number): boolean {
+  identifiedFor(goodsId: number, shards = 1): boolean {
     if (!isCluster(this.redis)) return this.identified;
-    const master = this.redis.slots[keySlot(saleKeys(goodsId).stock)]?.[0];
-    return master !== undefined && this.identifiedNodes.has(master);
+    const cluster = this.redis;
+    return allBucketKeys(goodsId, shards).every((keys) => {
+      const master = cluster.slots[keySlot(keys.stock)]?.[0];
+      return master !== undefined && this.identifiedNodes.has(master);
+    });
   }
 
   onRestart(listener: (restart: RedisRestart) => void): void {

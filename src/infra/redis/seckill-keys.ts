@@ -1,4 +1,5 @@
 import { keySlot, type SlotScope } from './redis-client.js';
+import { homeBucket } from './stock-buckets.js';
 
 /**
  * Every Redis key of the service, in one place. A sale's keys share the `{goodsId}` hash tag so
@@ -7,7 +8,27 @@ import { keySlot, type SlotScope } from './redis-client.js';
 export const SALES_INDEX_KEY = 'seckill:sales';
 
 export function saleKeys(goodsId: number) {
-  const prefix = `seckill:{${goodsId}}`;
+  return keysUnder(`seckill:{${goodsId}}`);
+}
+
+/**
+ * The keys of one stock bucket of a goods whose stock is split over `shards` buckets. One bucket
+ * is the sale's own keys (`seckill:{42}:…`), unchanged; with more, each bucket has its own tag
+ * (`seckill:{42.3}:…`) so that the buckets spread over a cluster's masters. A buyer's bookkeeping
+ * (buyers, in flight, outbox, results, lock…) lives in the buyer's home bucket (stock-buckets.ts).
+ * What belongs to the goods as a whole (verdict, rates, challenges, tokens, and the bucket count
+ * in the field `shards` of its meta) stays in saleKeys.
+ */
+export function bucketKeys(goodsId: number, shards: number, bucket: number): SaleKeys {
+  return shards === 1 ? saleKeys(goodsId) : keysUnder(`seckill:{${goodsId}.${bucket}}`);
+}
+
+/** Every bucket's keys, bucket 0 first. */
+export function allBucketKeys(goodsId: number, shards: number): SaleKeys[] {
+  return Array.from({ length: shards }, (_, bucket) => bucketKeys(goodsId, shards, bucket));
+}
+
+function keysUnder(prefix: string) {
   return {
     stock: `${prefix}:stock`,
     meta: `${prefix}:meta`,
@@ -19,6 +40,11 @@ export function saleKeys(goodsId: number) {
     results: `${prefix}:results`,
     completed: `${prefix}:completed`,
     restocked: `${prefix}:restocked`,
+    /**
+     * Stock lent by this bucket to a purchase recorded in another (the buyer's home) bucket:
+     * requestId -> {quantity, at, userId, home}, until the purchase is recorded or the loan given back.
+     */
+    loans: `${prefix}:loans`,
     /** The last confirmed reconcile verdict (JSON), shared by every instance's dashboard feed. */
     verdict: `${prefix}:verdict`,
     /** Held (with a TTL) by the instance refreshing the verdict: one refresh at a time. */
@@ -33,7 +59,7 @@ export function saleKeys(goodsId: number) {
   };
 }
 
-export type SaleKeys = ReturnType<typeof saleKeys>;
+export type SaleKeys = ReturnType<typeof keysUnder>;
 
 /**
  * Pub/sub channel on which the Lua scripts that write a user's result (deduct, complete, release)
@@ -41,8 +67,8 @@ export type SaleKeys = ReturnType<typeof saleKeys>;
  * so that in a Redis Cluster it may become a sharded channel (SPUBLISH from the scripts, in the
  * sale's slot) without a new name.
  */
-export function resultChannel(goodsId: number, userId: number): string {
-  return `${saleKeys(goodsId).results}:${userId}`;
+export function resultChannel(goodsId: number, userId: number, shards = 1): string {
+  return `${bucketKeys(goodsId, shards, homeBucket(userId, shards)).results}:${userId}`;
 }
 
 /** A user's open result streams, across instances (see lua/result-stream-slot.lua). */

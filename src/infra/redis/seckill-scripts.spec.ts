@@ -7,6 +7,7 @@ import { encodeOrderMessage } from '../../modules/messaging/order-message.js';
 import { saleKeys, throttleKeys, type SaleKeys } from './seckill-keys.js';
 import {
   DeductCode,
+  LoanCode,
   ReleaseCode,
   RestockCode,
   SeckillScripts,
@@ -108,6 +109,7 @@ describe('SeckillScripts (real Redis)', () => {
       results: await redis.hgetall(keys.results),
       completed: await redis.zrange(keys.completed, 0, -1, 'WITHSCORES'),
       restocked: (await redis.smembers(keys.restocked)).sort(),
+      loans: await redis.hgetall(keys.loans),
     };
   }
 
@@ -774,6 +776,7 @@ describe('SeckillScripts (real Redis)', () => {
         buyersQuantity: 0,
         inFlightQuantity: 0,
         inFlightCount: 0,
+        loans: [],
       });
       expect(await redis.exists(sale.keys.stock, sale.keys.buyers, sale.keys.inflight)).toBe(0);
     });
@@ -799,6 +802,7 @@ describe('SeckillScripts (real Redis)', () => {
         buyersQuantity: 6,
         inFlightQuantity: 6,
         inFlightCount: 3,
+        loans: [],
       });
     });
 
@@ -817,6 +821,7 @@ describe('SeckillScripts (real Redis)', () => {
         buyersQuantity: 6,
         inFlightQuantity: 4,
         inFlightCount: 2,
+        loans: [],
       });
     });
   });
@@ -1014,6 +1019,188 @@ describe('SeckillScripts (real Redis)', () => {
       expect(await redis.hgetall(sale.keys.buyers)).toEqual(
         Object.fromEntries(orders.map((order) => [String(order.userId), String(order.quantity)])),
       );
+    });
+  });
+
+  describe('loans between buckets', () => {
+    it('should lend stock once and write the loan down, and lend nothing when short', async () => {
+      const lender = await openSale({ stock: 2 });
+      const requestId = randomUUID();
+      expect(await scripts.loan(lender.keys, requestId, 2, 77, 3)).toEqual({
+        code: LoanCode.Lent,
+        remaining: 0,
+      });
+      const loan = JSON.parse((await redis.hget(lender.keys.loans, requestId))!) as {
+        quantity: number;
+        home: number;
+        userId: string;
+      };
+      expect(loan).toMatchObject({ quantity: 2, home: 3, userId: '77' });
+      expect(await scripts.loan(lender.keys, randomUUID(), 1, 78, 3)).toEqual({
+        code: LoanCode.Empty,
+        remaining: 0,
+      });
+      expect(await scripts.loan(newSale().keys, randomUUID(), 1, 78, 3)).toEqual({
+        code: LoanCode.NotPreheated,
+        remaining: 0,
+      });
+    });
+
+    it('should give a loan back exactly once, or drop it without giving it back', async () => {
+      const lender = await openSale({ stock: 5 });
+      const [back, kept] = [randomUUID(), randomUUID()];
+      await scripts.loan(lender.keys, back, 2, 1, 0);
+      await scripts.loan(lender.keys, kept, 1, 2, 0);
+      expect(await stockOf(lender)).toBe(2);
+      expect(await scripts.settleLoan(lender.keys, back, true)).toBe(2);
+      expect(await scripts.settleLoan(lender.keys, back, true)).toBe(0);
+      expect(await scripts.settleLoan(lender.keys, kept, false)).toBe(1);
+      expect(await stockOf(lender)).toBe(4);
+      expect(await redis.hlen(lender.keys.loans)).toBe(0);
+    });
+
+    it('should record a borrowed purchase without touching the home stock, after the per-user checks', async () => {
+      const home = await openSale({ stock: 0 });
+      const message = (requestId: string) =>
+        encodeOrderMessage({
+          requestId,
+          orderNo: `SK${Date.now()}${requestId.slice(0, 8).toUpperCase()}`,
+          userId: 5,
+          goodsId: home.goodsId,
+          quantity: 1,
+          acceptedAt: Date.now(),
+        });
+      expect((await buy(home, 5)).code).toBe(DeductCode.SoldOut);
+      const first = randomUUID();
+      expect(await scripts.deduct(home.keys, 5, 1, first, message(first), true)).toEqual({
+        code: DeductCode.Accepted,
+        remaining: 0,
+      });
+      expect(await redis.hget(home.keys.buyers, '5')).toBe('1');
+      expect(await redis.hexists(home.keys.inflight, first)).toBe(1);
+      const second = randomUUID();
+      expect((await scripts.deduct(home.keys, 5, 1, second, message(second), true)).code).toBe(
+        DeductCode.AlreadyPurchased,
+      );
+      expect(await stockOf(home)).toBe(0);
+    });
+
+    it('should void an unrecorded request (a late record is then refused) and leave a recorded one alone', async () => {
+      const home = await openSale({ stock: 3 });
+      const recorded = await buy(home, 10);
+      expect(
+        await scripts.release(home.keys, recorded.requestId, false, 'UNAVAILABLE', 10, 1),
+      ).toBe(ReleaseCode.Recorded);
+      expect(await redis.hexists(home.keys.inflight, recorded.requestId)).toBe(1);
+
+      const never = randomUUID();
+      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 11, 1)).toBe(
+        ReleaseCode.NotInFlight,
+      );
+      expect((await buy(home, 11, 1, never)).code).toBe(DeductCode.Voided);
+
+      const done = await buy(home, 12);
+      await scripts.complete(home.keys, [
+        { requestId: done.requestId, userId: 12, orderNo: 'SK-done' },
+      ]);
+      // Its result is overwritten by a later purchase; the completed record still tells.
+      await redis.hset(
+        home.keys.results,
+        '12',
+        JSON.stringify({ status: 'QUEUED', requestId: 'x' }),
+      );
+      expect(await scripts.release(home.keys, done.requestId, false, 'UNAVAILABLE', 12, 1)).toBe(
+        ReleaseCode.Completed,
+      );
+    });
+
+    it("should count a bucket's open loans as used when rebuilding, and write nothing in a dry run", async () => {
+      const bucket = await openSale({ stock: 10 });
+      await scripts.loan(bucket.keys, randomUUID(), 3, 1, 1);
+      const since = await redisNowMs();
+      const dry = await scripts.rebuild(bucket.keys, 0, since, [], [], true);
+      expect(dry).toEqual({ stock: 0, usedQuantity: 3, buyerCount: 0 });
+      expect(await stockOf(bucket)).toBe(7);
+      expect(await scripts.rebuild(bucket.keys, 10, since, [])).toEqual({
+        stock: 7,
+        usedQuantity: 3,
+        buyerCount: 0,
+      });
+    });
+  });
+
+  describe('a repair freeze', () => {
+    const orderMessage = (sale: Sale, userId: number, requestId: string) =>
+      encodeOrderMessage({
+        requestId,
+        orderNo: `SK${Date.now()}${requestId.slice(0, 8).toUpperCase()}`,
+        userId,
+        goodsId: sale.goodsId,
+        quantity: 1,
+        acceptedAt: Date.now(),
+      });
+
+    it('should refuse a purchase in a frozen bucket as FROZEN, in either mode, and change nothing', async () => {
+      const sale = await openSale({ stock: 3 });
+      expect(await scripts.freeze(sale.keys, 'freeze', 'repair-1', MINUTE)).toBe(true);
+      const before = await snapshot(sale);
+      for (const borrowed of [false, true]) {
+        const requestId = randomUUID();
+        expect(
+          await scripts.deduct(
+            sale.keys,
+            7,
+            1,
+            requestId,
+            orderMessage(sale, 7, requestId),
+            borrowed,
+          ),
+        ).toEqual({ code: DeductCode.Frozen, remaining: 3 });
+      }
+      expect(await snapshot(sale)).toEqual(before);
+    });
+
+    it('should refuse a loan from a frozen bucket as FROZEN and change nothing', async () => {
+      const lender = await openSale({ stock: 3 });
+      await scripts.freeze(lender.keys, 'freeze', 'repair-1', MINUTE);
+      const before = await snapshot(lender);
+      expect(await scripts.loan(lender.keys, randomUUID(), 1, 7, 0)).toEqual({
+        code: LoanCode.Frozen,
+        remaining: 3,
+      });
+      expect(await snapshot(lender)).toEqual(before);
+    });
+
+    it('should sell and lend again once the freeze is thawed or has lapsed', async () => {
+      const thawed = await openSale({ stock: 3 });
+      await scripts.freeze(thawed.keys, 'freeze', 'repair-1', MINUTE);
+      expect(await scripts.freeze(thawed.keys, 'thaw', 'repair-1')).toBe(true);
+      expect((await buy(thawed, 7)).code).toBe(DeductCode.Accepted);
+
+      const lapsed = await openSale({ stock: 3 });
+      // A repairer that died: its mark is in the past by this server's clock.
+      await redis.hset(lapsed.keys.meta, 'frozenUntil', (await redisNowMs()) - 1, 'frozenBy', 'x');
+      expect((await buy(lapsed, 7)).code).toBe(DeductCode.Accepted);
+      expect((await scripts.loan(lapsed.keys, randomUUID(), 1, 8, 0)).code).toBe(LoanCode.Lent);
+      expect(await stockOf(lapsed)).toBe(1);
+    });
+
+    it("should refuse another repair's freeze while one is in force, and take over a lapsed one", async () => {
+      const sale = await openSale();
+      expect(await scripts.freeze(sale.keys, 'freeze', 'first', MINUTE)).toBe(true);
+      expect(await scripts.freeze(sale.keys, 'freeze', 'second', MINUTE)).toBe(false);
+      expect(await scripts.freeze(sale.keys, 'thaw', 'second')).toBe(false);
+      expect(await scripts.freeze(sale.keys, 'held', 'first')).toBe(true);
+      expect(await scripts.freeze(sale.keys, 'held', 'second')).toBe(false);
+
+      await redis.hset(sale.keys.meta, 'frozenUntil', (await redisNowMs()) - 1);
+      expect(await scripts.freeze(sale.keys, 'held', 'first')).toBe(false);
+      expect(await scripts.freeze(sale.keys, 'freeze', 'second', MINUTE)).toBe(true);
+      // The first repair finds its freeze broken and must not thaw the second's.
+      expect(await scripts.freeze(sale.keys, 'thaw', 'first')).toBe(false);
+      expect(await scripts.freeze(sale.keys, 'held', 'second')).toBe(true);
+      expect(await scripts.freeze(sale.keys, 'thaw', 'second')).toBe(true);
+      expect(await redis.hmget(sale.keys.meta, 'frozenUntil', 'frozenBy')).toEqual([null, null]);
     });
   });
 

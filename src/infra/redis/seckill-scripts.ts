@@ -10,13 +10,16 @@ const LUA_DIR = fileURLToPath(new URL('../../../lua/', import.meta.url));
 
 const SCRIPTS = {
   seckillDeduct: { file: 'seckill-deduct.lua', keys: 7 },
-  seckillRelease: { file: 'seckill-release.lua', keys: 7 },
+  seckillRelease: { file: 'seckill-release.lua', keys: 8 },
   seckillClaim: { file: 'seckill-claim.lua', keys: 3 },
   seckillComplete: { file: 'seckill-complete.lua', keys: 5 },
   seckillPreheat: { file: 'seckill-preheat.lua', keys: 2 },
   seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
-  seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 3 },
-  seckillRebuild: { file: 'seckill-rebuild.lua', keys: 6 },
+  seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 4 },
+  seckillRebuild: { file: 'seckill-rebuild.lua', keys: 7 },
+  seckillLoan: { file: 'seckill-loan.lua', keys: 3 },
+  seckillLoanSettle: { file: 'seckill-loan-settle.lua', keys: 2 },
+  seckillFreeze: { file: 'seckill-freeze.lua', keys: 1 },
   // Two keys a budget: defined once per budget count (see onModuleInit).
   throttleHits: { file: 'throttle-hits.lua', keys: undefined },
   purchaseTokenConsume: { file: 'purchase-token-consume.lua', keys: 1 },
@@ -54,6 +57,8 @@ export enum DeductCode {
   OverLimit = 6,
   Replayed = 7,
   Voided = 8,
+  /** A repair is rebuilding the goods' buckets (lua/seckill-freeze.lua): nothing changed. */
+  Frozen = 9,
 }
 
 export enum ReleaseCode {
@@ -61,6 +66,22 @@ export enum ReleaseCode {
   Released = 1,
   Claimed = 2,
   Completed = 3,
+  /** Only with `voidOnly`: the request is in flight, left alone. */
+  Recorded = 4,
+}
+
+export enum LoanCode {
+  NotPreheated = -1,
+  Empty = 0,
+  Lent = 1,
+  Frozen = 2,
+}
+
+/** Stock a bucket lent and that is not settled yet (see lua/seckill-loan.lua). */
+export interface OpenLoan {
+  requestId: string;
+  quantity: number;
+  home: number;
 }
 
 export enum RestockCode {
@@ -99,6 +120,7 @@ export interface RedisSaleSnapshot {
   buyersQuantity: number;
   inFlightQuantity: number;
   inFlightCount: number;
+  loans: OpenLoan[];
 }
 
 export interface ActiveOrderRef {
@@ -150,6 +172,7 @@ export class SeckillScripts implements OnModuleInit {
     quantity: number,
     requestId: string,
     message: string,
+    borrowed = false,
   ): Promise<{ code: DeductCode; remaining: number }> {
     const [code, remaining] = (await this.call(
       'seckillDeduct',
@@ -164,6 +187,7 @@ export class SeckillScripts implements OnModuleInit {
       quantity,
       requestId,
       message,
+      borrowed ? 'borrowed' : '',
     )) as [number, number];
     return { code, remaining };
   }
@@ -174,6 +198,7 @@ export class SeckillScripts implements OnModuleInit {
     force: boolean,
     reason: string,
     userId?: number,
+    voidOnlyQuantity?: number,
   ): Promise<ReleaseCode> {
     return (await this.call(
       'seckillRelease',
@@ -184,11 +209,60 @@ export class SeckillScripts implements OnModuleInit {
       keys.claims,
       keys.voided,
       keys.results,
+      keys.completed,
       requestId,
       force ? '1' : '0',
       reason,
       userId ?? '',
+      voidOnlyQuantity === undefined ? '0' : '1',
+      voidOnlyQuantity ?? '',
     )) as ReleaseCode;
+  }
+
+  /** Takes stock from this bucket for a purchase recorded in `home` (lua/seckill-loan.lua). */
+  async loan(
+    keys: SaleKeys,
+    requestId: string,
+    quantity: number,
+    userId: number,
+    home: number,
+  ): Promise<{ code: LoanCode; remaining: number }> {
+    const [code, remaining] = (await this.call(
+      'seckillLoan',
+      keys.stock,
+      keys.loans,
+      keys.meta,
+      requestId,
+      quantity,
+      userId,
+      home,
+    )) as [number, number];
+    return { code, remaining };
+  }
+
+  /**
+   * A repair's freeze of one bucket (lua/seckill-freeze.lua): `freeze` (for `lapseMs`, false
+   * when another repair's freeze is in force), `held` (still this token's, without a break),
+   * `thaw` (cleared, when it was this token's).
+   */
+  async freeze(
+    keys: SaleKeys,
+    op: 'freeze' | 'held' | 'thaw',
+    token: string,
+    lapseMs = 0,
+  ): Promise<boolean> {
+    return (await this.call('seckillFreeze', keys.meta, op, token, lapseMs)) === 1;
+  }
+
+  /** Closes a loan, giving its stock back or not; the quantity closed now, 0 if closed before. */
+  async settleLoan(keys: SaleKeys, requestId: string, giveBack: boolean): Promise<number> {
+    return (await this.call(
+      'seckillLoanSettle',
+      keys.stock,
+      keys.loans,
+      requestId,
+      giveBack ? '1' : '0',
+    )) as number;
   }
 
   /** Returns, per request id in order, true when it may be written, false when it was voided. */
@@ -236,22 +310,41 @@ export class SeckillScripts implements OnModuleInit {
   }
 
   async snapshot(keys: SaleKeys): Promise<RedisSaleSnapshot> {
-    const [stock, buyersQuantity, inFlightQuantity, inFlightCount] = (await this.call(
+    const [stock, buyersQuantity, inFlightQuantity, inFlightCount, lent] = (await this.call(
       'seckillSnapshot',
       keys.stock,
       keys.buyers,
       keys.inflight,
-    )) as [number, number, number, number];
-    return { stock: stock < 0 ? null : stock, buyersQuantity, inFlightQuantity, inFlightCount };
+      keys.loans,
+    )) as [number, number, number, number, (string | number)[]];
+    const loans: OpenLoan[] = [];
+    for (let i = 0; i < lent.length; i += 3) {
+      loans.push({
+        requestId: String(lent[i]),
+        quantity: Number(lent[i + 1]),
+        home: Number(lent[i + 2]),
+      });
+    }
+    return {
+      stock: stock < 0 ? null : stock,
+      buyersQuantity,
+      inFlightQuantity,
+      inFlightCount,
+      loans,
+    };
   }
 
-  /** Returns null when the sale is not preheated (no meta in Redis). */
+  /**
+   * Returns null when the sale is not preheated (no meta in Redis). `dryRun`: only counts what
+   * is used (stock 0 in the answer), writes nothing.
+   */
   async rebuild(
     keys: SaleKeys,
     totalStock: number,
     completedSince: number,
     activeOrders: ActiveOrderRef[],
     cancelledOrderNos: string[] = [],
+    dryRun = false,
   ): Promise<{ stock: number; usedQuantity: number; buyerCount: number } | null> {
     const [stock, usedQuantity, buyerCount] = (await this.call(
       'seckillRebuild',
@@ -261,9 +354,11 @@ export class SeckillScripts implements OnModuleInit {
       keys.completed,
       keys.meta,
       keys.restocked,
+      keys.loans,
       totalStock,
       completedSince,
       activeOrders.length,
+      dryRun ? '1' : '0',
       ...activeOrders.flatMap((order) => [order.requestId, order.userId, order.quantity]),
       ...cancelledOrderNos,
     )) as [number, number, number];

@@ -13,6 +13,7 @@ import { statusOf } from '../goods/goods.service.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { parseVerdict } from '../reconcile/reconcile-verdicts.js';
 import { ReconcileService } from '../reconcile/reconcile.service.js';
+import { StockService } from '../stock/stock.service.js';
 import type { ByStatus, DashboardSnapshot, QueueFigures, SaleFigures } from './dashboard.types.js';
 
 // Same depth from src/modules/dashboard and dist/modules/dashboard: both reach the repo's lua/.
@@ -87,6 +88,7 @@ export class SaleBoard implements OnModuleInit {
     @Inject(REDIS_CLIENT) private readonly redis: Redis,
     private readonly publisher: OrderPublisher,
     private readonly reconcile: ReconcileService,
+    private readonly stock: StockService,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
@@ -185,10 +187,14 @@ export class SaleBoard implements OnModuleInit {
         VERDICT_REFRESH_MS,
       )) as [number, number, number, string, number, ...string[][]];
     if (claimed === 1) this.refreshVerdict(goodsId);
+    // A goods split over buckets: the call above read its goods-wide keys (verdict, rates); the
+    // stock and what is in flight are the buckets' sum.
+    const buckets =
+      (await this.stock.shardsOf(goodsId)) > 1 ? await this.stock.snapshot(goodsId) : null;
     return {
-      stock: stock < 0 ? null : stock,
-      inFlight,
-      inFlightPurchases,
+      stock: buckets ? buckets.stock : stock < 0 ? null : stock,
+      inFlight: buckets ? buckets.inFlightQuantity : inFlight,
+      inFlightPurchases: buckets ? buckets.inFlightCount : inFlightPurchases,
       verdict: parseVerdict(rawVerdict),
       rates: { start, codes: rateSeries(seconds) },
     };

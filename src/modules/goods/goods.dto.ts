@@ -9,6 +9,7 @@ import {
   Max,
   Min,
 } from 'class-validator';
+import { MAX_STOCK_SHARDS } from '../../infra/redis/stock-buckets.js';
 
 export const GOODS_STATUSES = ['UPCOMING', 'ACTIVE', 'SOLD_OUT', 'ENDED'] as const;
 export type GoodsStatus = (typeof GOODS_STATUSES)[number];
@@ -49,6 +50,17 @@ export class CreateGoodsDto {
   @Min(1)
   @Max(1_000)
   perUserLimit?: number;
+
+  @ApiPropertyOptional({
+    example: 8,
+    description:
+      'Redis buckets the stock is split over, each in its own cluster slot (default STOCK_SHARDS)',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_STOCK_SHARDS)
+  stockShards?: number;
 }
 
 export class GoodsCreatedDto {
@@ -60,6 +72,7 @@ export class GoodsCreatedDto {
   @ApiProperty({ format: 'date-time' }) startAt: string;
   @ApiProperty({ format: 'date-time' }) endAt: string;
   @ApiProperty() perUserLimit: number;
+  @ApiProperty() stockShards: number;
 }
 
 export class GoodsViewDto {
@@ -72,5 +85,6 @@ export class GoodsViewDto {
   @ApiProperty({ format: 'date-time' }) startAt: string;
   @ApiProperty({ format: 'date-time' }) endAt: string;
   @ApiProperty() perUserLimit: number;
+  @ApiProperty() stockShards: number;
   @ApiProperty({ enum: GOODS_STATUSES }) status: GoodsStatus;
 }

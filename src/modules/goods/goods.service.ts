@@ -1,6 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, Repository } from 'typeorm';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { StockService } from '../stock/stock.service.js';
@@ -17,6 +19,7 @@ export class GoodsService {
   constructor(
     @InjectRepository(GoodsEntity) private readonly goods: Repository<GoodsEntity>,
     private readonly stock: StockService,
+    @InjectConfig() private readonly config: AppConfig,
   ) {}
 
   async create(input: CreateGoodsDto): Promise<GoodsCreatedDto> {
@@ -34,9 +37,12 @@ export class GoodsService {
         startAt,
         endAt,
         perUserLimit: input.perUserLimit ?? 1,
+        stockShards: input.stockShards ?? this.config.stockShards,
       }),
     );
-    this.logger.log(`goods created: id=${saved.id} stock=${saved.totalStock}`);
+    this.logger.log(
+      `goods created: id=${saved.id} stock=${saved.totalStock} shards=${saved.stockShards}`,
+    );
     return {
       id: saved.id,
       name: saved.name,
@@ -46,6 +52,7 @@ export class GoodsService {
       startAt: saved.startAt.toISOString(),
       endAt: saved.endAt.toISOString(),
       perUserLimit: saved.perUserLimit,
+      stockShards: saved.stockShards,
     };
   }
 
@@ -102,6 +109,7 @@ export class GoodsService {
       startAt: goods.startAt.toISOString(),
       endAt: goods.endAt.toISOString(),
       perUserLimit: goods.perUserLimit,
+      stockShards: goods.stockShards,
       status: statusOf(goods, remaining, new Date()),
     };
   }

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
+import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
 import { StockService } from '../stock/stock.service.js';
 import { parseOrderMessage } from './order-message.js';
 import { OrderPublisher } from './order-publisher.service.js';
@@ -32,31 +33,37 @@ export class OutboxSweeper {
     if (!this.publisher.isReady()) return 0;
     let republished = 0;
     for (const goodsId of await this.stock.preheatedSales()) {
-      const now = at ?? (await this.stock.serverTimeMs(goodsId));
-      await this.stock.forgetOldVoided(goodsId, now);
-      const stale = await this.stock.staleOutbox(
-        goodsId,
-        now - this.config.outboxStaleMs,
-        SWEEP_BATCH,
-      );
-      const settled: string[] = [];
-      await Promise.all(
-        stale.map(async ({ requestId, message }) => {
-          // No message: the purchase was completed or released meanwhile.
-          const order = message === null ? null : parseOrderMessage(message);
-          if (order === null || typeof order === 'string') {
-            settled.push(requestId);
-            return;
-          }
-          if (await this.publisher.publish(order)) {
-            settled.push(requestId);
-            republished++;
-            this.logger.log(`republished: request=${requestId} goods=${goodsId}`);
-          }
-        }),
-      );
-      await this.stock.markPublished(goodsId, settled);
+      // A purchase lock outlived by its loan: the record step is not coming any more.
+      await this.stock.sweepLoans(goodsId, this.config.purchaseLockTtlMs, at);
+      for (const bucket of await this.stock.buckets(goodsId)) {
+        republished += await this.sweepBucket(goodsId, bucket, at);
+      }
     }
+    return republished;
+  }
+
+  private async sweepBucket(goodsId: number, keys: SaleKeys, at?: number): Promise<number> {
+    let republished = 0;
+    const now = at ?? (await this.stock.bucketServerTimeMs(keys));
+    await this.stock.forgetOldVoided(keys, now);
+    const stale = await this.stock.staleOutbox(keys, now - this.config.outboxStaleMs, SWEEP_BATCH);
+    const settled: string[] = [];
+    await Promise.all(
+      stale.map(async ({ requestId, message }) => {
+        // No message: the purchase was completed or released meanwhile.
+        const order = message === null ? null : parseOrderMessage(message);
+        if (order === null || typeof order === 'string') {
+          settled.push(requestId);
+          return;
+        }
+        if (await this.publisher.publish(order)) {
+          settled.push(requestId);
+          republished++;
+          this.logger.log(`republished: request=${requestId} goods=${goodsId}`);
+        }
+      }),
+    );
+    await this.stock.markPublished(keys, settled);
     return republished;
   }
 }

@@ -17,6 +17,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly stockLoans = new Counter({
+    name: 'seckill_stock_loans_total',
+    help: "Stock borrowed by a purchase from a bucket other than its buyer's home bucket, by event (taken; returned at once; swept: given back by the loan sweeper)",
+    labelNames: ['event'] as const,
+    registers: [this.registry],
+  });
+
   readonly throttled = new Counter({
     name: 'seckill_throttled_total',
     help: 'Requests refused with 429, by the throttler that refused them (e.g. purchase-user)',

@@ -33,7 +33,7 @@ describe('OrderIngest', () => {
   const writer = { writeBatch: vi.fn<OrderWriter['writeBatch']>() };
   const orders = { findByRequestId: vi.fn<OrdersService['findByRequestId']>() };
   const stock = {
-    claim: vi.fn<(goodsId: number, requestIds: string[]) => Promise<number[]>>(),
+    claim: vi.fn<(goodsId: number, purchases: { requestId: string }[]) => Promise<number[]>>(),
     complete: vi.fn<StockService['complete']>(),
     release: vi.fn<StockService['release']>(),
   };
@@ -49,7 +49,7 @@ describe('OrderIngest', () => {
 
   beforeEach(() => {
     vi.resetAllMocks();
-    stock.claim.mockImplementation(async (_goodsId, requestIds) => requestIds.map(() => 1));
+    stock.claim.mockImplementation(async (_goodsId, purchases) => purchases.map(() => 1));
     stock.complete.mockResolvedValue(0);
     stock.release.mockResolvedValue(1);
     writer.writeBatch.mockImplementation(async (_goodsId, batch) => written(batch));
@@ -119,6 +119,7 @@ describe('OrderIngest', () => {
       taken.requestId,
       'ALREADY_PURCHASED',
       true,
+      taken.userId,
     );
     expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([dup]);
   });
@@ -152,6 +153,7 @@ describe('OrderIngest', () => {
       refused.requestId,
       'REJECTED',
       true,
+      refused.userId,
     );
     expect(timeouts.publishTimeouts.mock.calls).toEqual([[[a]], [[b]]]);
   });
@@ -176,6 +178,7 @@ describe('OrderIngest', () => {
       lost.requestId,
       'UNDELIVERABLE',
       true,
+      lost.userId,
     );
     expect(stock.claim).not.toHaveBeenCalled();
     expect(writer.writeBatch).not.toHaveBeenCalled();

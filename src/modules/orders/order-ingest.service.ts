@@ -139,7 +139,7 @@ export class OrderIngest {
         settled.set(order.requestId, { kind: 'completed', order });
         continue;
       }
-      await this.stock.release(goodsId, order.requestId, 'UNDELIVERABLE', true);
+      await this.stock.release(goodsId, order.requestId, 'UNDELIVERABLE', true, order.userId);
       this.logger.error(
         `order given up, its message exhausted its deliveries, stock returned: request=${order.requestId} goods=${goodsId} user=${order.userId}`,
       );
@@ -157,7 +157,7 @@ export class OrderIngest {
     const claims = await this.redisStep(goodsId, () =>
       this.stock.claim(
         goodsId,
-        purchases.map(({ order }) => order.requestId),
+        purchases.map(({ order }) => order),
       ),
     );
     const flags = claims === 'skipped' ? purchases.map(() => true) : claims;
@@ -213,7 +213,7 @@ export class OrderIngest {
       if (outcome.kind !== 'rejected' || settled.has(outcome.order.requestId)) continue;
       const { order, reason } = outcome;
       await this.redisStep(goodsId, () =>
-        this.stock.release(goodsId, order.requestId, reason, true),
+        this.stock.release(goodsId, order.requestId, reason, true, order.userId),
       );
       this.logger.warn(
         `purchase failed: request=${order.requestId} goods=${goodsId} user=${order.userId} reason=${reason}`,
@@ -247,7 +247,7 @@ export class OrderIngest {
     error: Error,
     settled: Settled,
   ): Promise<void> {
-    await this.stock.release(goodsId, order.requestId, 'REJECTED', true);
+    await this.stock.release(goodsId, order.requestId, 'REJECTED', true, order.userId);
     this.logger.error(
       `order refused by MySQL, stock returned: request=${order.requestId} goods=${goodsId} user=${order.userId} ${error.message}`,
     );

@@ -67,6 +67,9 @@ export class PreheatService {
     if (!lock) throw new UnavailableError('The sale is being rebuilt; try again shortly');
     try {
       await this.ensureOrdersSettled(goods.id, lostBy);
+      // Buckets that survived hold stock counted again from MySQL now (the sale is closed and
+      // its orders are settled): dropped, so that every bucket is rebuilt from the same count.
+      if (goods.stockShards > 1) await this.stock.forget(goods.id);
       const history = await this.orders.history(goods.id);
       const result = await this.load(goods, history.stock, history);
       this.lostBy.delete(goods.id);
@@ -122,6 +125,7 @@ export class PreheatService {
         startAt: goods.startAt,
         endAt: goods.endAt,
         perUserLimit: goods.perUserLimit,
+        stockShards: goods.stockShards,
       },
       history ?? { buyers: [], cancelledOrderNos: [] },
     );

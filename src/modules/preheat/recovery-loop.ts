@@ -45,9 +45,9 @@ export class RecoveryLoop {
   }
 
   /** Whether a restart not settled yet concerns this sale. */
-  covers(goodsId: number): boolean {
+  covers(goodsId: number, shards = 1): boolean {
     for (const restart of this.pending.values()) {
-      if (saleInScope(restart.slots, goodsId)) return true;
+      if (saleInScope(restart.slots, goodsId, shards)) return true;
     }
     return false;
   }

@@ -36,7 +36,9 @@ export class SaleRecovery implements OnModuleInit, OnApplicationShutdown {
    * or not yet identified since a reconnect.
    */
   closed(goodsId: number): boolean {
-    return this.loop.covers(goodsId) || !this.watchdog.identifiedFor(goodsId);
+    // The bucket count is known here: the purchase read it (homeKeys) just before asking.
+    const shards = this.stock.knownShards(goodsId);
+    return this.loop.covers(goodsId, shards) || !this.watchdog.identifiedFor(goodsId, shards);
   }
 
   /** How many of the sales a restart concerns are not back in Redis yet. */

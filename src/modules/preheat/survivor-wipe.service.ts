@@ -39,7 +39,10 @@ export class SurvivorWipe {
     const sales = await this.goods.startingBefore(
       new Date(Date.now() + this.config.preheatLookaheadMs),
     );
-    return sales.filter((sale) => saleInScope(slots, sale.id));
+    return sales.filter((sale) => {
+      this.stock.rememberShards(sale.id, sale.stockShards);
+      return saleInScope(slots, sale.id, sale.stockShards);
+    });
   }
 
   /**

@@ -209,7 +209,9 @@ export class ReconcileService {
 
   /**
    * Rebuilds the sale's Redis stock and buyers from MySQL's active orders plus what is still in
-   * flight (see lua/seckill-rebuild.lua: safe while the sale runs).
+   * flight (see lua/seckill-rebuild.lua: safe while the sale runs). A goods split over several
+   * buckets answers 503 to its purchases for the moment its buckets are rebuilt
+   * (StockService.rebuild).
    */
   async repair(goodsId: number): Promise<RepairReport> {
     const before = await this.reconcile(goodsId);

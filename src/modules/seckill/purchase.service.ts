@@ -64,6 +64,8 @@ export class PurchaseService {
     userId: number,
     quantity: number,
   ): Promise<PurchaseAccepted> {
+    // The bucket count: read once per goods and instance (Redis meta, else MySQL), then from memory.
+    const home = await orUnavailable('MySQL', () => this.stock.homeKeys(goodsId, userId));
     if (this.recovery.closed(goodsId)) {
       throw new UnavailableError('Redis is being rebuilt after a restart; nothing was taken');
     }
@@ -71,7 +73,7 @@ export class PurchaseService {
       throw new UnavailableError('The order queue is unavailable; nothing was taken');
     }
     const lock = await orUnavailable('Redis', () =>
-      this.locks.tryLockPurchase(goodsId, userId, this.config.purchaseLockTtlMs),
+      this.locks.tryLockPurchase(home, userId, this.config.purchaseLockTtlMs),
     );
     if (!lock) {
       throw new DomainError(

@@ -2,6 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
 import { resultChannel } from '../../infra/redis/seckill-keys.js';
+import { StockService } from '../stock/stock.service.js';
 
 /**
  * Tells this instance's result streams that a user's result changed: the scripts that write a
@@ -16,7 +17,10 @@ import { resultChannel } from '../../infra/redis/seckill-keys.js';
 export class ResultEvents implements OnModuleInit {
   private readonly listeners = new Set<() => void>();
 
-  constructor(private readonly subscriber: RedisSubscriber) {}
+  constructor(
+    private readonly subscriber: RedisSubscriber,
+    private readonly stock: StockService,
+  ) {}
 
   onModuleInit(): void {
     // Up before the first stream: a stream finding it down is refused (503).
@@ -36,7 +40,8 @@ export class ResultEvents implements OnModuleInit {
     }
     let stop: () => void;
     try {
-      stop = await this.subscriber.listen(resultChannel(goodsId, userId), listener);
+      const shards = await this.stock.shardsOf(goodsId);
+      stop = await this.subscriber.listen(resultChannel(goodsId, userId, shards), listener);
     } catch (error) {
       throw new UnavailableError('Result events are unavailable; try again shortly', error);
     }

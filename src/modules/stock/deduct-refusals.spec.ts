@@ -10,6 +10,7 @@ describe('deductRefusal', () => {
     [DeductCode.SoldOut, 'SOLD_OUT'],
     [DeductCode.AlreadyPurchased, 'ALREADY_PURCHASED'],
     [DeductCode.Voided, 'UNAVAILABLE'],
+    [DeductCode.Frozen, 'UNAVAILABLE'],
     [DeductCode.OverLimit, 'VALIDATION_FAILED'],
   ])('should answer code %i with %s', (code, expected) => {
     expect(deductRefusal(code)?.code).toBe(expected);

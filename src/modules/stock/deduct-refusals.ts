@@ -18,6 +18,8 @@ export function deductRefusal(code: DeductCode): DomainError | null {
       return new DomainError('ALREADY_PURCHASED', 'You already hold this goods');
     case DeductCode.Voided:
       return new UnavailableError('This purchase attempt was given up; nothing was taken');
+    case DeductCode.Frozen:
+      return new UnavailableError('The sale is being repaired; nothing was taken');
     case DeductCode.OverLimit:
       return new DomainError('VALIDATION_FAILED', 'quantity is above the per-user limit');
     default:

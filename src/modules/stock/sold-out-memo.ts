@@ -7,6 +7,13 @@ import type { AppConfig } from '../../config/env.validation.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
 import { STOCK_BACK_CHANNEL } from '../../infra/redis/seckill-keys.js';
+import { BucketHints } from './bucket-hints.js';
+
+/**
+ * How long a bucket seen empty is skipped at most (bounded by SOLD_OUT_MEMO_MS too): short, since
+ * a missed stock-back only delays the sale of returned stock by that much.
+ */
+const BUCKET_HINT_MS = 500;
 
 /** Marks the route whose requests the sold-out memo may answer before any other work. */
 export const SoldOutShortcut = () => edgeRouteConfig({ soldOutShortcut: true });
@@ -25,18 +32,26 @@ export class SoldOutMemo implements OnModuleInit, OnApplicationShutdown {
   private readonly until = new Map<number, number>();
   private listening = false;
   private stopped = false;
+  /**
+   * The buckets of a goods seen empty a moment ago (see BucketHints); cleared with the memo by a
+   * stock-back announcement, and kept only while that announcement can be heard.
+   */
+  readonly bucketHints: BucketHints;
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly subscriber: RedisSubscriber,
     @InjectConfig() private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.bucketHints = new BucketHints(Math.min(config.soldOutMemoMs, BUCKET_HINT_MS));
+  }
 
   onModuleInit(): void {
     if (this.config.soldOutMemoMs === 0) return;
     this.subscriber.onDown(() => {
       this.listening = false;
       this.until.clear();
+      this.bucketHints.clearAll();
     });
     this.subscriber.onBack(() => {
       this.listening = true;
@@ -46,7 +61,10 @@ export class SoldOutMemo implements OnModuleInit, OnApplicationShutdown {
 
   private listenForStockBack(): void {
     this.subscriber
-      .listen(STOCK_BACK_CHANNEL, (goodsId) => this.until.delete(Number(goodsId)))
+      .listen(STOCK_BACK_CHANNEL, (goodsId) => {
+        this.until.delete(Number(goodsId));
+        this.bucketHints.clear(Number(goodsId));
+      })
       .then(
         () => {
           this.listening = true;
@@ -74,9 +92,15 @@ export class SoldOutMemo implements OnModuleInit, OnApplicationShutdown {
     if (this.listening) this.until.set(goodsId, Date.now() + this.config.soldOutMemoMs);
   }
 
+  /** A bucket of a goods was found empty: skipped for a moment (see BucketHints). */
+  markBucketEmpty(goodsId: number, bucket: number): void {
+    if (this.listening) this.bucketHints.markEmpty(goodsId, bucket);
+  }
+
   /** Tells every instance, this one first, that the goods may have stock again. */
   async announceStockBack(goodsId: number): Promise<void> {
     this.until.delete(goodsId);
+    this.bucketHints.clear(goodsId);
     if (this.config.soldOutMemoMs === 0) return;
     await this.redis.publish(STOCK_BACK_CHANNEL, String(goodsId));
   }

@@ -1,25 +1,52 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
+import type { Repository } from 'typeorm';
+import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { scanKeys, type RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import {
   ActiveOrderRef,
   CompletedOrder,
   DeductCode,
+  LoanCode,
   ReleaseCode,
   RestockCode,
   SeckillScripts,
+  type RedisSaleSnapshot,
 } from '../../infra/redis/seckill-scripts.js';
-import { SALES_INDEX_KEY, saleKeys } from '../../infra/redis/seckill-keys.js';
+import {
+  allBucketKeys,
+  bucketKeys,
+  SALES_INDEX_KEY,
+  saleKeys,
+  type SaleKeys,
+} from '../../infra/redis/seckill-keys.js';
+import { homeBucket } from '../../infra/redis/stock-buckets.js';
+import { UnavailableError } from '../../common/errors/domain-error.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { SoldOutMemo } from './sold-out-memo.js';
 
 export { DeductCode, ReleaseCode, RestockCode };
 export type { ActiveOrderRef, CompletedOrder };
+
+/** A purchase, as the consumers know it: enough to find the buyer's home bucket. */
+interface BuyerRef {
+  requestId: string;
+  userId: number;
+}
 
 export interface PurchaseResult {
   status: 'QUEUED' | 'SUCCESS' | 'FAILED';
   requestId: string;
   orderNo?: string;
   reason?: string;
+}
+
+export interface RebuiltSale {
+  stock: number;
+  usedQuantity: number;
+  buyerCount: number;
 }
 
 export interface SaleSnapshot {
@@ -33,33 +60,230 @@ export interface SaleSnapshot {
 /** How long a released request id is remembered, so that its late message is dropped. */
 const VOIDED_RETENTION_MS = 24 * 60 * 60 * 1000;
 
-/** The sale's live state in Redis: stock, buyers, in-flight purchases, results. */
+/**
+ * How long a repair's freeze of a sharded goods holds unless thawed: only a repairer that died
+ * mid-repair leaves it to lapse (the sale then answers 503 that long). A repair takes a few
+ * round trips per bucket; one that outlasts this finds its freeze broken and runs again.
+ */
+const REPAIR_FREEZE_MS = 30_000;
+/** Runs of a frozen repair before it gives up (each outlasting REPAIR_FREEZE_MS). */
+const REPAIR_ATTEMPTS = 3;
+
+/**
+ * The sale's live state in Redis: stock, buyers, in-flight purchases, results.
+ *
+ * A goods' stock may be split over several buckets (`stockShards`, see seckill-keys.ts
+ * bucketKeys): each buyer has a home bucket holding all of the buyer's bookkeeping, and a
+ * purchase whose home bucket is empty borrows stock from another bucket (a loan, written down
+ * in the lending bucket until the purchase is recorded at home). Everything here that takes a
+ * goods id answers for the goods as a whole; with one bucket it is exactly the one-bucket code.
+ */
 @Injectable()
 export class StockService {
+  private readonly logger = new Logger(StockService.name);
+  /** Buckets per goods: fixed at creation, so once read it is kept. */
+  private readonly shardCounts = new Map<number, number>();
+
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly scripts: SeckillScripts,
     private readonly soldOut: SoldOutMemo,
+    private readonly metrics: MetricsService,
+    @InjectRepository(GoodsEntity) private readonly goods: Repository<GoodsEntity>,
   ) {}
 
+  /**
+   * How many buckets the goods' stock is split over: from memory once known, else from Redis
+   * (a preheated sale says it in its meta: `shards` for several buckets, a one-bucket sale's own
+   * meta otherwise), so that purchases of a preheated sale need no MySQL; else from MySQL (an
+   * unknown goods has one: its keys then say it is not preheated).
+   */
+  async shardsOf(goodsId: number): Promise<number> {
+    const known = this.shardCounts.get(goodsId);
+    if (known !== undefined) return known;
+    const [shards, total] = await this.redis.hmget(saleKeys(goodsId).meta, 'shards', 'total');
+    if (shards !== null || total !== null) {
+      this.rememberShards(goodsId, shards === null ? 1 : Number(shards));
+      return this.knownShards(goodsId);
+    }
+    const row = await this.goods.findOne({
+      where: { id: goodsId },
+      select: { id: true, stockShards: true },
+    });
+    if (!row) return 1;
+    this.rememberShards(goodsId, row.stockShards);
+    return row.stockShards;
+  }
+
+  /** The bucket count when this instance knows it already, else 1. */
+  knownShards(goodsId: number): number {
+    return this.shardCounts.get(goodsId) ?? 1;
+  }
+
+  /** Tells this instance a goods' bucket count (a preheat or recovery read its row anyway). */
+  rememberShards(goodsId: number, shards: number): void {
+    if (this.shardCounts.size >= 100_000) this.shardCounts.clear();
+    this.shardCounts.set(goodsId, Math.max(1, shards));
+  }
+
+  /** The buyer's home bucket's keys (the per-user lock and result live there). */
+  async homeKeys(goodsId: number, userId: number): Promise<SaleKeys> {
+    const shards = await this.shardsOf(goodsId);
+    return bucketKeys(goodsId, shards, homeBucket(userId, shards));
+  }
+
+  private async bucketsOf(goodsId: number): Promise<SaleKeys[]> {
+    return allBucketKeys(goodsId, await this.shardsOf(goodsId));
+  }
+
+  /**
+   * Takes the stock for one purchase and records it in the buyer's home bucket. With several
+   * buckets, a home bucket without enough stock borrows from the others (bucketOrder, skipping
+   * those this instance saw empty a moment ago); SOLD_OUT only when every bucket is short.
+   * Called under the buyer's purchase lock, which keeps the borrow and the record of one buyer's
+   * clicks apart. A record step that fails on its way voids the request at home before this
+   * throws; the loan is then given back at once when the record surely did not happen, else left
+   * to the loan sweeper (sweepLoans).
+   */
   async deduct(
     goodsId: number,
     userId: number,
     quantity: number,
     requestId: string,
     message: string,
-  ) {
-    const result = await this.scripts.deduct(
-      saleKeys(goodsId),
+  ): Promise<{ code: DeductCode; remaining: number }> {
+    const shards = await this.shardsOf(goodsId);
+    const home = homeBucket(userId, shards);
+    const homeKeys = bucketKeys(goodsId, shards, home);
+    const result = await this.scripts.deduct(homeKeys, userId, quantity, requestId, message);
+    if (shards === 1 || result.code !== DeductCode.SoldOut) {
+      if (result.code === DeductCode.SoldOut && result.remaining === 0) {
+        this.soldOut.markSoldOut(goodsId);
+      }
+      return result;
+    }
+    if (result.remaining === 0) this.soldOut.markBucketEmpty(goodsId, home);
+    const { order, skipped } = this.soldOut.bucketHints.candidates(goodsId, userId, shards);
+    let empty = result.remaining === 0 ? 1 + skipped : skipped;
+    for (const bucket of order) {
+      const lender = bucketKeys(goodsId, shards, bucket);
+      const loan = await this.scripts.loan(lender, requestId, quantity, userId, home);
+      // A repair counts the goods: not SOLD_OUT (a final answer), only "not now".
+      if (loan.code === LoanCode.Frozen) return { code: DeductCode.Frozen, remaining: 0 };
+      if (loan.code !== LoanCode.Lent) {
+        if (loan.code === LoanCode.Empty && loan.remaining === 0) {
+          this.soldOut.markBucketEmpty(goodsId, bucket);
+          empty++;
+        }
+        continue;
+      }
+      this.metrics.stockLoans.inc({ event: 'taken' });
+      return this.recordBorrowed(goodsId, homeKeys, lender, userId, quantity, requestId, message);
+    }
+    if (empty === shards) this.soldOut.markSoldOut(goodsId);
+    return { code: DeductCode.SoldOut, remaining: 0 };
+  }
+
+  private async recordBorrowed(
+    goodsId: number,
+    homeKeys: SaleKeys,
+    lender: SaleKeys,
+    userId: number,
+    quantity: number,
+    requestId: string,
+    message: string,
+  ): Promise<{ code: DeductCode; remaining: number }> {
+    let recorded: { code: DeductCode; remaining: number };
+    try {
+      recorded = await this.scripts.deduct(homeKeys, userId, quantity, requestId, message, true);
+    } catch (error) {
+      await this.voidUnrecordedLoan(goodsId, homeKeys, lender, requestId, userId, quantity).catch(
+        () => undefined,
+      );
+      throw error;
+    }
+    if (recorded.code === DeductCode.Accepted || recorded.code === DeductCode.Replayed) {
+      // Off the answer's path: an open loan of a recorded purchase only waits for the sweeper.
+      void this.scripts.settleLoan(lender, requestId, false).catch(() => undefined);
+      return recorded;
+    }
+    // Refused at home (the window closed, the request was voided, a repair froze the bucket):
+    // the stock goes back now.
+    if ((await this.scripts.settleLoan(lender, requestId, true)) > 0) {
+      this.metrics.stockLoans.inc({ event: 'returned' });
+      await this.stockBack(goodsId);
+    }
+    return recorded;
+  }
+
+  /**
+   * Settles a loan whose purchase may or may not have been recorded at home: the request is
+   * voided there unless it was recorded (so a late record is refused), and the loan is dropped
+   * (recorded: the purchase holds the stock) or given back (not recorded). Once per loan.
+   * Returns true when it gave stock back.
+   */
+  private async voidUnrecordedLoan(
+    goodsId: number,
+    homeKeys: SaleKeys,
+    lender: SaleKeys,
+    requestId: string,
+    userId: number,
+    quantity: number,
+  ): Promise<boolean> {
+    const code = await this.scripts.release(
+      homeKeys,
+      requestId,
+      false,
+      'UNAVAILABLE',
       userId,
       quantity,
-      requestId,
-      message,
     );
-    if (result.code === DeductCode.SoldOut && result.remaining === 0) {
-      this.soldOut.markSoldOut(goodsId);
+    const recorded = code !== ReleaseCode.NotInFlight;
+    const closed = await this.scripts.settleLoan(lender, requestId, !recorded);
+    if (closed > 0 && !recorded) {
+      this.metrics.stockLoans.inc({ event: 'returned' });
+      await this.stockBack(goodsId);
+      return true;
     }
-    return result;
+    return false;
+  }
+
+  /**
+   * Gives back the loans older than `olderThan` (on each lending bucket's Redis clock) whose
+   * purchase was never recorded, and drops those whose purchase was. Returns how many it gave
+   * back.
+   */
+  async sweepLoans(goodsId: number, ageMs: number, at?: number): Promise<number> {
+    const shards = await this.shardsOf(goodsId);
+    if (shards === 1) return 0;
+    let returned = 0;
+    for (const lender of allBucketKeys(goodsId, shards)) {
+      const loans = await this.redis.hgetall(lender.loans);
+      const entries = Object.entries(loans);
+      if (entries.length === 0) continue;
+      const now = at ?? (await this.scripts.serverTimeMs(lender.stock));
+      for (const [requestId, raw] of entries) {
+        const loan = JSON.parse(raw) as {
+          quantity: number;
+          at: number;
+          userId: string;
+          home: number;
+        };
+        if (loan.at > now - ageMs) continue;
+        const homeKeys = bucketKeys(goodsId, shards, loan.home);
+        const userId = Number(loan.userId);
+        if (
+          await this.voidUnrecordedLoan(goodsId, homeKeys, lender, requestId, userId, loan.quantity)
+        ) {
+          returned++;
+          this.metrics.stockLoans.inc({ event: 'swept' });
+          this.logger.warn(
+            `loan given back, its purchase was never recorded: request=${requestId} goods=${goodsId} user=${userId} quantity=${loan.quantity}`,
+          );
+        }
+      }
+    }
+    return returned;
   }
 
   /**
@@ -70,20 +294,62 @@ export class StockService {
     goodsId: number,
     requestId: string,
     reason: string,
-    force = false,
-    userId?: number,
+    force: boolean,
+    userId: number,
   ) {
-    const code = await this.scripts.release(saleKeys(goodsId), requestId, force, reason, userId);
+    const code = await this.scripts.release(
+      await this.homeKeys(goodsId, userId),
+      requestId,
+      force,
+      reason,
+      userId,
+    );
     if (code === ReleaseCode.Released) await this.stockBack(goodsId);
     return code;
   }
 
-  claim(goodsId: number, requestIds: string[]) {
-    return this.scripts.claim(saleKeys(goodsId), requestIds);
+  /** Per purchase, in order: true when it may be written, false when it was voided. */
+  async claim(goodsId: number, purchases: BuyerRef[]): Promise<boolean[]> {
+    const flags = new Array<boolean>(purchases.length);
+    await this.perHomeBucket(goodsId, purchases, async (keys, indexes) => {
+      const claimed = await this.scripts.claim(
+        keys,
+        indexes.map((index) => purchases[index].requestId),
+      );
+      indexes.forEach((index, i) => (flags[index] = claimed[i]));
+    });
+    return flags;
   }
 
-  complete(goodsId: number, orders: CompletedOrder[]) {
-    return this.scripts.complete(saleKeys(goodsId), orders);
+  async complete(goodsId: number, orders: CompletedOrder[]): Promise<number> {
+    let completed = 0;
+    await this.perHomeBucket(goodsId, orders, async (keys, indexes) => {
+      completed += await this.scripts.complete(
+        keys,
+        indexes.map((index) => orders[index]),
+      );
+    });
+    return completed;
+  }
+
+  /** Runs `work` once per home bucket, with the indexes of the purchases homed there. */
+  private async perHomeBucket(
+    goodsId: number,
+    purchases: { userId: number }[],
+    work: (keys: SaleKeys, indexes: number[]) => Promise<void>,
+  ): Promise<void> {
+    if (purchases.length === 0) return;
+    const shards = await this.shardsOf(goodsId);
+    const groups = new Map<number, number[]>();
+    purchases.forEach(({ userId }, index) => {
+      const home = homeBucket(userId, shards);
+      const group = groups.get(home);
+      if (group) group.push(index);
+      else groups.set(home, [index]);
+    });
+    for (const [home, indexes] of groups) {
+      await work(bucketKeys(goodsId, shards, home), indexes);
+    }
   }
 
   /**
@@ -94,72 +360,238 @@ export class StockService {
    */
   async preheat(
     goodsId: number,
-    sale: SaleSnapshot,
+    sale: SaleSnapshot & { stockShards: number },
     history: { buyers: { userId: number; quantity: number }[]; cancelledOrderNos: string[] },
   ): Promise<{ loaded: boolean; stock: number }> {
-    const keys = saleKeys(goodsId);
+    this.rememberShards(goodsId, sale.stockShards);
+    const buckets = allBucketKeys(goodsId, sale.stockShards);
+    // Where another instance looks the count up (the buckets have their own tags).
+    if (buckets.length > 1) await this.redis.hset(saleKeys(goodsId).meta, 'shards', buckets.length);
+    const shares = splitEvenly(sale.stock, buckets.length);
     const hasHistory = history.buyers.length > 0 || history.cancelledOrderNos.length > 0;
     if (hasHistory && !(await this.isPreheated(goodsId))) {
-      for (let i = 0; i < history.buyers.length; i += 1_000) {
-        const chunk = history.buyers.slice(i, i + 1_000);
-        await this.redis.hset(
-          keys.buyers,
-          Object.fromEntries(chunk.map((buyer) => [String(buyer.userId), buyer.quantity])),
-        );
+      const byHome = new Map<number, { userId: number; quantity: number }[]>();
+      for (const buyer of history.buyers) {
+        const home = homeBucket(buyer.userId, buckets.length);
+        byHome.set(home, [...(byHome.get(home) ?? []), buyer]);
       }
-      for (let i = 0; i < history.cancelledOrderNos.length; i += 1_000) {
-        await this.redis.sadd(keys.restocked, ...history.cancelledOrderNos.slice(i, i + 1_000));
+      for (const [home, buyers] of byHome) {
+        for (let i = 0; i < buyers.length; i += 1_000) {
+          const chunk = buyers.slice(i, i + 1_000);
+          await this.redis.hset(
+            buckets[home].buyers,
+            Object.fromEntries(chunk.map((buyer) => [String(buyer.userId), buyer.quantity])),
+          );
+        }
+      }
+      // Every bucket: a cancelled order is restocked at its buyer's home, whichever that is.
+      for (const keys of buckets) {
+        for (let i = 0; i < history.cancelledOrderNos.length; i += 1_000) {
+          await this.redis.sadd(keys.restocked, ...history.cancelledOrderNos.slice(i, i + 1_000));
+        }
       }
     }
-    const result = await this.scripts.preheat(keys, sale);
+    let loaded = false;
+    let stock = 0;
+    for (const [bucket, keys] of buckets.entries()) {
+      const result = await this.scripts.preheat(keys, { ...sale, stock: shares[bucket] });
+      loaded ||= result.loaded;
+      stock += result.stock;
+    }
     await this.redis.sadd(SALES_INDEX_KEY, String(goodsId));
     // The preheat job runs on every open sale each interval; only a load puts stock in.
-    if (result.loaded) await this.stockBack(goodsId);
-    return result;
+    if (loaded) await this.stockBack(goodsId);
+    return { loaded, stock };
   }
 
+  /** True when Redis holds the stock of every bucket of the sale. */
   async isPreheated(goodsId: number): Promise<boolean> {
-    return (await this.redis.exists(saleKeys(goodsId).stock)) === 1;
+    for (const keys of await this.bucketsOf(goodsId)) {
+      if ((await this.redis.exists(keys.stock)) !== 1) return false;
+    }
+    return true;
   }
 
-  /** Gives a cancelled order's stock back, once per order number. */
+  /** Gives a cancelled order's stock back (to its buyer's home bucket), once per order number. */
   async restock(goodsId: number, orderNo: string, userId: number, quantity: number) {
-    const code = await this.scripts.restock(saleKeys(goodsId), orderNo, userId, quantity);
+    const keys = await this.homeKeys(goodsId, userId);
+    const code = await this.scripts.restock(keys, orderNo, userId, quantity);
     if (code === RestockCode.Restocked) await this.stockBack(goodsId);
     return code;
   }
 
-  /** Which of these cancelled orders Redis has not given back yet. */
+  /**
+   * Which of these cancelled orders Redis has not given back yet: in no bucket's restocked set
+   * (a restock marks its buyer's home bucket; a preheat or rebuild marks them all).
+   */
   async notYetRestocked(goodsId: number, orderNos: string[]): Promise<Set<string>> {
-    const pending = new Set<string>();
-    for (let i = 0; i < orderNos.length; i += 1_000) {
-      const chunk = orderNos.slice(i, i + 1_000);
-      const flags = await this.redis.smismember(saleKeys(goodsId).restocked, ...chunk);
-      chunk.forEach((orderNo, index) => flags[index] === 0 && pending.add(orderNo));
+    const pending = new Set<string>(orderNos);
+    for (const keys of await this.bucketsOf(goodsId)) {
+      const left = [...pending];
+      for (let i = 0; i < left.length; i += 1_000) {
+        const chunk = left.slice(i, i + 1_000);
+        const flags = await this.redis.smismember(keys.restocked, ...chunk);
+        chunk.forEach((orderNo, index) => flags[index] === 1 && pending.delete(orderNo));
+      }
     }
     return pending;
   }
 
-  snapshot(goodsId: number) {
-    return this.scripts.snapshot(saleKeys(goodsId));
+  /**
+   * The sale's Redis side summed over its buckets (each read atomically, one after the other).
+   * A loan not recorded at home yet is stock taken but not yet any purchase: it is counted in
+   * flight (it becomes one, or goes back to its bucket). A recorded loan whose record is already
+   * in flight at home is not counted again.
+   */
+  async snapshot(goodsId: number): Promise<Omit<RedisSaleSnapshot, 'loans'>> {
+    const buckets = await this.bucketsOf(goodsId);
+    if (buckets.length === 1) {
+      const single = await this.scripts.snapshot(buckets[0]);
+      return {
+        stock: single.stock,
+        buyersQuantity: single.buyersQuantity,
+        inFlightQuantity: single.inFlightQuantity,
+        inFlightCount: single.inFlightCount,
+      };
+    }
+    const total = {
+      stock: 0 as number | null,
+      buyersQuantity: 0,
+      inFlightQuantity: 0,
+      inFlightCount: 0,
+    };
+    for (const keys of buckets) {
+      const part = await this.scripts.snapshot(keys);
+      total.stock = part.stock === null || total.stock === null ? null : total.stock + part.stock;
+      total.buyersQuantity += part.buyersQuantity;
+      total.inFlightQuantity += part.inFlightQuantity;
+      total.inFlightCount += part.inFlightCount;
+      for (const loan of part.loans) {
+        const recorded = await this.redis.hexists(buckets[loan.home].inflight, loan.requestId);
+        if (recorded === 0) total.inFlightQuantity += loan.quantity;
+      }
+    }
+    return total;
   }
 
-  /** `completedSince`: serverTimeMs(goodsId) read before MySQL's active orders were. */
+  /**
+   * A repair's rebuild, while the sale sells. `completedSince`: serverTimeMs(goodsId) read
+   * before MySQL's active orders were. One bucket: its script is safe while purchases land.
+   * Several: each bucket is rebuilt by the same script in turn, its buyers and the stock it
+   * holds, where its share of what is left comes on top of what its own records use (a first,
+   * dry pass counts those). A purchase that borrowed from one bucket and was recorded in another
+   * between their passes would be counted in neither, so the goods is frozen first (every
+   * purchase of it answers 503, nothing taken): once every bucket is frozen no loan can be taken
+   * and no purchase recorded, and every loan still open is settled here as the loan sweeper
+   * would (voided at home unless recorded, then dropped or given back: once, by whoever comes
+   * first, the same way). Nothing can move between buckets after that, so the purchases that
+   * began before the freeze need no waiting for. Then the passes, then the thaw.
+   */
   async rebuild(
     goodsId: number,
     totalStock: number,
     completedSince: number,
     activeOrders: ActiveOrderRef[],
     cancelledOrderNos: string[],
-  ) {
-    const rebuilt = await this.scripts.rebuild(
-      saleKeys(goodsId),
-      totalStock,
-      completedSince,
-      activeOrders,
-      cancelledOrderNos,
+  ): Promise<RebuiltSale | null> {
+    const buckets = await this.bucketsOf(goodsId);
+    if (buckets.length === 1) {
+      const rebuilt = await this.scripts.rebuild(
+        buckets[0],
+        totalStock,
+        completedSince,
+        activeOrders,
+        cancelledOrderNos,
+      );
+      await this.stockBack(goodsId);
+      return rebuilt;
+    }
+    for (let attempt = 1; attempt <= REPAIR_ATTEMPTS; attempt++) {
+      const token = randomUUID();
+      const startedAt = Date.now();
+      try {
+        await this.freezeAll(goodsId, buckets, token);
+        await this.sweepLoans(goodsId, 0, Number.MAX_SAFE_INTEGER);
+        const rebuilt = await this.rebuildBuckets(
+          buckets,
+          totalStock,
+          completedSince,
+          activeOrders,
+          cancelledOrderNos,
+        );
+        if (!rebuilt) return null;
+        if (await this.heldThroughout(buckets, token)) {
+          this.logger.log(
+            `goods frozen for its repair: goods=${goodsId} buckets=${buckets.length} ms=${Date.now() - startedAt}`,
+          );
+          return rebuilt;
+        }
+        this.logger.error(
+          `repair outlasted its freeze, running it again: goods=${goodsId} attempt=${attempt} ms=${Date.now() - startedAt}`,
+        );
+      } finally {
+        await this.thawAll(buckets, token);
+        await this.stockBack(goodsId);
+      }
+    }
+    throw new UnavailableError('The repair could not keep the sale frozen; run it again');
+  }
+
+  // Freeze, check and thaw on every bucket at once: the buckets are on different masters, and
+  // the sale answers 503 for as long as the repair takes.
+  private async freezeAll(goodsId: number, buckets: SaleKeys[], token: string): Promise<void> {
+    const frozen = await Promise.all(
+      buckets.map((keys) => this.scripts.freeze(keys, 'freeze', token, REPAIR_FREEZE_MS)),
     );
-    await this.stockBack(goodsId);
+    if (frozen.includes(false)) {
+      throw new UnavailableError(`Another repair of goods ${goodsId} is under way`);
+    }
+  }
+
+  private async heldThroughout(buckets: SaleKeys[], token: string): Promise<boolean> {
+    const held = await Promise.all(buckets.map((keys) => this.scripts.freeze(keys, 'held', token)));
+    return !held.includes(false);
+  }
+
+  /** Best effort per bucket: one left frozen lapses on its own (REPAIR_FREEZE_MS). */
+  private async thawAll(buckets: SaleKeys[], token: string): Promise<void> {
+    await Promise.all(
+      buckets.map((keys) => this.scripts.freeze(keys, 'thaw', token).catch(() => false)),
+    );
+  }
+
+  /** The dry pass over every bucket, then the real one (see rebuild). */
+  private async rebuildBuckets(
+    buckets: SaleKeys[],
+    totalStock: number,
+    completedSince: number,
+    activeOrders: ActiveOrderRef[],
+    cancelledOrderNos: string[],
+  ): Promise<RebuiltSale | null> {
+    const byHome = buckets.map(() => [] as ActiveOrderRef[]);
+    for (const order of activeOrders) byHome[homeBucket(order.userId, buckets.length)].push(order);
+    const used: number[] = [];
+    for (const [bucket, keys] of buckets.entries()) {
+      const dry = await this.scripts.rebuild(keys, 0, completedSince, byHome[bucket], [], true);
+      if (!dry) return null;
+      used.push(dry.usedQuantity);
+    }
+    const left = Math.max(0, totalStock - used.reduce((sum, quantity) => sum + quantity, 0));
+    const shares = splitEvenly(left, buckets.length);
+    const rebuilt = { stock: 0, usedQuantity: 0, buyerCount: 0 };
+    for (const [bucket, keys] of buckets.entries()) {
+      const part = await this.scripts.rebuild(
+        keys,
+        used[bucket] + shares[bucket],
+        completedSince,
+        byHome[bucket],
+        cancelledOrderNos,
+      );
+      if (!part) return null;
+      rebuilt.stock += part.stock;
+      rebuilt.usedQuantity += part.usedQuantity;
+      rebuilt.buyerCount += part.buyerCount;
+    }
     return rebuilt;
   }
 
@@ -173,26 +605,46 @@ export class StockService {
 
   /**
    * The clock (epoch ms) the Lua scripts stamp this sale's records with: that of the server
-   * holding the sale (on a cluster, the master of its slot; masters' clocks may differ).
+   * holding the sale (on a cluster, the master of its slot; masters' clocks may differ). With
+   * several buckets, the earliest of their servers' clocks.
    */
-  serverTimeMs(goodsId: number): Promise<number> {
-    return this.scripts.serverTimeMs(saleKeys(goodsId).stock);
+  async serverTimeMs(goodsId: number): Promise<number> {
+    const buckets = await this.bucketsOf(goodsId);
+    if (buckets.length === 1) return this.scripts.serverTimeMs(buckets[0].stock);
+    // The earliest of the buckets' masters: "since then" then covers every bucket's records.
+    let earliest = Infinity;
+    for (const keys of buckets) {
+      earliest = Math.min(earliest, await this.scripts.serverTimeMs(keys.stock));
+    }
+    return earliest;
+  }
+
+  /** The clock the scripts stamp one bucket's records with (its outbox, its loans). */
+  bucketServerTimeMs(keys: SaleKeys): Promise<number> {
+    return this.scripts.serverTimeMs(keys.stock);
   }
 
   /** The sale's end as Redis holds it (epoch ms), or null when it is not preheated. */
   async saleEndAt(goodsId: number): Promise<number | null> {
-    const value = await this.redis.hget(saleKeys(goodsId).meta, 'endAt');
+    const [first] = await this.bucketsOf(goodsId);
+    const value = await this.redis.hget(first.meta, 'endAt');
     return value === null ? null : Number(value);
   }
 
-  /** Remaining stock in Redis, or null when the sale is not preheated. */
+  /** Remaining stock in Redis (over every bucket), or null when the sale is not preheated. */
   async remaining(goodsId: number): Promise<number | null> {
-    const value = await this.redis.get(saleKeys(goodsId).stock);
-    return value === null ? null : Number(value);
+    let total = 0;
+    for (const keys of await this.bucketsOf(goodsId)) {
+      const value = await this.redis.get(keys.stock);
+      if (value === null) return null;
+      total += Number(value);
+    }
+    return total;
   }
 
   async result(goodsId: number, userId: number): Promise<PurchaseResult | null> {
-    const raw = await this.redis.hget(saleKeys(goodsId).results, String(userId));
+    const keys = await this.homeKeys(goodsId, userId);
+    const raw = await this.redis.hget(keys.results, String(userId));
     return raw === null ? null : (JSON.parse(raw) as PurchaseResult);
   }
 
@@ -201,10 +653,11 @@ export class StockService {
    * still on their way to MySQL: their bookkeeping must outlive them.
    */
   async evict(goodsId: number): Promise<boolean> {
-    const keys = saleKeys(goodsId);
-    if ((await this.redis.hlen(keys.inflight)) > 0) return false;
-    const names = Object.values(keys).filter((key): key is string => typeof key === 'string');
-    await this.redis.del(...names);
+    const buckets = await this.bucketsOf(goodsId);
+    for (const keys of buckets) {
+      if ((await this.redis.hlen(keys.inflight)) > 0) return false;
+    }
+    await this.forget(goodsId);
     await this.redis.srem(SALES_INDEX_KEY, String(goodsId));
     return true;
   }
@@ -234,9 +687,10 @@ export class StockService {
    * meta key, found with SCAN on every master): the index was lost with the server that held it.
    */
   async reindexSales(): Promise<void> {
-    const ids = (await scanKeys(this.redis, 'seckill:{*}:meta'))
-      .map((key) => /^seckill:\{(\d+)\}:meta$/.exec(key)?.[1])
+    const found = (await scanKeys(this.redis, 'seckill:{*}:meta'))
+      .map((key) => /^seckill:\{(\d+)(?:\.\d+)?\}:meta$/.exec(key)?.[1])
       .filter((id): id is string => id !== undefined);
+    const ids = [...new Set(found)];
     for (let i = 0; i < ids.length; i += 1_000) {
       await this.redis.sadd(SALES_INDEX_KEY, ...ids.slice(i, i + 1_000));
     }
@@ -244,10 +698,13 @@ export class StockService {
 
   /** Drops a sale's keys unconditionally (they are about to be rebuilt from MySQL). */
   async forget(goodsId: number): Promise<void> {
-    const names = Object.values(saleKeys(goodsId)).filter(
-      (key): key is string => typeof key === 'string',
-    );
-    await this.redis.del(...names);
+    const buckets = await this.bucketsOf(goodsId);
+    const sets = buckets.length === 1 ? buckets : [saleKeys(goodsId), ...buckets];
+    for (const keys of sets) {
+      const names = Object.values(keys).filter((key): key is string => typeof key === 'string');
+      // One DEL per bucket: a cluster refuses a DEL whose keys are in different slots.
+      await this.redis.del(...names);
+    }
   }
 
   /** Goods ids that were ever preheated on this Redis (the sweeper walks these). */
@@ -257,12 +714,16 @@ export class StockService {
   }
 
   /** Accepted purchases whose publish was not confirmed before `olderThan` (epoch ms). */
+  /** The keys of every bucket of the sale (one for most sales), for the sweepers. */
+  buckets(goodsId: number): Promise<SaleKeys[]> {
+    return this.bucketsOf(goodsId);
+  }
+
   async staleOutbox(
-    goodsId: number,
+    keys: SaleKeys,
     olderThan: number,
     limit: number,
   ): Promise<{ requestId: string; message: string | null }[]> {
-    const keys = saleKeys(goodsId);
     const requestIds = await this.redis.zrangebyscore(keys.outbox, 0, olderThan, 'LIMIT', 0, limit);
     if (requestIds.length === 0) return [];
     const messages = await this.redis.hmget(keys.inflight, ...requestIds);
@@ -270,16 +731,23 @@ export class StockService {
   }
 
   /** The broker confirmed the message: the sweeper must not publish it again. */
-  async markPublished(goodsId: number, requestIds: string[]): Promise<void> {
+  async markPublished(keys: SaleKeys, requestIds: string[]): Promise<void> {
     if (requestIds.length === 0) return;
-    await this.redis.zrem(saleKeys(goodsId).outbox, ...requestIds);
+    await this.redis.zrem(keys.outbox, ...requestIds);
   }
 
-  async forgetOldVoided(goodsId: number, now: number): Promise<void> {
-    await this.redis.zremrangebyscore(saleKeys(goodsId).voided, 0, now - VOIDED_RETENTION_MS);
+  async forgetOldVoided(keys: SaleKeys, now: number): Promise<void> {
+    await this.redis.zremrangebyscore(keys.voided, 0, now - VOIDED_RETENTION_MS);
   }
 
   async ping(): Promise<void> {
     await this.redis.ping();
   }
+}
+
+/** `total` over `parts` buckets as evenly as whole units go, the remainder to the first ones. */
+export function splitEvenly(total: number, parts: number): number[] {
+  const base = Math.floor(total / parts);
+  const extra = total - base * parts;
+  return Array.from({ length: parts }, (_, index) => base + (index < extra ? 1 : 0));
 }

@@ -37,6 +37,10 @@ export class GoodsEntity {
   @Column({ name: 'per_user_limit', type: 'int', unsigned: true, default: 1 })
   perUserLimit: number;
 
+  /** Redis buckets the stock is split over (see infra/redis/stock-buckets.ts); fixed at creation. */
+  @Column({ name: 'stock_shards', type: 'tinyint', unsigned: true, default: 1 })
+  stockShards: number;
+
   @CreateDateColumn({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt: Date;
 
