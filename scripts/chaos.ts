@@ -1,8 +1,8 @@
 // Fault scenarios against real MySQL, Redis and RabbitMQ, with a table per scenario: the fault
 // injected, requests, accepted, orders, lost, duplicated, and how long recovery took. Runs the
-// fault tests (test/faults, crash, redis-restart, redis-cluster, messaging, shutdown), which cut and stall
-// connections through a TCP proxy, kill a private redis-server and SIGKILL server processes;
-// the services themselves are never touched. Point DATABASE_URL (a database whose name contains
+// fault tests (test/faults, crash, redis-restart, redis-down-fallback, redis-cluster, messaging,
+// shutdown), which cut and stall connections through a TCP proxy, kill a private redis-server and
+// SIGKILL server processes; the services themselves are never touched. Point DATABASE_URL (a database whose name contains
 // "test"), REDIS_URL and RABBITMQ_URL at your own deployment's servers to run it there.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -17,6 +17,7 @@ const SCENARIO_FILES = [
   'test/faults.e2e-spec.ts',
   'test/messaging.e2e-spec.ts',
   'test/redis-restart.e2e-spec.ts',
+  'test/redis-down-fallback.e2e-spec.ts',
   'test/redis-cluster.e2e-spec.ts',
   'test/crash.e2e-spec.ts',
   'test/shutdown.e2e-spec.ts',

@@ -442,8 +442,10 @@ describe('metrics', () => {
     expect(reports.find((report) => report.goodsId === goodsId)?.consistent).toBe(true);
 
     const metrics = (await t.http.get('/metrics').expect(200)).text;
-    expect(metrics).toMatch(/seckill_purchases_total\{outcome="ACCEPTED"\} [1-9]/);
-    expect(metrics).toMatch(/seckill_purchases_total\{outcome="ALREADY_PURCHASED"\} [1-9]/);
+    expect(metrics).toMatch(/seckill_purchases_total\{outcome="ACCEPTED",mode="redis"\} [1-9]/);
+    expect(metrics).toMatch(
+      /seckill_purchases_total\{outcome="ALREADY_PURCHASED",mode="redis"\} [1-9]/,
+    );
     expect(metrics).toMatch(/seckill_publishes_total\{result="confirmed"\} [1-9]/);
     expect(metrics).toContain(`seckill_orders{goods="${goodsId}",status="PENDING_PAYMENT"} 1`);
     expect(metrics).toContain(`seckill_reconcile_drift{goods="${goodsId}",store="redis"} 0`);

@@ -13,14 +13,15 @@ import { PrivateRedis } from './support/private-redis.js';
 
 const unavailable = { statusCode: 503, code: 'UNAVAILABLE', message: expect.any(String) };
 
-describe('outages: Redis known to be down', () => {
+describe('outages: Redis known to be down, REDIS_DOWN_MODE=closed', () => {
   let redis: PrivateRedis;
   let t: TestApp;
   const stores = new Stores();
 
   beforeAll(async () => {
     redis = await PrivateRedis.start();
-    t = await startApp({ REDIS_URL: redis.url });
+    // Closed: purchases are refused, not decided by MySQL (test/redis-down-fallback covers that).
+    t = await startApp({ REDIS_URL: redis.url, REDIS_DOWN_MODE: 'closed' });
   });
 
   afterAll(async () => {

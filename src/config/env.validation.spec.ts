@@ -116,6 +116,20 @@ describe('validateEnv', () => {
     );
   });
 
+  it('should sell through MySQL while Redis is down unless REDIS_DOWN_MODE=closed', () => {
+    expect(validateEnv({}).redisDownMode).toBe('database');
+    expect(validateEnv({ REDIS_DOWN_MODE: 'closed' }).redisDownMode).toBe('closed');
+    expect(refusal({ REDIS_DOWN_MODE: 'open' }).message).toBe(
+      'REDIS_DOWN_MODE must be one of database, closed, got "open"',
+    );
+  });
+
+  it('should bound the database-mode purchases at once by FALLBACK_MAX_INFLIGHT', () => {
+    expect(validateEnv({}).fallbackMaxInflight).toBe(32);
+    expect(validateEnv({ FALLBACK_MAX_INFLIGHT: '4' }).fallbackMaxInflight).toBe(4);
+    expect(refusal({ FALLBACK_MAX_INFLIGHT: '0' }).message).toContain('FALLBACK_MAX_INFLIGHT');
+  });
+
   it('should refuse to run in production with the default JWT secret', () => {
     const error = refusal({ NODE_ENV: 'production' });
 

@@ -86,6 +86,10 @@ export interface AppConfig {
   autoban: { threshold: number; windowMs: number; banSeconds: number };
   /** How long an instance answers SOLD_OUT from memory after Redis said so; 0 = off. */
   soldOutMemoMs: number;
+  /** `database`: while Redis is unreachable or rebuilt, MySQL alone decides purchases; `closed`: 503. */
+  redisDownMode: RedisDownMode;
+  /** Database-mode purchases at once on this instance; more are 503 without touching MySQL. */
+  fallbackMaxInflight: number;
   /** Stock buckets of a goods created without `stockShards`. */
   stockShards: number;
   /** How long after a sale's end an Idempotency-Key's answer is kept. */
@@ -229,14 +233,26 @@ function readLogRequestContext(env: Env): boolean {
 }
 
 function readAppRole(env: Env): AppRole {
-  const role = readString(env, 'APP_ROLE', 'all') as AppRole;
-  if (!APP_ROLES.includes(role)) {
+  return readOneOf(env, 'APP_ROLE', APP_ROLES, 'all');
+}
+
+function readOneOf<T extends string>(
+  env: Env,
+  name: string,
+  choices: readonly T[],
+  fallback: T,
+): T {
+  const value = readString(env, name, fallback) as T;
+  if (!choices.includes(value)) {
     throw new ConfigValidationError(
-      `APP_ROLE must be one of ${APP_ROLES.join(', ')}, got "${env.APP_ROLE}"`,
+      `${name} must be one of ${choices.join(', ')}, got "${env[name]}"`,
     );
   }
-  return role;
+  return value;
 }
+
+export const REDIS_DOWN_MODES = ['database', 'closed'] as const;
+export type RedisDownMode = (typeof REDIS_DOWN_MODES)[number];
 
 function readQueueType(env: Env): AppConfig['queueType'] {
   const type = readString(env, 'RABBITMQ_QUEUE_TYPE', 'quorum');
@@ -448,6 +464,8 @@ export function validateEnv(env: Env): AppConfig {
       banSeconds: readInt(env, 'AUTOBAN_SECONDS', 600, 1, 31_536_000),
     },
     soldOutMemoMs: readInt(env, 'SOLD_OUT_MEMO_MS', 1_000, 0, 60_000),
+    redisDownMode: readOneOf(env, 'REDIS_DOWN_MODE', REDIS_DOWN_MODES, 'database'),
+    fallbackMaxInflight: readInt(env, 'FALLBACK_MAX_INFLIGHT', 32, 1, 10_000),
     stockShards: readInt(env, 'STOCK_SHARDS', 1, 1, MAX_STOCK_SHARDS),
     idempotencyRetentionMs: readInt(
       env,

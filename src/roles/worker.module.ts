@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
+import { FallbackModule } from '../modules/fallback/fallback.module.js';
+import { FallbackReturn } from '../modules/fallback/fallback-return.service.js';
 import { ConsumersModule } from '../modules/messaging/consumers.module.js';
 import { MessagingCron } from '../modules/messaging/messaging.cron.js';
 import { MessagingModule } from '../modules/messaging/messaging.module.js';
@@ -10,12 +12,13 @@ import { PreheatModule } from '../modules/preheat/preheat.module.js';
 import { SaleRebuilder } from '../modules/preheat/sale-rebuilder.service.js';
 import { ReconcileCron } from '../modules/reconcile/reconcile.cron.js';
 import { ReconcileModule } from '../modules/reconcile/reconcile.module.js';
+import { StockModule } from '../modules/stock/stock.module.js';
 
 /**
  * What a working instance (APP_ROLE `worker` or `all`) adds: the order and timeout consumers,
  * and the cluster-wide jobs, each run by one instance at a time (a Redlock per job): preheat,
  * outbox sweep, overdue-order expiry, reconcile, eviction of ended sales, and the rebuild of the
- * sales after a Redis restart.
+ * sales after a Redis restart, and the return to Redis of the sales MySQL sold while it was down.
  */
 @Module({
   imports: [
@@ -25,7 +28,16 @@ import { ReconcileModule } from '../modules/reconcile/reconcile.module.js';
     OrdersModule,
     PreheatModule,
     ReconcileModule,
+    FallbackModule,
+    StockModule,
   ],
-  providers: [MessagingCron, OrderExpiryCron, PreheatCron, ReconcileCron, SaleRebuilder],
+  providers: [
+    MessagingCron,
+    OrderExpiryCron,
+    PreheatCron,
+    ReconcileCron,
+    SaleRebuilder,
+    FallbackReturn,
+  ],
 })
 export class WorkerModule {}

@@ -57,6 +57,7 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RedisWatchdog.name);
   private timer?: NodeJS.Timeout;
   private readonly listeners: ((restart: RedisRestart) => void)[] = [];
+  private readonly dropListeners: ((master: string) => void)[] = [];
   /** Serialises checks: each compares against what the previous one stored. */
   private checking?: Promise<void>;
   private checkAgain = false;
@@ -96,6 +97,7 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
       this.redis.on('close', () => {
         this.drops++;
         this.identified = false;
+        for (const listener of this.dropListeners) listener('');
       });
     }
     this.redis.on('ready', () => void this.check());
@@ -120,6 +122,24 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
 
   onRestart(listener: (restart: RedisRestart) => void): void {
     this.listeners.push(listener);
+  }
+
+  /** Told each time the connection to the server (to a master: its `host:port`) drops. */
+  onDrop(listener: (master: string) => void): void {
+    this.dropListeners.push(listener);
+  }
+
+  /** The master holding this sale (`host:port`); '' on a single server. */
+  masterOf(goodsId: number): string {
+    if (!isCluster(this.redis)) return '';
+    return this.redis.slots[keySlot(saleKeys(goodsId).stock)]?.[0] ?? '';
+  }
+
+  /** The masters (as masterOf names them) not identified since their connection dropped. */
+  unidentified(): string[] {
+    if (!isCluster(this.redis)) return this.identified ? [] : [''];
+    const masters = new Set(this.redis.slots.map((nodes) => nodes?.[0] ?? ''));
+    return [...masters].filter((master) => !this.identifiedNodes.has(master));
   }
 
   /**
@@ -225,6 +245,7 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
   private nodeDropped(key: string): void {
     this.nodeDrops.set(key, (this.nodeDrops.get(key) ?? 0) + 1);
     this.identifiedNodes.delete(key);
+    for (const listener of this.dropListeners) listener(key);
   }
 
   onApplicationShutdown(): void {

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { FallbackModule } from '../fallback/fallback.module.js';
 import { OrderIngest, PAYMENT_TIMEOUTS } from '../orders/order-ingest.service.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { StockModule } from '../stock/stock.module.js';
@@ -13,7 +14,7 @@ import { TimeoutConsumer } from './timeout-consumer.service.js';
  * orders module never imports messaging, so the module graph stays acyclic.
  */
 @Module({
-  imports: [MessagingModule, OrdersModule, StockModule],
+  imports: [MessagingModule, OrdersModule, StockModule, FallbackModule],
   providers: [
     { provide: PAYMENT_TIMEOUTS, useExisting: OrderPublisher },
     OrderIngest,

@@ -22,6 +22,34 @@ export interface OpenBarrier {
 
 export type BarrierState = 'passed' | 'waiting' | 'restart';
 
+/** What a barrier's store holds of it (step 2 and 3 marks). */
+export interface BarrierMarks {
+  delivered: boolean;
+  drained: (session: string) => boolean;
+}
+
+/**
+ * Step 4, whatever store keeps the registry and the marks (Redis here; MySQL for the barrier
+ * that opens the Redis-down fallback, fallback/database-barrier.service.ts).
+ */
+export async function judgeBarrier(
+  barrier: OpenBarrier,
+  marks: BarrierMarks,
+  consumers: string[],
+  countConsumers: () => Promise<number>,
+): Promise<BarrierState> {
+  for (const session of consumers) barrier.seen.add(session);
+  if (
+    [...barrier.seen].some((session) => !marks.drained(session) && !consumers.includes(session))
+  ) {
+    return 'restart';
+  }
+  if (!marks.delivered || !consumers.every(marks.drained)) return 'waiting';
+  // A consumer the registry does not know yet (it just started, or runs an older version).
+  const counted = await countConsumers();
+  return counted <= consumers.filter(marks.drained).length ? 'passed' : 'waiting';
+}
+
 /**
  * A barrier through the orders queue: proof that every order message the broker took before it
  * has been settled (written, or dropped for good), whatever else keeps arriving. The rebuild of a
@@ -75,16 +103,15 @@ export class OrderBarrier {
     const fields = await this.redis.hgetall(barrierKeys.barrier(barrier.id));
     // Lost (its Redis server restarted) or expired.
     if (fields.openedAt === undefined) return 'restart';
-    const drained = (session: string) => fields[`drained:${session}`] !== undefined;
-    const { consumers } = await this.tick();
-    for (const session of consumers) barrier.seen.add(session);
-    if ([...barrier.seen].some((session) => !drained(session) && !consumers.includes(session))) {
-      return 'restart';
-    }
-    if (fields.delivered === undefined || !consumers.every(drained)) return 'waiting';
-    // A consumer the registry does not know yet (it just started, or runs an older version).
-    const counted = await this.publisher.ordersConsumers();
-    return counted <= consumers.filter(drained).length ? 'passed' : 'waiting';
+    return judgeBarrier(
+      barrier,
+      {
+        delivered: fields.delivered !== undefined,
+        drained: (session) => fields[`drained:${session}`] !== undefined,
+      },
+      (await this.tick()).consumers,
+      () => this.publisher.ordersConsumers(),
+    );
   }
 
   /** A consumer session's heartbeat (or a read without one); returns who is alive, what is open. */

@@ -7,6 +7,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import type { OrderIngest } from '../orders/order-ingest.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder } from '../orders/order.types.js';
 import { Delivery } from './delivery.js';
+import type { DatabaseBarrier } from '../fallback/database-barrier.service.js';
 import type { OrderBarrier } from './order-barrier.service.js';
 import { OrderConsumer } from './order-consumer.service.js';
 import { BARRIER_MESSAGE_TYPE, encodeOrderMessage } from './order-message.js';
@@ -79,6 +80,7 @@ describe('OrderConsumer', () => {
           state.drained.push([id, session]);
         }),
       } as unknown as OrderBarrier,
+      {} as DatabaseBarrier,
     );
     consumer.onApplicationBootstrap();
     await broker.connect();

@@ -9,6 +9,7 @@ import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { assertTopology } from '../../infra/rabbitmq/topology.js';
+import { DatabaseBarrier, isDatabaseBarrier } from '../fallback/database-barrier.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OrderIngest } from '../orders/order-ingest.service.js';
 import type { IngestOutcome, IngestPurchase } from '../orders/order.types.js';
@@ -66,6 +67,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly metrics: MetricsService,
     @InjectConfig() private readonly config: AppConfig,
     private readonly barriers: OrderBarrier,
+    private readonly databaseBarriers: DatabaseBarrier,
   ) {
     this.batcher = new Batcher({
       size: config.consumerBatchSize,
@@ -90,9 +92,11 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
         this.session = `${this.instance}.${++this.channelsOpened}`;
         this.received = 0;
         this.unsettled.clear();
-        await this.barriers.tick({ session: this.session }).catch((error: Error) => {
-          this.logger.warn(`not in the order barrier's registry yet: ${error.message}`);
-        });
+        for (const registry of this.registries()) {
+          await registry.tick({ session: this.session }).catch((error: Error) => {
+            this.logger.warn(`not in the order barrier's registry yet: ${error.message}`);
+          });
+        }
         await channel.consume(
           this.rabbit.names.ordersQueue,
           (message) => {
@@ -119,7 +123,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     const id = parseBarrierMessage(message.content);
     for (let attempt = 0; id !== null && !this.stop.signal.aborted; attempt++) {
       try {
-        await this.barriers.markDelivered(id);
+        await this.storeOf(id).markDelivered(id);
         break;
       } catch (error) {
         this.logger.warn(`barrier not marked delivered yet: id=${id} ${(error as Error).message}`);
@@ -137,22 +141,39 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   private async tick(): Promise<void> {
     if (this.ticking || !this.session || this.stop.signal.aborted) return;
     this.ticking = true;
-    try {
-      const { open } = await this.barriers.tick({ session: this.session });
-      for (const id of this.drains.keys()) if (!open.includes(id)) this.drains.delete(id);
-      for (const id of open) await this.drain(id);
-    } catch (error) {
-      this.logger.warn(`order barrier tick failed: ${(error as Error).message}`);
-    } finally {
-      this.ticking = false;
-    }
+    // Each registry on its own: the one in MySQL must go on while Redis is down.
+    await Promise.all(
+      this.registries().map(async (registry) => {
+        try {
+          const { open } = await registry.tick({ session: this.session });
+          for (const id of this.drains.keys()) {
+            if (this.storeOf(id) === registry && !open.includes(id)) this.drains.delete(id);
+          }
+          for (const id of open) await this.drain(id);
+        } catch (error) {
+          this.logger.warn(`order barrier tick failed: ${(error as Error).message}`);
+        }
+      }),
+    );
+    this.ticking = false;
+  }
+
+  /** Where this consumer beats: Redis, and MySQL too when purchases may go on without Redis. */
+  private registries(): (OrderBarrier | DatabaseBarrier)[] {
+    return this.config.redisDownMode === 'database'
+      ? [this.barriers, this.databaseBarriers]
+      : [this.barriers];
+  }
+
+  private storeOf(id: string): OrderBarrier | DatabaseBarrier {
+    return isDatabaseBarrier(id) ? this.databaseBarriers : this.barriers;
   }
 
   private async drain(id: string): Promise<void> {
     const drain = this.drains.get(id);
     if (drain === 'drained') return;
     if (drain === undefined) {
-      if (!(await this.barriers.isDelivered(id))) return;
+      if (!(await this.storeOf(id).isDelivered(id))) return;
       const session = this.session;
       await this.channel!.checkQueue(this.rabbit.names.ordersQueue);
       // A channel re-opened meanwhile: its session never drains, and the barrier restarts.
@@ -161,7 +182,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     }
     if (drain.session !== this.session) return;
     for (const seq of this.unsettled) if (seq <= drain.through) return;
-    await this.barriers.markDrained(id, drain.session);
+    await this.storeOf(id).markDrained(id, drain.session);
     this.drains.set(id, 'drained');
   }
 
@@ -222,6 +243,10 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     this.stop.abort();
     await Promise.race([this.batcher.drain(), sleep(this.config.shutdownTimeoutMs)]);
     await this.channel.close();
+    if (this.config.redisDownMode === 'database') {
+      // Gone now rather than when its beat expires: a barrier that saw it restarts at once.
+      await this.databaseBarriers.leave(this.session).catch(() => undefined);
+    }
     this.logger.log('consumer stopped');
   }
 }

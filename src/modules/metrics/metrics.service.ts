@@ -3,14 +3,17 @@ import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { PurchaseTally } from './purchase-tally.js';
 
 /** One registry per app instance (tests run several in one process). */
+/** Which store decided a purchase. */
+export type PurchaseMode = 'redis' | 'database';
+
 @Injectable()
 export class MetricsService {
   readonly registry = new Registry();
 
   readonly purchases = new Counter({
     name: 'seckill_purchases_total',
-    help: 'Purchase attempts by outcome (ACCEPTED or the error code)',
-    labelNames: ['outcome'] as const,
+    help: 'Purchase attempts by outcome (ACCEPTED or the error code) and by the mode that answered (redis, or database while Redis is down or rebuilt)',
+    labelNames: ['outcome', 'mode'] as const,
     registers: [this.registry],
   });
 
@@ -106,6 +109,19 @@ export class MetricsService {
   /** This instance's purchase answers per goods and second, for the dashboard (in memory). */
   readonly purchaseTally = new PurchaseTally();
 
+  readonly fallbackInflight = new Gauge({
+    name: 'seckill_fallback_inflight',
+    help: 'Database-mode purchases (Redis down or rebuilt) in progress on this instance',
+    registers: [this.registry],
+  });
+
+  readonly fallbackRefusals = new Counter({
+    name: 'seckill_fallback_refusals_total',
+    help: 'Database-mode purchases answered 503 without a sale: over FALLBACK_MAX_INFLIGHT (busy), or before the fallback barrier passed (closed)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }
@@ -114,8 +130,8 @@ export class MetricsService {
    * A purchase answer: the Prometheus counter, and the goods' per-second tally (not for goods
    * that do not exist: made-up ids would each become a key in Redis).
    */
-  countPurchase(goodsId: number, outcome: string): void {
-    this.purchases.inc({ outcome });
+  countPurchase(goodsId: number, outcome: string, mode: PurchaseMode = 'redis'): void {
+    this.purchases.inc({ outcome, mode });
     if (outcome !== 'GOODS_NOT_FOUND') this.purchaseTally.add(goodsId, outcome);
   }
 }

@@ -1,3 +1,4 @@
+import type { AppConfig } from '../../config/env.validation.js';
 import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FaultInjector } from '../../config/fault-injector.js';
@@ -43,6 +44,7 @@ describe('OrderIngest', () => {
     stock as unknown as StockService,
     timeouts,
     { crashPoint: vi.fn() } as unknown as FaultInjector,
+    { redisDownMode: 'closed' } as AppConfig,
   );
 
   beforeEach(() => {

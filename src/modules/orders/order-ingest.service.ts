@@ -1,6 +1,9 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isPermanentDataError } from '../../common/database/transient-errors.js';
+import { isDependencyFailure } from '../../common/errors/dependency-errors.js';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import { StockService } from '../stock/stock.service.js';
 import { OrderWriter } from './order-writer.service.js';
@@ -42,7 +45,28 @@ export class OrderIngest {
     private readonly stock: StockService,
     @Inject(PAYMENT_TIMEOUTS) private readonly timeouts: PaymentTimeouts,
     private readonly faults: FaultInjector,
+    @InjectConfig() private readonly config: AppConfig,
   ) {}
+
+  /**
+   * A Redis step of the ingest (claim, complete, release). With REDIS_DOWN_MODE=database, Redis
+   * being unreachable does not hold the batch: the fallback may sell only once every order Redis
+   * accepted is written (its barrier waits for these messages), so they are written without
+   * Redis. The goods is marked stale in MySQL first: Redis then does not sell it again before it
+   * is rebuilt from MySQL, which accounts for what was skipped here (claims, results, stock given
+   * back). A claim skipped is the claim an empty Redis would give (CLAIMED), as after a restart.
+   * Returns `skipped` when the step did not run.
+   */
+  private async redisStep<T>(goodsId: number, step: () => Promise<T>): Promise<T | 'skipped'> {
+    try {
+      return await step();
+    } catch (error) {
+      if (this.config.redisDownMode !== 'database' || !isDependencyFailure(error)) throw error;
+      await this.writer.markRedisStale(goodsId);
+      this.logger.warn(`redis step skipped, goods marked for a rebuild: goods=${goodsId}`);
+      return 'skipped';
+    }
+  }
 
   /**
    * One outcome per purchase, in their order. Outages (MySQL, Redis, the broker not confirming)
@@ -130,10 +154,13 @@ export class OrderIngest {
     settled: Settled,
   ): Promise<NewOrder[]> {
     if (purchases.length === 0) return [];
-    const flags = await this.stock.claim(
-      goodsId,
-      purchases.map(({ order }) => order),
+    const claims = await this.redisStep(goodsId, () =>
+      this.stock.claim(
+        goodsId,
+        purchases.map(({ order }) => order),
+      ),
     );
+    const flags = claims === 'skipped' ? purchases.map(() => true) : claims;
     const claimed: NewOrder[] = [];
     purchases.forEach(({ order }, index) => {
       if (flags[index]) {
@@ -185,7 +212,9 @@ export class OrderIngest {
     for (const outcome of writes) {
       if (outcome.kind !== 'rejected' || settled.has(outcome.order.requestId)) continue;
       const { order, reason } = outcome;
-      await this.stock.release(goodsId, order.requestId, reason, true, order.userId);
+      await this.redisStep(goodsId, () =>
+        this.stock.release(goodsId, order.requestId, reason, true, order.userId),
+      );
       this.logger.warn(
         `purchase failed: request=${order.requestId} goods=${goodsId} user=${order.userId} reason=${reason}`,
       );
@@ -193,13 +222,15 @@ export class OrderIngest {
     }
     const done = writes.filter((outcome) => outcome.kind !== 'rejected');
     if (done.length === 0) return;
-    await this.stock.complete(
-      goodsId,
-      done.map(({ order }) => ({
-        requestId: order.requestId,
-        userId: order.userId,
-        orderNo: order.orderNo,
-      })),
+    await this.redisStep(goodsId, () =>
+      this.stock.complete(
+        goodsId,
+        done.map(({ order }) => ({
+          requestId: order.requestId,
+          userId: order.userId,
+          orderNo: order.orderNo,
+        })),
+      ),
     );
     // The payment clock starts now. A duplicate gets its timeout again too: the first attempt
     // may have died before publishing it, and the timeout consumer is idempotent.

@@ -7,7 +7,11 @@ import { DomainError } from '../../common/errors/domain-error.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { isDependencyFailure } from '../../common/errors/dependency-errors.js';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
 import { RestockCode, StockService } from '../stock/stock.service.js';
+import { OrderWriter } from './order-writer.service.js';
 
 export type CancelReason = 'USER' | 'EXPIRED';
 export type ExpireOutcome = 'cancelled' | 'already_cancelled' | 'paid' | 'not_found' | 'not_due';
@@ -33,6 +37,8 @@ export class OrderLifecycleService {
     private readonly stock: StockService,
     private readonly metrics: MetricsService,
     private readonly faults: FaultInjector,
+    private readonly writer: OrderWriter,
+    @InjectConfig() private readonly config: AppConfig,
   ) {}
 
   async pay(orderNo: string, userId: number): Promise<{ orderNo: string; status: 'PAID' }> {
@@ -124,10 +130,17 @@ export class OrderLifecycleService {
       current = await this.reload(current);
     }
     if (current.status === 'CANCELLED') {
-      await this.returnStockToRedis(current).catch((error: Error) => {
+      await this.returnStockToRedis(current).catch(async (error: Error) => {
         this.logger.error(
           `redis stock return failed: order=${current.orderNo} goods=${current.goodsId} ${error.message}`,
         );
+        // While Redis is down (REDIS_DOWN_MODE=database), the sale is rebuilt from MySQL before
+        // Redis sells it again, and the rebuild counts this cancel: marking it is enough, and
+        // the payment timeouts of the fallback's orders are not held up behind Redis.
+        if (this.config.redisDownMode === 'database' && isDependencyFailure(error)) {
+          await this.writer.markRedisStale(current.goodsId);
+          return;
+        }
         if (strict) throw error;
       });
     }

@@ -19,7 +19,7 @@ interface MysqlError {
   message?: string;
 }
 
-function duplicateKeyIndex(error: unknown): string | null {
+export function duplicateKeyIndex(error: unknown): string | null {
   const mysqlError = (error as { driverError?: MysqlError }).driverError ?? (error as MysqlError);
   if (mysqlError?.code !== 'ER_DUP_ENTRY') return null;
   const match = /for key '(?:[^.']*\.)?([^']+)'/.exec(
@@ -42,6 +42,14 @@ export class OrderWriter {
     @InjectConfig() private readonly config: AppConfig,
     private readonly metrics: MetricsService,
   ) {}
+
+  /**
+   * Redis's copy of this sale is behind MySQL (a step of the ingest skipped while Redis was
+   * down): Redis must not sell it again before a rebuild from MySQL, which clears the mark.
+   */
+  async markRedisStale(goodsId: number): Promise<void> {
+    await this.dataSource.query('UPDATE seckill_goods SET redis_stale = 1 WHERE id = ?', [goodsId]);
+  }
 
   async writeBatch(goodsId: number, orders: NewOrder[]): Promise<WriteOutcome[]> {
     for (let attempt = 1; ; attempt++) {

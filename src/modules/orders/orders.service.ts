@@ -62,6 +62,7 @@ export class OrdersService {
   /**
    * What a rebuilt Redis must know, read in one snapshot: the orders holding stock (not
    * cancelled), their buyers, and the cancelled orders' numbers (their stock is back already).
+   * Closes the database fallback of the goods (fallback/): call it only to load Redis with it.
    */
   async history(goodsId: number): Promise<{
     /** MySQL's remaining stock, in the same snapshot */
@@ -71,8 +72,16 @@ export class OrdersService {
     cancelledOrderNos: string[];
   }> {
     return this.orders.manager.transaction('REPEATABLE READ', async (manager) => {
+      // A locking read, before any snapshot is taken: it waits for the database-mode purchases
+      // holding the row (their UPDATE comes before their INSERT), and the orders read next see
+      // them. Closing the fallback in the same transaction makes any later one find it closed:
+      // nothing is sold in MySQL behind the rebuilt Redis's back.
       const [goods] = await manager.query<{ stock: number }[]>(
-        'SELECT stock FROM seckill_goods WHERE id = ?',
+        'SELECT stock FROM seckill_goods WHERE id = ? FOR UPDATE',
+        [goodsId],
+      );
+      await manager.query(
+        'UPDATE seckill_goods SET fallback_open = 0, redis_stale = 0, rebuilt_at = NOW(3) WHERE id = ?',
         [goodsId],
       );
       const orders = await manager.find(OrderEntity, {

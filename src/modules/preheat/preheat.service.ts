@@ -50,6 +50,14 @@ export class PreheatService {
   }
 
   /**
+   * Loads the sale into Redis from MySQL's stock and orders, whatever Redis holds of it (the
+   * caller wiped it): for a sale MySQL sold while Redis was down (fallback/).
+   */
+  async rebuildFromMysql(goodsId: number, lostBy: number): Promise<PreheatResult> {
+    return this.rebuild(await this.goods.findOrThrow(goodsId), lostBy);
+  }
+
+  /**
    * Redis lost a sale that has already sold. Its stock and buyers come back from MySQL, once the
    * order messages the lost Redis had accepted are written there: until then MySQL's stock is
    * too high by them, and the sale stays closed (503 UNAVAILABLE, nothing taken).

@@ -10,7 +10,8 @@ import { encodeOrderMessage } from '../messaging/order-message.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { newOrderNo } from '../orders/order-no.js';
 import type { NewOrder } from '../orders/order.types.js';
-import { MetricsService } from '../metrics/metrics.service.js';
+import { DatabasePurchase } from '../fallback/database-purchase.service.js';
+import { MetricsService, type PurchaseMode } from '../metrics/metrics.service.js';
 import { SaleRecovery } from '../preheat/sale-recovery.service.js';
 import { deductRefusal } from '../stock/deduct-refusals.js';
 import { DeductCode, ReleaseCode, StockService } from '../stock/stock.service.js';
@@ -33,17 +34,26 @@ export class PurchaseService {
     private readonly faults: FaultInjector,
     private readonly recovery: SaleRecovery,
     @InjectConfig() private readonly config: AppConfig,
+    private readonly database: DatabasePurchase,
   ) {}
 
   async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
+    // Redis unreachable, being rebuilt, or behind MySQL for this sale: MySQL decides (or 503).
+    const mode: PurchaseMode = this.database.takes(goodsId, this.recovery.closed(goodsId))
+      ? 'database'
+      : 'redis';
     try {
-      const accepted = await this.purchaseOnce(goodsId, userId, quantity);
-      this.metrics.countPurchase(goodsId, 'ACCEPTED');
+      const accepted =
+        mode === 'database'
+          ? await this.database.purchase(goodsId, userId, quantity)
+          : await this.purchaseOnce(goodsId, userId, quantity);
+      this.metrics.countPurchase(goodsId, 'ACCEPTED', mode);
       return accepted;
     } catch (error) {
       this.metrics.countPurchase(
         goodsId,
         error instanceof DomainError ? error.code : 'INTERNAL_ERROR',
+        mode,
       );
       throw error;
     }

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { FallbackModule } from '../fallback/fallback.module.js';
 import { GoodsModule } from '../goods/goods.module.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
@@ -21,7 +22,7 @@ import { SeckillController } from './seckill.controller.js';
  * Redis is rebuilt.
  */
 @Module({
-  imports: [StockModule, MessagingModule, GoodsModule, OrdersModule, PreheatModule],
+  imports: [StockModule, MessagingModule, GoodsModule, OrdersModule, PreheatModule, FallbackModule],
   controllers: [SeckillController],
   providers: [
     PurchaseService,

@@ -1,0 +1,209 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { OrderPublisher } from '../messaging/order-publisher.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { newOrderNo } from '../orders/order-no.js';
+import { duplicateKeyIndex } from '../orders/order-writer.service.js';
+import type { PurchaseAccepted } from '../seckill/purchase.types.js';
+import { FallbackGate } from './fallback-gate.service.js';
+
+/** How long a sold-out goods is answered SOLD_OUT from memory, without a query. */
+const SOLD_OUT_MEMO_MS = 1_000;
+
+interface GoodsRow {
+  stock: number;
+  fallback_open: number;
+  start_at: Date;
+  end_at: Date;
+  per_user_limit: number;
+}
+
+/** The conditional UPDATE took nothing: why (read after the rollback). */
+type Refusal = DomainError | 'closed' | 'again';
+
+/** Tries of one purchase whose goods row changed between its UPDATE and the read of why. */
+const MAX_TRIES = 3;
+
+class NotTaken extends Error {}
+
+/**
+ * A purchase decided by MySQL alone, while Redis is unreachable or the sale is being rebuilt
+ * (REDIS_DOWN_MODE=database). One transaction: the conditional stock UPDATE (the gate open, the
+ * window and the per-user limit from the goods row, `stock >= q`), then the order INSERT, which
+ * the unique active-order index refuses for a buyer who already holds the goods. The UPDATE comes
+ * first so that it takes the goods row's lock: the rebuild's `SELECT … FOR UPDATE` of that row
+ * waits for every fallback purchase under way, and one that comes after finds the gate closed.
+ *
+ * The order is written as the consumer writes one (PENDING_PAYMENT, same order number scheme,
+ * expire_at from ORDER_PAYMENT_TIMEOUT_MS), so the result and order routes find it, and its
+ * payment timeout message is published as the consumer publishes it; if that publish fails, the
+ * expiry sweep cancels it once overdue.
+ *
+ * Bounded: at most FALLBACK_MAX_INFLIGHT at once on this instance (more are 503 at once, before
+ * any query), and a goods found sold out is answered SOLD_OUT from memory for a second (a cancel
+ * brings stock back in MySQL at once; the memo's life bounds how long this instance misses it).
+ */
+@Injectable()
+export class DatabasePurchase {
+  private readonly logger = new Logger(DatabasePurchase.name);
+  private inflight = 0;
+  /** Goods found sold out, until when. */
+  private readonly soldOut = new Map<number, number>();
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly gate: FallbackGate,
+    private readonly publisher: OrderPublisher,
+    private readonly metrics: MetricsService,
+    @InjectConfig() private readonly config: AppConfig,
+  ) {}
+
+  /** Whether MySQL decides this purchase: the Redis path is closed for it, or held from it. */
+  takes(goodsId: number, redisPathClosed: boolean): boolean {
+    const database =
+      this.config.redisDownMode === 'database' &&
+      (redisPathClosed || this.gate.holdsRedisPath(goodsId));
+    // Back on Redis: what the fallback found sold out no longer says anything.
+    if (!database && this.soldOut.size > 0) this.soldOut.delete(goodsId);
+    return database;
+  }
+
+  async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
+    const until = this.soldOut.get(goodsId);
+    if (until !== undefined) {
+      if (Date.now() < until) throw new DomainError('SOLD_OUT', 'Sold out');
+      this.soldOut.delete(goodsId);
+    }
+    if (this.inflight >= this.config.fallbackMaxInflight) {
+      this.metrics.fallbackRefusals.inc({ reason: 'busy' });
+      throw new UnavailableError(
+        'Too many purchases at once while Redis is down; nothing was taken',
+      );
+    }
+    this.inflight++;
+    this.metrics.fallbackInflight.inc();
+    try {
+      return await orUnavailable('MySQL', () => this.sell(goodsId, userId, quantity));
+    } finally {
+      this.inflight--;
+      this.metrics.fallbackInflight.dec();
+    }
+  }
+
+  private async sell(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
+    const acceptedAt = Date.now();
+    const order = {
+      requestId: randomUUID(),
+      orderNo: newOrderNo(acceptedAt),
+      expireAt: new Date(acceptedAt + this.config.orderPaymentTimeoutMs),
+    };
+    let refusal: Refusal | null = 'again';
+    for (let tries = 0; refusal === 'again' && tries < MAX_TRIES; tries++) {
+      refusal = await this.tryOnce(goodsId, userId, quantity, order);
+      const fence =
+        refusal === 'closed' && this.gate.redisDown(goodsId) && this.gate.fenceOpenedAt();
+      if (fence) {
+        await this.open(goodsId, fence);
+        refusal = 'again';
+      }
+    }
+    if (refusal === 'closed' || refusal === 'again') {
+      this.metrics.fallbackRefusals.inc({ reason: 'closed' });
+      throw new UnavailableError(
+        'Redis is unavailable and the orders it accepted are not all written yet; nothing was taken',
+      );
+    }
+    if (refusal) throw refusal;
+    this.logger.debug(
+      `fallback purchase: request=${order.requestId} order=${order.orderNo} quantity=${quantity}`,
+    );
+    void this.publisher.publishTimeouts([{ orderNo: order.orderNo, goodsId }]).then((sent) => {
+      if (!sent) {
+        this.logger.warn(`payment timeout left to the expiry sweep: order=${order.orderNo}`);
+      }
+    });
+    return { status: 'QUEUED', requestId: order.requestId };
+  }
+
+  /** One transaction; null when the order is written, else why nothing was taken. */
+  private async tryOnce(
+    goodsId: number,
+    userId: number,
+    quantity: number,
+    order: { requestId: string; orderNo: string; expireAt: Date },
+  ): Promise<Refusal | null> {
+    const now = new Date();
+    try {
+      await this.db.transaction(async (manager: EntityManager) => {
+        const runner = manager.queryRunner!;
+        const update = await runner.query(
+          'UPDATE seckill_goods SET stock = stock - ?, version = version + 1 WHERE id = ? AND fallback_open = 1 AND stock >= ? AND per_user_limit >= ? AND start_at <= ? AND end_at > ?',
+          [quantity, goodsId, quantity, quantity, now, now],
+          true,
+        );
+        if (update.affected !== 1) throw new NotTaken();
+        await runner.query(
+          'INSERT INTO seckill_order (order_no, request_id, user_id, goods_id, quantity, status, expire_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+          [
+            order.orderNo,
+            order.requestId,
+            userId,
+            goodsId,
+            quantity,
+            'PENDING_PAYMENT',
+            order.expireAt,
+          ],
+        );
+      });
+      return null;
+    } catch (error) {
+      if (error instanceof NotTaken) return this.whyNotTaken(goodsId, quantity, now);
+      if (duplicateKeyIndex(error) === 'uq_order_active_buyer') {
+        return new DomainError('ALREADY_PURCHASED', 'You already hold this goods');
+      }
+      throw error;
+    }
+  }
+
+  private async whyNotTaken(goodsId: number, quantity: number, now: Date): Promise<Refusal> {
+    const [goods] = await this.db.query<GoodsRow[]>(
+      'SELECT stock, fallback_open, start_at, end_at, per_user_limit FROM seckill_goods WHERE id = ?',
+      [goodsId],
+    );
+    if (!goods) return new DomainError('GOODS_NOT_FOUND', `Goods ${goodsId} not found`);
+    if (now < goods.start_at) {
+      return new DomainError('SALE_NOT_STARTED', 'The sale has not started yet');
+    }
+    if (now >= goods.end_at) return new DomainError('SALE_ENDED', 'The sale has ended');
+    if (quantity > Number(goods.per_user_limit)) {
+      return new DomainError('VALIDATION_FAILED', 'quantity is above the per-user limit');
+    }
+    if (Number(goods.fallback_open) !== 1) return 'closed';
+    // Opened, or stock given back, since the UPDATE: try again.
+    if (Number(goods.stock) >= quantity) return 'again';
+    if (Number(goods.stock) === 0) this.soldOut.set(goodsId, Date.now() + SOLD_OUT_MEMO_MS);
+    return new DomainError('SOLD_OUT', 'Sold out');
+  }
+
+  /**
+   * Every order Redis accepted before the outage is written (the barrier passed): MySQL may sell
+   * this goods. Marked stale at once: Redis's copy is behind from the first fallback sale on. Not
+   * when the sale was rebuilt into Redis after the barrier opened: Redis was back by then, and
+   * this instance is late to see it. Another instance may have opened it first; the purchase
+   * is tried again either way, and its UPDATE finds out.
+   */
+  private async open(goodsId: number, barrierOpenedAt: Date): Promise<void> {
+    const opened = await this.db.query<{ affectedRows: number }>(
+      'UPDATE seckill_goods SET fallback_open = 1, redis_stale = 1 WHERE id = ? AND fallback_open = 0 AND (rebuilt_at IS NULL OR rebuilt_at < ?)',
+      [goodsId, barrierOpenedAt],
+    );
+    if (opened.affectedRows !== 1) return;
+    this.gate.opened(goodsId);
+    this.logger.warn(`sale opened to the database fallback: goods=${goodsId}`);
+  }
+}

@@ -1,0 +1,226 @@
+import {
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+  OnModuleInit,
+} from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DataSource } from 'typeorm';
+import { backoffWithJitter } from '../../common/database/transient-errors.js';
+import { InjectConfig } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
+import type { OpenBarrier } from '../messaging/order-barrier.service.js';
+import { StockService } from '../stock/stock.service.js';
+import { DatabaseBarrier } from './database-barrier.service.js';
+
+/** How often the stale goods are read again while some are held from the Redis path. */
+const REFRESH_MS = 200;
+
+/** The fallback barrier of one outage (as this instance saw it: from one drop to the next). */
+interface Fence {
+  outage: number;
+  /** When the connection dropped: purchases Redis accepted before are in the broker by then + PUBLISH_CONFIRM_TIMEOUT_MS. */
+  since: number;
+  barrier?: OpenBarrier;
+  passed: boolean;
+  running: boolean;
+}
+
+/**
+ * This instance's side of the switch between Redis and MySQL (REDIS_DOWN_MODE=database).
+ *
+ * Into the fallback: the first database-mode purchase of an outage starts a barrier through the
+ * orders queue (DatabaseBarrier: the order barrier with its registry in MySQL), opened once every
+ * purchase Redis accepted before the drop is in the broker. It passes once the consumers have
+ * settled every order message taken before it; they write them without Redis meanwhile (see
+ * OrderIngest.redisStep). Then MySQL's stock counts every order Redis accepted, and a goods may be
+ * opened to the fallback (`fallback_open`). Until then database-mode purchases answer 503,
+ * nothing taken, as without the fallback.
+ *
+ * Back to Redis: a goods MySQL marks `redis_stale` (the fallback sold it, or a consumer wrote
+ * without Redis) is held from the Redis path, and keeps selling through MySQL while it is
+ * rebuilt, until its rebuild cleared the mark and its sale is back in Redis. After any drop of
+ * the connection the Redis path is held for every goods until those marks were read from MySQL
+ * once the server was identified again: a Redis back with its data intact (a network outage, not
+ * a restart) holds stock and buyers from before the fallback sold.
+ */
+@Injectable()
+export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(FallbackGate.name);
+  private readonly enabled: boolean;
+  /** Outages: from a drop until every master is identified again. */
+  private outages = 0;
+  private down = false;
+  private droppedAt = 0;
+  /** The marks have not been read since start. */
+  private unread: boolean;
+  /** Masters (watchdog.masterOf) whose connection dropped since the marks were last read. */
+  private droppedSinceRead = new Set<string>();
+  /** Masters that were not identified when the marks were last read: held until read again. */
+  private heldMasters = new Set<string>();
+  private readonly stale = new Set<number>();
+  private fence?: Fence;
+  private timer?: NodeJS.Timeout;
+  private refreshing = false;
+  private stopped = false;
+
+  constructor(
+    private readonly watchdog: RedisWatchdog,
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly stock: StockService,
+    private readonly barriers: DatabaseBarrier,
+    @InjectConfig() private readonly config: AppConfig,
+  ) {
+    // Only where purchases are served.
+    this.enabled = config.redisDownMode === 'database' && config.appRole !== 'worker';
+    this.unread = this.enabled;
+  }
+
+  /** Before the first request: an instance started while sales wait for their rebuild holds them. */
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.enabled) return;
+    try {
+      await this.readMarks();
+      this.unread = false;
+    } catch (error) {
+      this.logger.warn(`fallback marks not read at start: ${(error as Error).message}`);
+    }
+  }
+
+  onModuleInit(): void {
+    if (!this.enabled) return;
+    this.watchdog.onDrop((master) => {
+      this.droppedSinceRead.add(master);
+      if (this.down) return;
+      this.down = true;
+      this.outages++;
+      this.droppedAt = Date.now();
+    });
+    this.timer = setInterval(() => void this.refresh(), REFRESH_MS);
+    this.timer.unref();
+  }
+
+  /** The Redis path must not sell this goods now: MySQL decides it (or refuses it) instead. */
+  holdsRedisPath(goodsId: number): boolean {
+    if (!this.enabled) return false;
+    if (this.unread || this.stale.has(goodsId)) return true;
+    if (this.droppedSinceRead.size === 0 && this.heldMasters.size === 0) return false;
+    const master = this.watchdog.masterOf(goodsId);
+    return this.droppedSinceRead.has(master) || this.heldMasters.has(master);
+  }
+
+  /** Redis cannot be reached for this goods from here (the watchdog's view, no probe). */
+  redisDown(goodsId: number): boolean {
+    return !this.watchdog.identifiedFor(goodsId);
+  }
+
+  /** This goods was opened to the fallback: held from the Redis path until rebuilt. */
+  opened(goodsId: number): void {
+    this.stale.add(goodsId);
+  }
+
+  /**
+   * When (MySQL's clock) the barrier of the current outage was opened, once it has passed; null
+   * before, and then it is started in the background. Only the outage as this instance saw it
+   * counts: a drop after the server was identified again starts another.
+   */
+  fenceOpenedAt(): Date | null {
+    if (this.fence?.outage !== this.outages) {
+      this.fence = {
+        outage: this.outages,
+        since: this.droppedAt || Date.now(),
+        passed: false,
+        running: false,
+      };
+    }
+    const fence = this.fence;
+    if (!fence.passed && !fence.running) {
+      fence.running = true;
+      void this.runFence(fence).finally(() => {
+        fence.running = false;
+      });
+    }
+    return fence.passed ? new Date(fence.barrier!.openedAt) : null;
+  }
+
+  private async runFence(fence: Fence): Promise<void> {
+    const openAt = fence.since + this.config.publishConfirmTimeoutMs;
+    for (let attempt = 0; !this.stopped && this.down && fence.outage === this.outages; attempt++) {
+      if (Date.now() < openAt) await sleep(openAt - Date.now());
+      try {
+        fence.barrier ??= await this.barriers.open();
+        const state = await this.barriers.check(fence.barrier);
+        if (state === 'restart') fence.barrier = undefined;
+        if (state === 'passed') {
+          fence.passed = true;
+          this.logger.warn(
+            `fallback barrier passed, MySQL may sell: id=${fence.barrier!.id} ${Date.now() - fence.since} ms after redis dropped`,
+          );
+          return;
+        }
+      } catch (error) {
+        this.logger.warn(`fallback barrier not passed yet: ${(error as Error).message}`);
+      }
+      await sleep(backoffWithJitter(attempt, 50, 500));
+    }
+  }
+
+  /**
+   * Reads which goods Redis must not sell yet, and frees the Redis path of those rebuilt and of
+   * the masters identified again. Goes on while a master is down: a mark set meanwhile (by
+   * another instance, or a consumer) must be known by the time it is back.
+   */
+  private async refresh(): Promise<void> {
+    if (this.refreshing) return;
+    // Only a read begun once a master is identified again releases that master's hold.
+    const unidentified = this.watchdog.unidentified();
+    if (unidentified.length === 0) this.down = false;
+    if (
+      this.droppedSinceRead.size === 0 &&
+      this.heldMasters.size === 0 &&
+      this.stale.size === 0 &&
+      unidentified.length === 0
+    ) {
+      return;
+    }
+    this.refreshing = true;
+    const dropped = this.droppedSinceRead;
+    this.droppedSinceRead = new Set();
+    try {
+      await this.readMarks();
+      const released = [...this.heldMasters].filter((m) => !unidentified.includes(m));
+      this.heldMasters = new Set(unidentified);
+      if (released.length > 0) {
+        this.logger.log(`redis path open again, held from it: ${this.stale.size} goods`);
+      }
+    } catch (error) {
+      for (const master of dropped) this.droppedSinceRead.add(master);
+      this.logger.debug(`fallback marks not read: ${(error as Error).message}`);
+    } finally {
+      this.refreshing = false;
+    }
+  }
+
+  private async readMarks(): Promise<void> {
+    const rows = await this.db.query<{ id: string | number }[]>(
+      'SELECT id FROM seckill_goods WHERE redis_stale = 1',
+    );
+    const held = new Set(rows.map((row) => Number(row.id)));
+    for (const goodsId of this.stale) {
+      if (held.has(goodsId)) continue;
+      // Rebuilt in MySQL; Redis sells it once its copy is loaded.
+      if (!(await this.stock.isPreheated(goodsId).catch(() => false))) held.add(goodsId);
+      else this.logger.warn(`sale back on redis: goods=${goodsId}`);
+    }
+    this.stale.clear();
+    for (const goodsId of held) this.stale.add(goodsId);
+  }
+
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+  }
+}
