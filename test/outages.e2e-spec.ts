@@ -10,6 +10,7 @@ import {
   type TestApp,
 } from './support/harness.js';
 import { PrivateRedis } from './support/private-redis.js';
+import { REDIS_COMMAND_TIMEOUT_MS } from '../src/infra/redis/redis.constants.js';
 
 const unavailable = { statusCode: 503, code: 'UNAVAILABLE', message: expect.any(String) };
 
@@ -30,7 +31,7 @@ describe('outages: Redis known to be down, REDIS_DOWN_MODE=closed', () => {
     await stores.close();
   });
 
-  it('should answer every purchase 503 within a second while Redis is down, not after timeouts', async () => {
+  it('should answer every purchase 503 at once while Redis is down, not after the command timeout', async () => {
     const goodsId = await createSale(t.http, { stock: 500 });
     await redis.kill();
 
@@ -49,7 +50,9 @@ describe('outages: Redis known to be down, REDIS_DOWN_MODE=closed', () => {
     for (const answer of answers) expect(answer.body).toEqual(unavailable);
     latencies.sort((a, b) => a - b);
     const p99 = latencies[Math.ceil(latencies.length * 0.99) - 1];
-    expect(p99).toBeLessThan(1_000);
+    // Generous for a loaded 2-core box, and still well under REDIS_COMMAND_TIMEOUT_MS (5 s), which
+    // a purchase waiting on a dead connection would take.
+    expect(p99).toBeLessThan(REDIS_COMMAND_TIMEOUT_MS / 2);
     expect(await stores.orders(goodsId)).toHaveLength(0);
   });
 });
