@@ -129,13 +129,18 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
     this.dropListeners.push(listener);
   }
 
-  /** The master holding this sale (`host:port`); '' on a single server. */
-  masterOf(goodsId: number): string {
-    if (!isCluster(this.redis)) return '';
-    return this.redis.slots[keySlot(saleKeys(goodsId).stock)]?.[0] ?? '';
+  /**
+   * The masters holding this sale (`host:port`): its goods-wide keys' and, with several stock
+   * buckets, every bucket's; [''] on a single server.
+   */
+  mastersOf(goodsId: number, shards = 1): string[] {
+    if (!isCluster(this.redis)) return [''];
+    const slots = this.redis.slots;
+    const keys = [saleKeys(goodsId), ...(shards > 1 ? allBucketKeys(goodsId, shards) : [])];
+    return [...new Set(keys.map((each) => slots[keySlot(each.stock)]?.[0] ?? ''))];
   }
 
-  /** The masters (as masterOf names them) not identified since their connection dropped. */
+  /** The masters (as mastersOf names them) not identified since their connection dropped. */
   unidentified(): string[] {
     if (!isCluster(this.redis)) return this.identified ? [] : [''];
     const masters = new Set(this.redis.slots.map((nodes) => nodes?.[0] ?? ''));

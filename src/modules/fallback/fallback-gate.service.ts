@@ -57,7 +57,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   private droppedAt = 0;
   /** The marks have not been read since start. */
   private unread: boolean;
-  /** Masters (watchdog.masterOf) whose connection dropped since the marks were last read. */
+  /** Masters (watchdog.mastersOf) whose connection dropped since the marks were last read. */
   private droppedSinceRead = new Set<string>();
   /** Masters that were not identified when the marks were last read: held until read again. */
   private heldMasters = new Set<string>();
@@ -108,13 +108,17 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
     if (!this.enabled) return false;
     if (this.unread || this.stale.has(goodsId)) return true;
     if (this.droppedSinceRead.size === 0 && this.heldMasters.size === 0) return false;
-    const master = this.watchdog.masterOf(goodsId);
-    return this.droppedSinceRead.has(master) || this.heldMasters.has(master);
+    return this.watchdog
+      .mastersOf(goodsId, this.stock.knownShards(goodsId))
+      .some((master) => this.droppedSinceRead.has(master) || this.heldMasters.has(master));
   }
 
-  /** Redis cannot be reached for this goods from here (the watchdog's view, no probe). */
+  /**
+   * Redis cannot be reached for this goods from here (the watchdog's view, no probe): any master
+   * holding its goods-wide keys or one of its stock buckets.
+   */
   redisDown(goodsId: number): boolean {
-    return !this.watchdog.identifiedFor(goodsId);
+    return !this.watchdog.identifiedFor(goodsId, this.stock.knownShards(goodsId));
   }
 
   /** This goods was opened to the fallback: held from the Redis path until rebuilt. */
