@@ -9,6 +9,7 @@ import { createConnection } from 'mysql2/promise';
 import { DataSource } from 'typeorm';
 
 import { ScriptError } from '../../scripts/lib/errors.js';
+import { ephemeralRedisArgs } from '../../scripts/lib/redis-server.js';
 
 const run = promisify(execFile);
 const MYSQL_ROOT = process.env.BENCH_MYSQL_URL ?? 'mysql://root:@127.0.0.1:3306';
@@ -68,21 +69,9 @@ export interface RedisServer {
 
 /** No persistence: a bench's sales are thrown away, and a snapshot would steal CPU mid-run. */
 export async function startRedis(port: number, extraArgs: string[] = []): Promise<RedisServer> {
-  const child: ChildProcess = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      ...extraArgs,
-    ],
-    { stdio: 'ignore' },
-  );
+  const child: ChildProcess = spawn('redis-server', [...ephemeralRedisArgs(port), ...extraArgs], {
+    stdio: 'ignore',
+  });
   const url = `redis://127.0.0.1:${port}/0`;
   const client = new Redis(url, { retryStrategy: () => 100, maxRetriesPerRequest: 1 });
   // Refused until the server listens; ioredis retries by itself meanwhile.

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'vitest';
 import { keySlot } from '../../src/infra/redis/redis-client.js';
+import { ephemeralRedisArgs } from '../../scripts/lib/redis-server.js';
 import { waitFor, type Stores } from './harness.js';
 
 /** Resolves once something accepts TCP connections on the port. */
@@ -67,14 +68,7 @@ export class PrivateRedis {
     this.process = spawn(
       'redis-server',
       [
-        '--port',
-        String(this.port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
+        ...ephemeralRedisArgs(this.port),
         ...(this.dir ? ['--dir', this.dir, '--dbfilename', 'snapshot.rdb'] : []),
       ],
       { stdio: 'ignore' },
