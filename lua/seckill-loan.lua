@@ -8,6 +8,8 @@
   KEYS[2] loans  seckill:{gid.b}:loans  hash requestId -> {quantity, at (ms), userId, home}
   KEYS[3] meta   seckill:{gid.b}:meta   hash, read only: frozenUntil (ms, this server's clock)
                                         while a repair rebuilds the goods (lua/seckill-freeze.lua)
+  KEYS[4] voided seckill:{gid.b}:voided zset, read only here: 'loan:' .. requestId once its loan
+                                        was settled (lua/seckill-loan-settle.lua)
 
   ARGV[1] requestId
   ARGV[2] quantity
@@ -19,12 +21,21 @@
     0 EMPTY           less stock here than asked for; nothing changed
    -1 NOT_PREHEATED   Redis does not hold this bucket
     2 FROZEN          the bucket is frozen by a repair; nothing changed
+
+  Idempotent per request id, since a command resent after a reconnect runs again: a loan already
+  open for it answers LENT and takes nothing more; one already settled answers EMPTY.
 ]]
 local stock = redis.call('GET', KEYS[1])
 if not stock then
   return {-1, 0}
 end
 stock = tonumber(stock)
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then
+  return {1, stock}
+end
+if redis.call('ZSCORE', KEYS[4], 'loan:' .. ARGV[1]) then
+  return {0, stock}
+end
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local frozenUntil = redis.call('HGET', KEYS[3], 'frozenUntil')

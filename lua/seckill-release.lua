@@ -28,6 +28,9 @@
     3 COMPLETED         it is an order already (the user's result says SUCCESS for it, or with
                         ARGV[5] = "1" it is among the completed)
     4 RECORDED          ARGV[5] = "1" and the request is in flight: left alone
+    5 RETURNED_AT_HOME  ARGV[5] = "1" and the request was recorded, then released here (its
+                        stock came back to this bucket): a loan taken for it must be dropped,
+                        not given back as well
 
   Publishes "FAILED" on the user's result channel (KEYS[7] .. ':' .. userId) when it writes one.
 ]]
@@ -45,6 +48,9 @@ if message and voidOnly then
   return 4
 end
 if not message then
+  if voidOnly and redis.call('ZSCORE', KEYS[6], 'released:' .. requestId) then
+    return 5
+  end
   if voidOnly and redis.call('ZSCORE', KEYS[8], requestId .. '|' .. ARGV[4] .. '|' .. ARGV[6]) then
     return 3
   end
@@ -69,6 +75,9 @@ redis.call('HDEL', KEYS[3], requestId)
 redis.call('ZREM', KEYS[4], requestId)
 redis.call('HDEL', KEYS[5], requestId)
 redis.call('ZADD', KEYS[6], now, requestId)
+-- Told apart from a void of a request never recorded: this one's stock came back here, so a loan
+-- still open for it (its drop lost) must not be given back too (see ARGV[5]).
+redis.call('ZADD', KEYS[6], now, 'released:' .. requestId)
 redis.call('INCRBY', KEYS[1], quantity)
 if redis.call('HINCRBY', KEYS[2], userId, -quantity) <= 0 then
   redis.call('HDEL', KEYS[2], userId)

@@ -1059,6 +1059,46 @@ describe('SeckillScripts (real Redis)', () => {
       expect(await redis.hlen(lender.keys.loans)).toBe(0);
     });
 
+    it('should take stock once for a loan command run twice (a resend after a reconnect), and refuse one run after its settle', async () => {
+      const lender = await openSale({ stock: 5 });
+      const requestId = randomUUID();
+      expect((await scripts.loan(lender.keys, requestId, 2, 7, 1)).code).toBe(LoanCode.Lent);
+      expect(await scripts.loan(lender.keys, requestId, 2, 7, 1)).toEqual({
+        code: LoanCode.Lent,
+        remaining: 3,
+      });
+      expect(await stockOf(lender)).toBe(3);
+      expect(await scripts.settleLoan(lender.keys, requestId, true)).toBe(2);
+      expect(await scripts.loan(lender.keys, requestId, 2, 7, 1)).toEqual({
+        code: LoanCode.Empty,
+        remaining: 5,
+      });
+      expect(await stockOf(lender)).toBe(5);
+      expect(await redis.hlen(lender.keys.loans)).toBe(0);
+    });
+
+    it('should tell the loan sweeper that a recorded purchase released at home has its stock back there, so its loan is not given back as well', async () => {
+      const home = await openSale({ stock: 1 });
+      const purchase = await buy(home, 20);
+      expect(await scripts.release(home.keys, purchase.requestId, false, 'UNAVAILABLE', 20)).toBe(
+        ReleaseCode.Released,
+      );
+      expect(await stockOf(home)).toBe(1);
+      // The sweeper's question for the loan still open in the lending bucket.
+      expect(
+        await scripts.release(home.keys, purchase.requestId, false, 'UNAVAILABLE', 20, 1),
+      ).toBe(ReleaseCode.ReturnedAtHome);
+      // A request voided without ever being recorded still has its loan given back.
+      const never = randomUUID();
+      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 21, 1)).toBe(
+        ReleaseCode.NotInFlight,
+      );
+      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 21, 1)).toBe(
+        ReleaseCode.NotInFlight,
+      );
+      expect(await stockOf(home)).toBe(1);
+    });
+
     it('should record a borrowed purchase without touching the home stock, after the per-user checks', async () => {
       const home = await openSale({ stock: 0 });
       const message = (requestId: string) =>

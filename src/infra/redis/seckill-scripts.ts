@@ -17,8 +17,8 @@ const SCRIPTS = {
   seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
   seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 4 },
   seckillRebuild: { file: 'seckill-rebuild.lua', keys: 7 },
-  seckillLoan: { file: 'seckill-loan.lua', keys: 3 },
-  seckillLoanSettle: { file: 'seckill-loan-settle.lua', keys: 2 },
+  seckillLoan: { file: 'seckill-loan.lua', keys: 4 },
+  seckillLoanSettle: { file: 'seckill-loan-settle.lua', keys: 3 },
   seckillFreeze: { file: 'seckill-freeze.lua', keys: 1 },
   // Two keys a budget: defined once per budget count (see onModuleInit).
   throttleHits: { file: 'throttle-hits.lua', keys: undefined },
@@ -68,6 +68,8 @@ export enum ReleaseCode {
   Completed = 3,
   /** Only with `voidOnly`: the request is in flight, left alone. */
   Recorded = 4,
+  /** Only with `voidOnly`: recorded, then released at home (its stock is back there). */
+  ReturnedAtHome = 5,
 }
 
 export enum LoanCode {
@@ -232,6 +234,7 @@ export class SeckillScripts implements OnModuleInit {
       keys.stock,
       keys.loans,
       keys.meta,
+      keys.voided,
       requestId,
       quantity,
       userId,
@@ -260,6 +263,7 @@ export class SeckillScripts implements OnModuleInit {
       'seckillLoanSettle',
       keys.stock,
       keys.loans,
+      keys.voided,
       requestId,
       giveBack ? '1' : '0',
     )) as number;

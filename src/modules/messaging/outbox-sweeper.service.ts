@@ -33,10 +33,21 @@ export class OutboxSweeper {
     if (!this.publisher.isReady()) return 0;
     let republished = 0;
     for (const goodsId of await this.stock.preheatedSales()) {
-      // A purchase lock outlived by its loan: the record step is not coming any more.
-      await this.stock.sweepLoans(goodsId, this.config.purchaseLockTtlMs, at);
+      // A purchase lock outlived by its loan: the record step is not coming any more. Its
+      // failure (a master of one bucket unreachable) must not hold back the republishing of
+      // accepted purchases, of this sale or of any other: the next pass sweeps the loans again.
+      try {
+        await this.stock.sweepLoans(goodsId, this.config.purchaseLockTtlMs, at);
+      } catch (error) {
+        this.logger.warn(`loans not swept: goods=${goodsId} ${(error as Error).message}`);
+      }
       for (const bucket of await this.stock.buckets(goodsId)) {
-        republished += await this.sweepBucket(goodsId, bucket, at);
+        try {
+          republished += await this.sweepBucket(goodsId, bucket, at);
+        } catch (error) {
+          // Another bucket's master may be up: one unreachable master skips only its buckets.
+          this.logger.warn(`outbox not swept: goods=${goodsId} ${(error as Error).message}`);
+        }
       }
     }
     return republished;

@@ -69,6 +69,12 @@ export class PurchaseService {
     if (this.recovery.closed(goodsId)) {
       throw new UnavailableError('Redis is being rebuilt after a restart; nothing was taken');
     }
+    // Asked again now that the bucket count is known: the first purchase of a goods with stock
+    // buckets on this instance was judged by its goods-wide keys' master alone, and a master
+    // holding one of its buckets may be held from the Redis path. The retry is decided whole.
+    if (this.database.takes(goodsId, false)) {
+      throw new UnavailableError('Part of this sale is held from Redis; nothing was taken');
+    }
     if (!this.publisher.isReady()) {
       throw new UnavailableError('The order queue is unavailable; nothing was taken');
     }

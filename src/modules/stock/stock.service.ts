@@ -165,11 +165,13 @@ export class StockService {
     if (result.remaining === 0) this.soldOut.markBucketEmpty(goodsId, home);
     const { order, skipped } = this.soldOut.bucketHints.candidates(goodsId, userId, shards);
     let empty = result.remaining === 0 ? 1 + skipped : skipped;
+    let missing = false;
     for (const bucket of order) {
       const lender = bucketKeys(goodsId, shards, bucket);
       const loan = await this.scripts.loan(lender, requestId, quantity, userId, home);
       // A repair counts the goods: not SOLD_OUT (a final answer), only "not now".
       if (loan.code === LoanCode.Frozen) return { code: DeductCode.Frozen, remaining: 0 };
+      if (loan.code === LoanCode.NotPreheated) missing = true;
       if (loan.code !== LoanCode.Lent) {
         if (loan.code === LoanCode.Empty && loan.remaining === 0) {
           this.soldOut.markBucketEmpty(goodsId, bucket);
@@ -180,6 +182,9 @@ export class StockService {
       this.metrics.stockLoans.inc({ event: 'taken' });
       return this.recordBorrowed(goodsId, homeKeys, lender, userId, quantity, requestId, message);
     }
+    // A bucket Redis does not hold (its master restarted empty, not yet noticed) may have stock:
+    // not SOLD_OUT, a final answer, but what a sale not loaded gets.
+    if (missing) return { code: DeductCode.NotPreheated, remaining: 0 };
     if (empty === shards) this.soldOut.markSoldOut(goodsId);
     return { code: DeductCode.SoldOut, remaining: 0 };
   }
@@ -238,6 +243,8 @@ export class StockService {
       userId,
       quantity,
     );
+    // In flight, completed, or released at home (its stock went back there): the loan is only
+    // dropped. Only a request never recorded gives the loan back.
     const recorded = code !== ReleaseCode.NotInFlight;
     const closed = await this.scripts.settleLoan(lender, requestId, !recorded);
     if (closed > 0 && !recorded) {
