@@ -521,3 +521,49 @@ describe('An instance whose first read of the fallback marks failed', () => {
     expect(answer.status).toBe(202);
   });
 });
+
+describe('Redis lost between a purchase the broker did not confirm and its void', () => {
+  let redis: PrivateRedis;
+  let broker: TcpProxy;
+  let api: TestApp;
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start();
+    const through = await proxyInFront(process.env.RABBITMQ_URL!, 5672);
+    broker = through.proxy;
+    api = await startApp({
+      REDIS_URL: redis.url,
+      REDIS_WATCH_INTERVAL_MS: '200',
+      // Long enough to kill Redis between the deduct and the void.
+      PUBLISH_CONFIRM_TIMEOUT_MS: '2000',
+      RABBITMQ_URL: through.url,
+    });
+  });
+
+  afterAll(async () => {
+    broker.resume();
+    await api.close();
+    await broker.close();
+    await redis.kill();
+  });
+
+  it('should answer 503, not a 202 whose message only the lost outbox holds', async () => {
+    const goodsId = await createSale(api.http, { stock: 5 });
+    broker.stall();
+    const answer = api.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(70_001))
+      .then((response) => response);
+    // Redis took the unit; the publish now waits for a confirm that will not come.
+    const direct = new Redis(redis.url);
+    await waitFor(async () => (await direct.get(`seckill:{${goodsId}}:stock`)) === '4', {
+      intervalMs: 20,
+      what: 'the deduct in Redis',
+    });
+    direct.disconnect();
+    await redis.kill();
+
+    const response = await answer;
+    expect(`${response.status} ${response.body.code}`).toBe('503 UNAVAILABLE');
+  });
+});
