@@ -187,7 +187,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
     if (unidentified.length === 0) this.down = false;
     // No early return when this instance saw no drop: another instance (or a consumer) may have
     // marked a goods stale while this one kept reaching Redis, and Redis must not sell it here
-    // then. One indexed read per tick. And a read that failed at start (`unread`) is retried here,
+    // then. One read of the marked rows per tick. And a read that failed at start (`unread`) is retried here,
     // or every goods would stay held from the Redis path until a restart.
     this.refreshing = true;
     const dropped = this.droppedSinceRead;
@@ -198,7 +198,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
       // read, and a drop during this read is in droppedSinceRead again.
       if (this.unread) {
         this.unread = false;
-        this.logger.log(`fallback marks read after a failed start: ${this.stale.size} goods held`);
+        this.logger.log(`fallback marks read, not at start: ${this.stale.size} goods held`);
       }
       const released = [...this.heldMasters].filter((m) => !unidentified.includes(m));
       this.heldMasters = new Set(unidentified);
