@@ -479,3 +479,91 @@ describe('Redis down with an accepted order still in RabbitMQ', () => {
     expect(await stores.mysqlStock(goodsId)).toBe(0);
   });
 });
+
+describe('An instance whose first read of the fallback marks failed', () => {
+  let mysql: TcpProxy;
+  let api: TestApp;
+
+  beforeAll(async () => {
+    const through = await proxyInFront(process.env.DATABASE_URL!, 3306);
+    mysql = through.proxy;
+    // MySQL goes down as the gate sends its first read of the marks (at start: with APP_ROLE=api
+    // no worker sends the same query), and is back once that read has failed.
+    let cut = false;
+    mysql.tapClient((chunk) => {
+      if (cut || !chunk.includes('FROM seckill_goods WHERE redis_stale = 1')) return;
+      cut = true;
+      mysql.down();
+    });
+    const starting = startApp({ APP_ROLE: 'api', DATABASE_URL: through.url });
+    await waitFor(async () => cut, { what: 'the first read of the marks' });
+    mysql.up();
+    api = await starting;
+  });
+
+  afterAll(async () => {
+    mysql.up();
+    await api.close();
+    await mysql.close();
+  });
+
+  it('should sell through Redis again once MySQL is back, not 503 every purchase until restarted', async () => {
+    const goodsId = await createSale(api.http, { stock: 5 });
+    const answer = await waitFor(
+      async () => {
+        const response = await api.http
+          .post(`/api/v1/seckill/${goodsId}`)
+          .set('Authorization', bearer(60_001));
+        return response.status === 503 ? null : response;
+      },
+      { timeoutMs: 10_000, intervalMs: 200, what: 'an answer other than 503' },
+    );
+    expect(answer.status).toBe(202);
+  });
+});
+
+describe('Redis lost between a purchase the broker did not confirm and its void', () => {
+  let redis: PrivateRedis;
+  let broker: TcpProxy;
+  let api: TestApp;
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start();
+    const through = await proxyInFront(process.env.RABBITMQ_URL!, 5672);
+    broker = through.proxy;
+    api = await startApp({
+      REDIS_URL: redis.url,
+      REDIS_WATCH_INTERVAL_MS: '200',
+      // Long enough to kill Redis between the deduct and the void.
+      PUBLISH_CONFIRM_TIMEOUT_MS: '2000',
+      RABBITMQ_URL: through.url,
+    });
+  });
+
+  afterAll(async () => {
+    broker.resume();
+    await api.close();
+    await broker.close();
+    await redis.kill();
+  });
+
+  it('should answer 503, not a 202 whose message only the lost outbox holds', async () => {
+    const goodsId = await createSale(api.http, { stock: 5 });
+    broker.stall();
+    const answer = api.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(70_001))
+      .then((response) => response);
+    // Redis took the unit; the publish now waits for a confirm that will not come.
+    const direct = new Redis(redis.url);
+    await waitFor(async () => (await direct.get(`seckill:{${goodsId}}:stock`)) === '4', {
+      intervalMs: 20,
+      what: 'the deduct in Redis',
+    });
+    direct.disconnect();
+    await redis.kill();
+
+    const response = await answer;
+    expect(`${response.status} ${response.body.code}`).toBe('503 UNAVAILABLE');
+  });
+});

@@ -17,6 +17,7 @@ export class TcpProxy {
   private refusing = false;
   private held: [Socket, Buffer][] = [];
   private readonly serverTaps: ((chunk: Buffer, upstream: Socket) => void)[] = [];
+  private readonly clientTaps: ((chunk: Buffer) => void)[] = [];
 
   private constructor(
     private readonly targetHost: string,
@@ -43,6 +44,8 @@ export class TcpProxy {
     const upstream = createConnection(this.targetPort, this.targetHost);
     const pair: [Socket, Socket] = [client, upstream];
     this.pairs.add(pair);
+    // Before the bytes are forwarded: a tap that cuts the service (down()) keeps them from it.
+    client.on('data', (chunk: Buffer) => this.clientTaps.forEach((tap) => tap(chunk)));
     this.forward(client, upstream, 'both');
     this.forward(upstream, client, 'to-client');
     upstream.on('data', (chunk: Buffer) => this.serverTaps.forEach((tap) => tap(chunk, upstream)));
@@ -59,6 +62,7 @@ export class TcpProxy {
   private forward(from: Socket, to: Socket, direction: 'both' | 'to-client'): void {
     from.on('data', (chunk: Buffer) => {
       const held = this.stalled === 'both' || this.stalled === direction;
+      if (to.destroyed) return;
       if (held || this.held.some(([target]) => target === to)) this.held.push([to, chunk]);
       else to.write(chunk);
     });
@@ -95,6 +99,11 @@ export class TcpProxy {
   /** Shows `tap` every byte the server sends, as it arrives (before any stall holds it). */
   tapServer(tap: (chunk: Buffer, upstream: Socket) => void): void {
     this.serverTaps.push(tap);
+  }
+
+  /** Shows `tap` every byte a client sends, as it arrives (before it is forwarded). */
+  tapClient(tap: (chunk: Buffer) => void): void {
+    this.clientTaps.push(tap);
   }
 
   /** How many client connections are open now. */

@@ -45,9 +45,19 @@ export class DatabaseBarrier {
       'INSERT INTO seckill_fallback_barrier (id, opened_at, expires_at) VALUES (?, ?, ? + INTERVAL ? SECOND)',
       [id, now, now, BARRIER_TTL_MS / 1000],
     );
-    const { consumers } = await this.tick();
-    if (!(await this.publisher.publishBarrier(id))) {
-      throw new Error('the barrier message was not confirmed');
+    let consumers: string[];
+    try {
+      ({ consumers } = await this.tick());
+      if (!(await this.publisher.publishBarrier(id))) {
+        throw new Error('the barrier message was not confirmed');
+      }
+    } catch (error) {
+      // The opener starts another on its next try: this one must not stay open (consumers read
+      // every open barrier each tick) until it expires.
+      await this.db
+        .query('DELETE FROM seckill_fallback_barrier WHERE id = ?', [id])
+        .catch(() => undefined);
+      throw error;
     }
     this.logger.log(`fallback barrier opened: id=${id} consumers=${consumers.length}`);
     return { id, openedAt: now.getTime(), seen: new Set(consumers) };

@@ -16,7 +16,10 @@ import type { OpenBarrier } from '../messaging/order-barrier.service.js';
 import { StockService } from '../stock/stock.service.js';
 import { DatabaseBarrier } from './database-barrier.service.js';
 
-/** How often the stale goods are read again while some are held from the Redis path. */
+/**
+ * How often the stale goods are read again: on every tick, not only after a drop seen here, so an
+ * instance that kept reaching Redis learns within this long that another opened a goods to MySQL.
+ */
 const REFRESH_MS = 200;
 
 /** The fallback barrier of one outage (as this instance saw it: from one drop to the next). */
@@ -55,7 +58,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   private outages = 0;
   private down = false;
   private droppedAt = 0;
-  /** The marks have not been read since start. */
+  /** The marks have not been read since start (cleared by the first read that succeeds). */
   private unread: boolean;
   /** Masters (watchdog.mastersOf) whose connection dropped since the marks were last read. */
   private droppedSinceRead = new Set<string>();
@@ -182,19 +185,21 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
     // Only a read begun once a master is identified again releases that master's hold.
     const unidentified = this.watchdog.unidentified();
     if (unidentified.length === 0) this.down = false;
-    if (
-      this.droppedSinceRead.size === 0 &&
-      this.heldMasters.size === 0 &&
-      this.stale.size === 0 &&
-      unidentified.length === 0
-    ) {
-      return;
-    }
+    // No early return when this instance saw no drop: another instance (or a consumer) may have
+    // marked a goods stale while this one kept reaching Redis, and Redis must not sell it here
+    // then. One read of the marked rows per tick. And a read that failed at start (`unread`) is retried here,
+    // or every goods would stay held from the Redis path until a restart.
     this.refreshing = true;
     const dropped = this.droppedSinceRead;
     this.droppedSinceRead = new Set();
     try {
       await this.readMarks();
+      // As for a drop: the masters not identified when the read began stay held until the next
+      // read, and a drop during this read is in droppedSinceRead again.
+      if (this.unread) {
+        this.unread = false;
+        this.logger.log(`fallback marks read, not at start: ${this.stale.size} goods held`);
+      }
       const released = [...this.heldMasters].filter((m) => !unidentified.includes(m));
       this.heldMasters = new Set(unidentified);
       if (released.length > 0) {

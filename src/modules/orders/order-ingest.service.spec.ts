@@ -2,6 +2,7 @@ import type { AppConfig } from '../../config/env.validation.js';
 import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FaultInjector } from '../../config/fault-injector.js';
+import type { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
 import type { StockService } from '../stock/stock.service.js';
 import { OrderIngest, type PaymentTimeouts } from './order-ingest.service.js';
 import type { OrderWriter } from './order-writer.service.js';
@@ -28,15 +29,24 @@ const written = (orders: NewOrder[]): WriteOutcome[] =>
   orders.map((o) => ({ kind: 'written', order: o }));
 /** What mysql2 throws for a row MariaDB refuses (a failed CHECK). */
 const refusedByMysql = () => Object.assign(new Error('CONSTRAINT failed'), { errno: 4025 });
+/** What ioredis throws for a command once its connection is gone. */
+const redisClosed = () => new Error('Connection is closed.');
+/** What ioredis throws for a command past its commandTimeout, the connection still up. */
+const redisTimeout = () => new Error('Command timed out');
 
 describe('OrderIngest', () => {
-  const writer = { writeBatch: vi.fn<OrderWriter['writeBatch']>() };
+  const writer = {
+    writeBatch: vi.fn<OrderWriter['writeBatch']>(),
+    markRedisStale: vi.fn<OrderWriter['markRedisStale']>(),
+  };
   const orders = { findByRequestId: vi.fn<OrdersService['findByRequestId']>() };
   const stock = {
     claim: vi.fn<(goodsId: number, purchases: { requestId: string }[]) => Promise<number[]>>(),
     complete: vi.fn<StockService['complete']>(),
     release: vi.fn<StockService['release']>(),
+    knownShards: vi.fn<StockService['knownShards']>(),
   };
+  const watchdog = { identifiedFor: vi.fn<RedisWatchdog['identifiedFor']>() };
   const timeouts = { publishTimeouts: vi.fn<PaymentTimeouts['publishTimeouts']>() };
   const ingest = new OrderIngest(
     writer as unknown as OrderWriter,
@@ -45,6 +55,17 @@ describe('OrderIngest', () => {
     timeouts,
     { crashPoint: vi.fn() } as unknown as FaultInjector,
     { redisDownMode: 'closed' } as AppConfig,
+    watchdog as unknown as RedisWatchdog,
+  );
+  /** REDIS_DOWN_MODE=database: Redis steps are skipped while Redis is down (see redisStep). */
+  const fallbackIngest = new OrderIngest(
+    writer as unknown as OrderWriter,
+    orders as unknown as OrdersService,
+    stock as unknown as StockService,
+    timeouts,
+    { crashPoint: vi.fn() } as unknown as FaultInjector,
+    { redisDownMode: 'database' } as AppConfig,
+    watchdog as unknown as RedisWatchdog,
   );
 
   beforeEach(() => {
@@ -54,6 +75,9 @@ describe('OrderIngest', () => {
     stock.release.mockResolvedValue(1);
     writer.writeBatch.mockImplementation(async (_goodsId, batch) => written(batch));
     timeouts.publishTimeouts.mockResolvedValue(true);
+    writer.markRedisStale.mockResolvedValue(undefined);
+    stock.knownShards.mockReturnValue(1);
+    watchdog.identifiedFor.mockReturnValue(true);
   });
 
   it('should write the claimed purchases in one batch and drop the voided one', async () => {
@@ -198,5 +222,66 @@ describe('OrderIngest', () => {
       { kind: 'deferred', order: a },
     ]);
     expect(writer.writeBatch).toHaveBeenCalledTimes(1);
+  });
+
+  describe('with REDIS_DOWN_MODE=database', () => {
+    it('should settle exhausted purchases without Redis while it is down, marking the goods for a rebuild', async () => {
+      const [found, lost] = [order(), order()];
+      orders.findByRequestId.mockImplementation(async (requestId) =>
+        requestId === found.requestId ? ({ requestId } as never) : null,
+      );
+      stock.complete.mockRejectedValue(redisClosed());
+      stock.release.mockRejectedValue(redisClosed());
+      watchdog.identifiedFor.mockReturnValue(false);
+
+      const outcomes = await fallbackIngest.ingest(GOODS, [
+        { order: found, exhausted: true },
+        { order: lost, exhausted: true },
+      ]);
+
+      expect(outcomes.map((outcome) => outcome.kind)).toEqual(['completed', 'exhausted']);
+      expect(stock.complete).toHaveBeenCalledTimes(1);
+      expect(stock.release).toHaveBeenCalledTimes(1);
+      expect(writer.markRedisStale).toHaveBeenCalledWith(GOODS);
+    });
+
+    it('should refuse an order MySQL refuses without Redis while it is down', async () => {
+      const refused = order();
+      writer.writeBatch.mockRejectedValue(refusedByMysql());
+      stock.release.mockRejectedValue(redisClosed());
+      watchdog.identifiedFor.mockReturnValue(false);
+
+      const outcomes = await fallbackIngest.ingest(GOODS, fresh(refused));
+
+      expect(outcomes.map((outcome) => outcome.kind)).toEqual(['refused']);
+      expect(stock.release).toHaveBeenCalledTimes(1);
+      expect(writer.markRedisStale).toHaveBeenCalledWith(GOODS);
+    });
+
+    it('should write without the claim while Redis is down for the goods', async () => {
+      const a = order();
+      stock.claim.mockRejectedValue(redisClosed());
+      watchdog.identifiedFor.mockReturnValue(false);
+
+      const outcomes = await fallbackIngest.ingest(GOODS, fresh(a));
+
+      expect(outcomes.map((outcome) => outcome.kind)).toEqual(['written']);
+      expect(writer.writeBatch).toHaveBeenCalledExactlyOnceWith(GOODS, [a]);
+      expect(writer.markRedisStale).toHaveBeenCalledWith(GOODS);
+    });
+
+    it('should not skip a claim that timed out while Redis is up: it may race a void, the batch is retried', async () => {
+      const [voided, a] = [order(), order()];
+      // The first claim times out (the void of `voided` may be on its way); the retry sees it.
+      stock.claim.mockRejectedValueOnce(redisTimeout()).mockResolvedValueOnce([0, 1]);
+      watchdog.identifiedFor.mockReturnValue(true);
+
+      const outcomes = await fallbackIngest.ingest(GOODS, fresh(voided, a));
+
+      expect(outcomes.map((outcome) => outcome.kind)).toEqual(['voided', 'written']);
+      expect(stock.claim).toHaveBeenCalledTimes(2);
+      expect(writer.writeBatch).toHaveBeenCalledExactlyOnceWith(GOODS, [a]);
+      expect(writer.markRedisStale).not.toHaveBeenCalled();
+    });
   });
 });

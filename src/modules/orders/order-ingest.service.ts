@@ -5,6 +5,7 @@ import { isDependencyFailure } from '../../common/errors/dependency-errors.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { FaultInjector } from '../../config/fault-injector.js';
+import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
 import { StockService } from '../stock/stock.service.js';
 import { OrderWriter } from './order-writer.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder, WriteOutcome } from './order.types.js';
@@ -46,6 +47,7 @@ export class OrderIngest {
     @Inject(PAYMENT_TIMEOUTS) private readonly timeouts: PaymentTimeouts,
     private readonly faults: FaultInjector,
     @InjectConfig() private readonly config: AppConfig,
+    private readonly watchdog: RedisWatchdog,
   ) {}
 
   /**
@@ -56,12 +58,27 @@ export class OrderIngest {
    * is rebuilt from MySQL, which accounts for what was skipped here (claims, results, stock given
    * back). A claim skipped is the claim an empty Redis would give (CLAIMED), as after a restart.
    * Returns `skipped` when the step did not run.
+   *
+   * `onlyWhenDown`: skipped only while the watchdog holds Redis down for this goods (its
+   * connection dropped and the server not identified since), not on any failure. For the claim: a
+   * command that timed out on a live connection may be racing a void (the buyer answered 503), and
+   * a claim skipped then would write a purchase the buyer was told did not happen.
    */
-  private async redisStep<T>(goodsId: number, step: () => Promise<T>): Promise<T | 'skipped'> {
+  private async redisStep<T>(
+    goodsId: number,
+    step: () => Promise<T>,
+    options: { onlyWhenDown?: boolean } = {},
+  ): Promise<T | 'skipped'> {
     try {
       return await step();
     } catch (error) {
       if (this.config.redisDownMode !== 'database' || !isDependencyFailure(error)) throw error;
+      if (
+        options.onlyWhenDown &&
+        this.watchdog.identifiedFor(goodsId, this.stock.knownShards(goodsId))
+      ) {
+        throw error;
+      }
       await this.writer.markRedisStale(goodsId);
       this.logger.warn(`redis step skipped, goods marked for a rebuild: goods=${goodsId}`);
       return 'skipped';
@@ -132,14 +149,20 @@ export class OrderIngest {
   ): Promise<void> {
     for (const { order } of purchases) {
       if (settled.has(order.requestId)) continue;
+      // Through redisStep like the other steps: retried while Redis is down, one exhausted
+      // message would hold its batch, hence the consumer's drain and the fallback's barrier.
       if (await this.orders.findByRequestId(order.requestId)) {
-        await this.stock.complete(goodsId, [
-          { requestId: order.requestId, userId: order.userId, orderNo: order.orderNo },
-        ]);
+        await this.redisStep(goodsId, () =>
+          this.stock.complete(goodsId, [
+            { requestId: order.requestId, userId: order.userId, orderNo: order.orderNo },
+          ]),
+        );
         settled.set(order.requestId, { kind: 'completed', order });
         continue;
       }
-      await this.stock.release(goodsId, order.requestId, 'UNDELIVERABLE', true, order.userId);
+      await this.redisStep(goodsId, () =>
+        this.stock.release(goodsId, order.requestId, 'UNDELIVERABLE', true, order.userId),
+      );
       this.logger.error(
         `order given up, its message exhausted its deliveries, stock returned: request=${order.requestId} goods=${goodsId} user=${order.userId}`,
       );
@@ -154,11 +177,14 @@ export class OrderIngest {
     settled: Settled,
   ): Promise<NewOrder[]> {
     if (purchases.length === 0) return [];
-    const claims = await this.redisStep(goodsId, () =>
-      this.stock.claim(
-        goodsId,
-        purchases.map(({ order }) => order),
-      ),
+    const claims = await this.redisStep(
+      goodsId,
+      () =>
+        this.stock.claim(
+          goodsId,
+          purchases.map(({ order }) => order),
+        ),
+      { onlyWhenDown: true },
     );
     const flags = claims === 'skipped' ? purchases.map(() => true) : claims;
     const claimed: NewOrder[] = [];
@@ -247,7 +273,10 @@ export class OrderIngest {
     error: Error,
     settled: Settled,
   ): Promise<void> {
-    await this.stock.release(goodsId, order.requestId, 'REJECTED', true, order.userId);
+    // Through redisStep: see settleExhausted.
+    await this.redisStep(goodsId, () =>
+      this.stock.release(goodsId, order.requestId, 'REJECTED', true, order.userId),
+    );
     this.logger.error(
       `order refused by MySQL, stock returned: request=${order.requestId} goods=${goodsId} user=${order.userId} ${error.message}`,
     );

@@ -145,7 +145,21 @@ export class PurchaseService {
     let released: ReleaseCode;
     try {
       released = await this.stock.release(goodsId, order.requestId, 'UNAVAILABLE', false, userId);
-    } catch {
+    } catch (error) {
+      if (this.config.redisDownMode === 'database') {
+        // Neither voided nor confirmed, and the message may be only in Redis's outbox: the
+        // fallback's barrier does not wait for it (it never reached the broker), MySQL may sell
+        // the stock, and the sale's return wipes the outbox. A 202 would be a promise lost with
+        // it, so nothing is promised; a message that did reach the broker makes an order after
+        // this 503 (see the README's fallback section).
+        this.logger.warn(
+          `purchase neither confirmed nor voided, answered 503: request=${order.requestId} goods=${goodsId} user=${userId}`,
+        );
+        throw new UnavailableError(
+          'The order queue did not confirm and Redis is unavailable; the purchase is not confirmed',
+          error,
+        );
+      }
       // Neither voided nor confirmed: the outbox holds it and the sweeper will deliver it.
       this.logger.warn(`purchase left to the outbox sweeper: request=${order.requestId}`);
       return { accepted, confirmed: false };

@@ -1,0 +1,56 @@
+import { describe, expect, it, vi } from 'vitest';
+import type { DataSource } from 'typeorm';
+import type { AppConfig } from '../../config/env.validation.js';
+import type { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
+import type { StockService } from '../stock/stock.service.js';
+import type { DatabaseBarrier } from './database-barrier.service.js';
+import { FallbackGate } from './fallback-gate.service.js';
+
+/** A gate on one Redis server, always identified, never dropped, with MySQL mocked. */
+function gate() {
+  const db = { query: vi.fn<(sql: string) => Promise<{ id: number }[]>>() };
+  const watchdog = {
+    onDrop: vi.fn(),
+    unidentified: vi.fn(() => [] as string[]),
+    mastersOf: vi.fn(() => ['']),
+    identifiedFor: vi.fn(() => true),
+  };
+  const stock = { knownShards: vi.fn(() => 1), isPreheated: vi.fn(async () => true) };
+  const instance = new FallbackGate(
+    watchdog as unknown as RedisWatchdog,
+    db as unknown as DataSource,
+    stock as unknown as StockService,
+    {} as DatabaseBarrier,
+    { redisDownMode: 'database', appRole: 'all' } as AppConfig,
+  );
+  // The interval's tick, run by hand.
+  const refresh = () => (instance as unknown as { refresh(): Promise<void> }).refresh();
+  return { instance, db, refresh };
+}
+
+describe('FallbackGate', () => {
+  it('should free the Redis path once the marks are read, when their read failed at start', async () => {
+    const { instance, db, refresh } = gate();
+    db.query.mockRejectedValueOnce(new Error('connect ECONNREFUSED'));
+    await instance.onApplicationBootstrap();
+    expect(instance.holdsRedisPath(1)).toBe(true);
+
+    db.query.mockResolvedValue([]);
+    await refresh();
+
+    expect(instance.holdsRedisPath(1)).toBe(false);
+  });
+
+  it('should learn on its next tick of a goods another instance opened to MySQL, having seen no drop itself', async () => {
+    const { instance, db, refresh } = gate();
+    db.query.mockResolvedValue([]);
+    await instance.onApplicationBootstrap();
+    expect(instance.holdsRedisPath(5)).toBe(false);
+
+    db.query.mockResolvedValue([{ id: 5 }]);
+    await refresh();
+
+    expect(instance.holdsRedisPath(5)).toBe(true);
+    expect(instance.holdsRedisPath(6)).toBe(false);
+  });
+});
