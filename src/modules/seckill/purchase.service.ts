@@ -65,7 +65,7 @@ export class PurchaseService {
     quantity: number,
   ): Promise<PurchaseAccepted> {
     // The bucket count: read once per goods and instance (Redis meta, else MySQL), then from memory.
-    const home = await orUnavailable('MySQL', () => this.stock.homeKeys(goodsId, userId));
+    const home = await orUnavailable('Redis or MySQL', () => this.stock.homeKeys(goodsId, userId));
     if (this.recovery.closed(goodsId)) {
       throw new UnavailableError('Redis is being rebuilt after a restart; nothing was taken');
     }
