@@ -6,6 +6,7 @@ import {
   startApp,
   Stores,
   token,
+  waitFor,
   type TestApp,
 } from './support/harness.js';
 
@@ -104,6 +105,58 @@ describe('contract errors', () => {
           .expect(404);
         expect(response.body).toEqual(errorBody(404, 'ORDER_NOT_FOUND'));
       }
+    });
+  });
+
+  describe('echoes', () => {
+    const long = 'X'.repeat(4_096);
+    /** What the filter's messages may quote of a client's value: 40 characters and the cut. */
+    const expectQuotedAtMost40 = (body: { message: string }) => {
+      expect(body.message).not.toContain('X'.repeat(41));
+      expect(body.message.length).toBeLessThan(120);
+    };
+
+    it('should quote at most 40 characters of a 4,096-character order number on every order route', async () => {
+      for (const call of [
+        t.http.get(`/api/v1/orders/${long}`),
+        t.http.post(`/api/v1/orders/${long}/pay`),
+        t.http.post(`/api/v1/orders/${long}/cancel`),
+      ]) {
+        const response = await call.set('Authorization', bearer(25)).expect(404);
+        expect(response.body).toEqual(errorBody(404, 'ORDER_NOT_FOUND'));
+        expect(response.body.message).toContain('X'.repeat(40));
+        expectQuotedAtMost40(response.body);
+      }
+    });
+
+    it('should quote at most 40 characters of a long goods id or unknown field name, and take nothing', async () => {
+      const badId = await t.http
+        .get(`/api/v1/goods/${long}`)
+        .set('Authorization', bearer(26))
+        .expect(400);
+      expectQuotedAtMost40(badId.body);
+      const purchase = await t.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(26))
+        .send({ ['X'.repeat(900)]: 1 })
+        .expect(400);
+      expect(purchase.body).toEqual(errorBody(400, 'VALIDATION_FAILED'));
+      expectQuotedAtMost40(purchase.body);
+      expect(await stores.redisStock(goodsId)).toBe(5);
+      const goods = await t.http
+        .post('/api/v1/admin/goods')
+        .set('Authorization', adminAuth())
+        .send({
+          name: 'Echo',
+          price: 1,
+          stock: 1,
+          startAt: '2030-01-01T00:00:00Z',
+          endAt: '2030-01-02T00:00:00Z',
+          [long.slice(0, 3_000)]: 1,
+        })
+        .expect(400);
+      expect(goods.body).toEqual(errorBody(400, 'VALIDATION_FAILED'));
+      expectQuotedAtMost40(goods.body);
     });
   });
 
@@ -254,7 +307,6 @@ describe('contract errors', () => {
   });
 
   async function waitForOrderNo(id: number): Promise<string> {
-    const { waitFor } = await import('./support/harness.js');
     return waitFor(async () => (await stores.orders(id))[0]?.order_no, { what: 'an order' });
   }
 });
