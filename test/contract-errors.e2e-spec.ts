@@ -6,6 +6,7 @@ import {
   startApp,
   Stores,
   token,
+  useApp,
   waitFor,
   type TestApp,
 } from './support/harness.js';
@@ -309,4 +310,34 @@ describe('contract errors', () => {
   async function waitForOrderNo(id: number): Promise<string> {
     return waitFor(async () => (await stores.orders(id))[0]?.order_no, { what: 'an order' });
   }
+});
+
+describe('readiness while a dependency is down', () => {
+  const t = useApp({}, { behindProxy: 'REDIS_URL' });
+
+  it("should answer /health/ready 503 UNAVAILABLE naming Redis in our words, with no library's", async () => {
+    t.proxy.down();
+    const down = await waitFor(
+      async () => {
+        const response = await t.http.get('/health/ready');
+        return response.status === 503 ? response : null;
+      },
+      { what: 'readiness to drop' },
+    );
+
+    expect(down.body).toEqual({
+      statusCode: 503,
+      code: 'UNAVAILABLE',
+      message: 'Not ready: Redis is unreachable',
+    });
+    expect(down.text).not.toMatch(
+      /exception|ECONNREFUSED|connection is closed|timeout|127\.0\.0\.1/i,
+    );
+
+    t.proxy.up();
+    await waitFor(async () => (await t.http.get('/health/ready')).status === 200, {
+      timeoutMs: 30_000,
+      what: 'ready again once Redis is back',
+    });
+  });
 });
