@@ -1,3 +1,4 @@
+import type { RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   adminAuth,
@@ -184,6 +185,37 @@ describe('contract errors', () => {
         expect((await call.expect(404)).body).toEqual(errorBody(404, 'GOODS_NOT_FOUND'));
       }
     });
+
+    it.each([
+      ['NUL', 'Ctl-nul\u0000phone'],
+      ['a newline', 'Ctl-nl\nphone'],
+      ['a C1 control (NEL)', 'Ctl-nel\u0085phone'],
+      ['the right-to-left override U+202E', 'Ctl-rlo\u202Eenohp'],
+      ['a right-to-left isolate U+2067', 'Ctl-rli\u2067phone\u2069'],
+      ['the left-to-right mark U+200E', 'Ctl-lrm\u200Ephone'],
+    ])(
+      'should refuse a goods name with %s with 400 VALIDATION_FAILED and create nothing',
+      async (_what, name) => {
+        const response = await t.http
+          .post('/api/v1/admin/goods')
+          .set('Authorization', adminAuth())
+          .send({
+            name,
+            price: 1,
+            stock: 1,
+            startAt: '2030-01-01T00:00:00Z',
+            endAt: '2030-01-02T00:00:00Z',
+          })
+          .expect(400);
+        expect(response.body).toEqual(errorBody(400, 'VALIDATION_FAILED'));
+        expect(response.body.message).toMatch(/^name /);
+        const [rows] = await stores.mysql.query<RowDataPacket[]>(
+          'SELECT COUNT(*) AS n FROM seckill_goods WHERE name = ?',
+          [name],
+        );
+        expect(Number(rows[0].n)).toBe(0);
+      },
+    );
 
     it('should answer 400 for malformed JSON and change nothing', async () => {
       const response = await t.http
