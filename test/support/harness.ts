@@ -33,7 +33,7 @@ export async function startApp(env: Record<string, string> = {}): Promise<TestAp
   return { app, http, close: () => app.close() };
 }
 
-const PROXIED_SERVICES = { RABBITMQ_URL: 5672, DATABASE_URL: 3306 } as const;
+const PROXIED_SERVICES = { RABBITMQ_URL: 5672, DATABASE_URL: 3306, REDIS_URL: 6379 } as const;
 
 /**
  * The usual e2e setup: the app started before a describe block's tests and closed after them,

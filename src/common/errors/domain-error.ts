@@ -31,6 +31,18 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** The most of a client's own value an error message repeats (a path segment may be 4,096). */
+export const ECHO_MAX_CHARS = 40;
+
+/**
+ * A value the client sent, as an error message may quote it: enough to recognise, never the
+ * request echoed back at length (the contract's Errors).
+ */
+export function echoed(value: unknown): string {
+  const text = String(value);
+  return text.length > ECHO_MAX_CHARS ? `${text.slice(0, ECHO_MAX_CHARS)}…` : text;
+}
+
 export class DomainError extends Error {
   constructor(
     readonly code: ErrorCode,

@@ -87,13 +87,17 @@ describe('toErrorBody', () => {
     });
   });
 
-  it('should keep the details of an HttpException response (the health report)', () => {
-    const details = { redis: { status: 'down' } };
+  it("should answer a library's 503 in our words, without its report or its driver's text", () => {
+    const details = { redis: { status: 'down', message: 'connect ECONNREFUSED 10.0.0.5:6379' } };
     const body = toErrorBody(
-      new HttpException({ status: 'error', message: 'Unhealthy', details }, 503),
+      new HttpException(
+        { status: 'error', message: 'Service Unavailable Exception', details },
+        503,
+      ),
     );
 
-    expect(body).toEqual({ statusCode: 503, code: 'UNAVAILABLE', message: 'Unhealthy', details });
+    expect(body).toEqual({ statusCode: 503, code: 'UNAVAILABLE', message: expect.any(String) });
+    expect(JSON.stringify(body)).not.toMatch(/ECONNREFUSED|10\.0\.0\.5|Exception/);
   });
 
   it('should map a 5xx HttpException without a code of its own to INTERNAL_ERROR', () => {

@@ -76,6 +76,11 @@ export function resultStreamSlotsKey(userId: number): string {
   return `seckill:streams:{user:${userId}}`;
 }
 
+/** The open result streams of one client address (as the rate limiter keys it), same shape. */
+export function resultStreamAddressSlotsKey(address: string): string {
+  return `seckill:streams:{ip:${address}}`;
+}
+
 /** The dashboard's latest snapshot (JSON), built by one instance and read by the others. */
 export const DASHBOARD_SNAPSHOT_KEY = 'seckill:dashboard:snapshot';
 

@@ -12,6 +12,7 @@ import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { RestockCode, StockService } from '../stock/stock.service.js';
 import { OrderWriter } from './order-writer.service.js';
+import { OrdersService } from './orders.service.js';
 
 export type CancelReason = 'USER' | 'EXPIRED';
 export type ExpireOutcome = 'cancelled' | 'already_cancelled' | 'paid' | 'not_found' | 'not_due';
@@ -38,6 +39,7 @@ export class OrderLifecycleService {
     private readonly metrics: MetricsService,
     private readonly faults: FaultInjector,
     private readonly writer: OrderWriter,
+    private readonly ordersByNo: OrdersService,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
@@ -202,10 +204,7 @@ export class OrderLifecycleService {
   }
 
   private async findOwned(orderNo: string, userId: number): Promise<OrderEntity> {
-    const order = /^[A-Za-z0-9]{1,32}$/.test(orderNo)
-      ? await this.orders.findOne({ where: { orderNo } })
-      : null;
-    if (!order) throw new DomainError('ORDER_NOT_FOUND', `Order ${orderNo} not found`);
+    const order = await this.ordersByNo.byOrderNo(orderNo);
     if (order.userId !== userId) {
       throw new DomainError('FORBIDDEN', 'This order belongs to another user');
     }

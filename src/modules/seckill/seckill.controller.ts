@@ -4,6 +4,7 @@ import {
   Get,
   Headers,
   HttpCode,
+  Ip,
   Param,
   Post,
   Sse,
@@ -158,7 +159,7 @@ export class SeckillController {
   @ApiOperation({
     summary: 'The outcome of your latest purchase of this goods, pushed as it changes (SSE)',
     description:
-      'text/event-stream. The current result at once, then each change, each as an event whose data is the JSON of GET /result; the stream ends after a final one (SUCCESS with orderNo, or FAILED): close your EventSource then, or it reconnects and gets the final result again. Without a final result it ends after RESULT_STREAM_LIFETIME_MS (10 min; reconnect), and a comment line (": heartbeat") comes every RESULT_STREAM_HEARTBEAT_MS (15 s). At most RESULT_STREAM_MAX_PER_USER (2) streams per user at once, across instances, and RESULT_STREAM_MAX_PER_INSTANCE (10,000) per instance: beyond either, 429 TOO_MANY_REQUESTS with Retry-After. Counts against the read rate limit when it opens. 401 without a token, 404 GOODS_NOT_FOUND, 503 UNAVAILABLE while Redis is unreachable.',
+      'text/event-stream. The current result at once, then each change, each as an event whose data is the JSON of GET /result; the stream ends after a final one (SUCCESS with orderNo, or FAILED): close your EventSource then, or it reconnects and gets the final result again. Without a final result it ends after RESULT_STREAM_LIFETIME_MS (10 min; reconnect), and a comment line (": heartbeat") comes every RESULT_STREAM_HEARTBEAT_MS (15 s). At most RESULT_STREAM_MAX_PER_USER (2) streams per user and RESULT_STREAM_MAX_PER_IP (100) per client address at once, across instances, and RESULT_STREAM_MAX_PER_INSTANCE (10,000) per instance: beyond any, 429 TOO_MANY_REQUESTS with Retry-After. Counts against the read rate limit when it opens. 401 without a token, 404 GOODS_NOT_FOUND, 503 UNAVAILABLE while Redis is unreachable.',
   })
   @ApiProduces('text/event-stream')
   @ApiOkResponse({
@@ -170,8 +171,9 @@ export class SeckillController {
   resultStream(
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @CurrentUser() user: AuthUser,
+    @Ip() ip: string,
     @SseSignal() ended: AbortSignal,
   ) {
-    return this.streams.open(goodsId, user.userId, ended);
+    return this.streams.open(goodsId, user.userId, ip, ended);
   }
 }
