@@ -229,7 +229,7 @@ describe('result stream, orders not consumed', () => {
     // What a consumer does with a purchase MySQL refuses for good: stock back, FAILED.
     await t.app
       .get(StockService)
-      .release(goodsId, purchase.body.requestId as string, 'REJECTED', true, 92_001);
+      .release(goodsId, purchase.body.requestId as string, 'REJECTED', 'a-consumer', 92_001);
     const failed = await stream.waitForStatus('FAILED');
     await stream.waitForEnd();
     expect(failed.data).toEqual({
