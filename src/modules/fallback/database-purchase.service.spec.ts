@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { describe, expect, it, vi } from 'vitest';
+import { UnavailableError, UnknownOutcomeError } from '../../common/errors/domain-error.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import type { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -59,5 +60,44 @@ describe('DatabasePurchase', () => {
 
     await expect(purchases.purchase(1, 2, 1)).rejects.toMatchObject({ code: 'SOLD_OUT' });
     expect(db.transaction.mock.calls.length + db.query.mock.calls.length).toBe(calls);
+  });
+
+  /** Each transaction runs its statements with these answers, then commits (or fails to). */
+  function statements(
+    db: ReturnType<typeof setup>['db'],
+    answers: (() => Promise<unknown>)[],
+    commit: () => Promise<void> = async () => undefined,
+  ) {
+    db.transaction.mockImplementation((async (work: (manager: unknown) => Promise<void>) => {
+      const queue = [...answers];
+      await work({ queryRunner: { query: () => queue.shift()!() } });
+      await commit();
+    }) as never);
+  }
+
+  it('should answer 503 with the requestId when the COMMIT got no answer: the order may exist', async () => {
+    const { db, purchases } = setup(8);
+    const taken = async () => ({ affected: 1 });
+    statements(db, [taken, taken], async () => {
+      throw Object.assign(new Error('Connection lost'), { code: 'PROTOCOL_CONNECTION_LOST' });
+    });
+
+    const error = await purchases.purchase(1, 1, 1).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnknownOutcomeError);
+    expect((error as UnknownOutcomeError).requestId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('should answer a plain 503 when the connection dropped before the COMMIT: nothing was taken', async () => {
+    const { db, purchases } = setup(8);
+    statements(db, [
+      async () => ({ affected: 1 }),
+      async () => {
+        throw Object.assign(new Error('Connection lost'), { code: 'PROTOCOL_CONNECTION_LOST' });
+      },
+    ]);
+
+    const error = await purchases.purchase(1, 1, 1).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnavailableError);
+    expect(error).not.toBeInstanceOf(UnknownOutcomeError);
   });
 });

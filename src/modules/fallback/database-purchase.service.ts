@@ -2,7 +2,12 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
-import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
+import {
+  DomainError,
+  orUnavailable,
+  UnavailableError,
+  UnknownOutcomeError,
+} from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
@@ -138,6 +143,8 @@ export class DatabasePurchase {
     order: { requestId: string; orderNo: string; expireAt: Date },
   ): Promise<Refusal | null> {
     const now = new Date();
+    // Set once both statements ran: what fails after it is the COMMIT, which may have applied.
+    let committing = false;
     try {
       await this.db.transaction(async (manager: EntityManager) => {
         const runner = manager.queryRunner!;
@@ -159,9 +166,20 @@ export class DatabasePurchase {
             order.expireAt,
           ],
         );
+        committing = true;
       });
       return null;
     } catch (error) {
+      if (committing) {
+        this.logger.warn(
+          `fallback commit unanswered, outcome unknown: request=${order.requestId} goods=${goodsId} user=${userId}`,
+        );
+        throw new UnknownOutcomeError(
+          order.requestId,
+          'MySQL did not answer the commit of this purchase: it may have been taken; its result will tell',
+          error,
+        );
+      }
       if (error instanceof NotTaken) return this.whyNotTaken(goodsId, quantity, now);
       if (duplicateKeyIndex(error) === 'uq_order_active_buyer') {
         return new DomainError('ALREADY_PURCHASED', 'You already hold this goods');
