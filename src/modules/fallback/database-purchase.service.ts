@@ -23,8 +23,9 @@ const SOLD_OUT_MEMO_MS = 1_000;
 interface GoodsRow {
   stock: number;
   fallback_open: number;
-  start_at: Date;
-  end_at: Date;
+  /** 1 or 0, by MySQL's clock as the UPDATE judged the window. */
+  not_started: number;
+  ended: number;
   per_user_limit: number;
 }
 
@@ -52,6 +53,10 @@ class NotTaken extends Error {}
  * Bounded: at most FALLBACK_MAX_INFLIGHT at once on this instance (more are 503 at once, before
  * any query), and a goods found sold out is answered SOLD_OUT from memory for a second (a cancel
  * brings stock back in MySQL at once; the memo's life bounds how long this instance misses it).
+ *
+ * One clock: the sale window and the payment deadline are MySQL's NOW(3) (sessions are UTC, as
+ * the columns are; see DatabaseModule), not this host's, which may disagree with the Redis path's
+ * and the expiry's.
  */
 @Injectable()
 export class DatabasePurchase {
@@ -102,11 +107,7 @@ export class DatabasePurchase {
 
   private async sell(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
     const acceptedAt = Date.now();
-    const order = {
-      requestId: randomUUID(),
-      orderNo: newOrderNo(acceptedAt),
-      expireAt: new Date(acceptedAt + this.config.orderPaymentTimeoutMs),
-    };
+    const order = { requestId: randomUUID(), orderNo: newOrderNo(acceptedAt) };
     let refusal: Refusal | null = 'again';
     for (let tries = 0; refusal === 'again' && tries < MAX_TRIES; tries++) {
       refusal = await this.tryOnce(goodsId, userId, quantity, order);
@@ -140,22 +141,21 @@ export class DatabasePurchase {
     goodsId: number,
     userId: number,
     quantity: number,
-    order: { requestId: string; orderNo: string; expireAt: Date },
+    order: { requestId: string; orderNo: string },
   ): Promise<Refusal | null> {
-    const now = new Date();
     // Set once both statements ran: what fails after it is the COMMIT, which may have applied.
     let committing = false;
     try {
       await this.db.transaction(async (manager: EntityManager) => {
         const runner = manager.queryRunner!;
         const update = await runner.query(
-          'UPDATE seckill_goods SET stock = stock - ?, version = version + 1 WHERE id = ? AND fallback_open = 1 AND stock >= ? AND per_user_limit >= ? AND start_at <= ? AND end_at > ?',
-          [quantity, goodsId, quantity, quantity, now, now],
+          'UPDATE seckill_goods SET stock = stock - ?, version = version + 1 WHERE id = ? AND fallback_open = 1 AND stock >= ? AND per_user_limit >= ? AND start_at <= NOW(3) AND end_at > NOW(3)',
+          [quantity, goodsId, quantity, quantity],
           true,
         );
         if (update.affected !== 1) throw new NotTaken();
         await runner.query(
-          'INSERT INTO seckill_order (order_no, request_id, user_id, goods_id, quantity, status, expire_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+          'INSERT INTO seckill_order (order_no, request_id, user_id, goods_id, quantity, status, expire_at) VALUES (?, ?, ?, ?, ?, ?, NOW(3) + INTERVAL ? MICROSECOND)',
           [
             order.orderNo,
             order.requestId,
@@ -163,7 +163,7 @@ export class DatabasePurchase {
             goodsId,
             quantity,
             'PENDING_PAYMENT',
-            order.expireAt,
+            this.config.orderPaymentTimeoutMs * 1_000,
           ],
         );
         committing = true;
@@ -180,7 +180,7 @@ export class DatabasePurchase {
           error,
         );
       }
-      if (error instanceof NotTaken) return this.whyNotTaken(goodsId, quantity, now);
+      if (error instanceof NotTaken) return this.whyNotTaken(goodsId, quantity);
       if (duplicateKeyIndex(error) === 'uq_order_active_buyer') {
         return new DomainError('ALREADY_PURCHASED', 'You already hold this goods');
       }
@@ -188,16 +188,16 @@ export class DatabasePurchase {
     }
   }
 
-  private async whyNotTaken(goodsId: number, quantity: number, now: Date): Promise<Refusal> {
+  private async whyNotTaken(goodsId: number, quantity: number): Promise<Refusal> {
     const [goods] = await this.db.query<GoodsRow[]>(
-      'SELECT stock, fallback_open, start_at, end_at, per_user_limit FROM seckill_goods WHERE id = ?',
+      'SELECT stock, fallback_open, start_at > NOW(3) AS not_started, end_at <= NOW(3) AS ended, per_user_limit FROM seckill_goods WHERE id = ?',
       [goodsId],
     );
     if (!goods) return new DomainError('GOODS_NOT_FOUND', `Goods ${goodsId} not found`);
-    if (now < goods.start_at) {
+    if (Number(goods.not_started) === 1) {
       return new DomainError('SALE_NOT_STARTED', 'The sale has not started yet');
     }
-    if (now >= goods.end_at) return new DomainError('SALE_ENDED', 'The sale has ended');
+    if (Number(goods.ended) === 1) return new DomainError('SALE_ENDED', 'The sale has ended');
     if (quantity > Number(goods.per_user_limit)) {
       return new DomainError('VALIDATION_FAILED', 'quantity is above the per-user limit');
     }
