@@ -17,8 +17,12 @@ import { duplicateKeyIndex } from '../orders/order-writer.service.js';
 import type { PurchaseAccepted } from '../seckill/purchase.types.js';
 import { FallbackGate } from './fallback-gate.service.js';
 
-/** How long a sold-out goods is answered SOLD_OUT from memory, without a query. */
-const SOLD_OUT_MEMO_MS = 1_000;
+/**
+ * The longest the fallback answers a sold-out goods from memory (SOLD_OUT_MEMO_MS, 0 = off): a
+ * cancel while Redis is down puts stock back in MySQL and announces it nowhere, so the memo's
+ * life alone bounds how long this instance misses it.
+ */
+const MAX_SOLD_OUT_MEMO_MS = 1_000;
 
 interface GoodsRow {
   stock: number;
@@ -51,8 +55,8 @@ class NotTaken extends Error {}
  * expiry sweep cancels it once overdue.
  *
  * Bounded: at most FALLBACK_MAX_INFLIGHT at once on this instance (more are 503 at once, before
- * any query), and a goods found sold out is answered SOLD_OUT from memory for a second (a cancel
- * brings stock back in MySQL at once; the memo's life bounds how long this instance misses it).
+ * any query), and a goods found sold out is answered SOLD_OUT from memory for SOLD_OUT_MEMO_MS, at
+ * most a second (see MAX_SOLD_OUT_MEMO_MS).
  *
  * One clock: the sale window and the payment deadline are MySQL's NOW(3) (sessions are UTC, as
  * the columns are; see DatabaseModule), not this host's, which may disagree with the Redis path's
@@ -204,7 +208,8 @@ export class DatabasePurchase {
     if (Number(goods.fallback_open) !== 1) return 'closed';
     // Opened, or stock given back, since the UPDATE: try again.
     if (Number(goods.stock) >= quantity) return 'again';
-    if (Number(goods.stock) === 0) this.soldOut.set(goodsId, Date.now() + SOLD_OUT_MEMO_MS);
+    const memoMs = Math.min(this.config.soldOutMemoMs, MAX_SOLD_OUT_MEMO_MS);
+    if (Number(goods.stock) === 0 && memoMs > 0) this.soldOut.set(goodsId, Date.now() + memoMs);
     return new DomainError('SOLD_OUT', 'Sold out');
   }
 
