@@ -61,9 +61,25 @@ export class DomainError extends Error {
 
 /** A dependency (Redis, MySQL, RabbitMQ) failed and nothing was taken. */
 export class UnavailableError extends DomainError {
-  constructor(message: string, cause?: unknown) {
-    super('UNAVAILABLE', message);
+  constructor(message: string, cause?: unknown, details?: Record<string, unknown>) {
+    super('UNAVAILABLE', message, details);
     if (cause !== undefined) this.cause = cause;
+  }
+}
+
+/**
+ * A dependency failed after a step that may have taken stock (its reply, or the reply of the void
+ * that would have undone it, was lost on its way from Redis or MySQL): the service cannot say
+ * "nothing was taken". The 503 carries the purchase's `requestId`, and the result route tells its
+ * outcome once it is known.
+ */
+export class UnknownOutcomeError extends UnavailableError {
+  constructor(
+    readonly requestId: string,
+    message: string,
+    cause?: unknown,
+  ) {
+    super(message, cause, { requestId });
   }
 }
 

@@ -6,7 +6,7 @@ import {
   PayloadTooLargeException,
 } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
-import { DomainError, UnavailableError } from '../errors/domain-error.js';
+import { DomainError, UnavailableError, UnknownOutcomeError } from '../errors/domain-error.js';
 import { toErrorBody } from './all-exceptions.filter.js';
 
 describe('toErrorBody', () => {
@@ -59,6 +59,20 @@ describe('toErrorBody', () => {
     const body = toErrorBody(new UnavailableError('Redis is down', new Error('ECONNREFUSED')));
 
     expect(body).toEqual({ statusCode: 503, code: 'UNAVAILABLE', message: 'Redis is down' });
+  });
+
+  it("should put an unknown outcome's requestId in its 503 body, and nothing of its cause", () => {
+    const requestId = '3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
+    const body = toErrorBody(
+      new UnknownOutcomeError(requestId, 'Its result will tell', new Error('Command timed out')),
+    );
+
+    expect(body).toEqual({
+      statusCode: 503,
+      code: 'UNAVAILABLE',
+      message: 'Its result will tell',
+      requestId,
+    });
   });
 
   it('should map a NotFoundException to 404 NOT_FOUND', () => {

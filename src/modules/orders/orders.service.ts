@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { MoreThanOrEqual, Repository } from 'typeorm';
+import { Raw, Repository } from 'typeorm';
 import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { DomainError, echoed } from '../../common/errors/domain-error.js';
 
@@ -116,17 +116,25 @@ export class OrdersService {
     return (await this.orders.count({ where: { goodsId }, take: 1 })) > 0;
   }
 
-  /** Orders of the goods cancelled in the last `withinMs` (their Redis restock may lag). */
+  /**
+   * Orders of the goods cancelled in the last `withinMs` (their Redis restock may lag), and at
+   * least `olderThanMs` ago. By MySQL's clock, which stamped `updated_at` at the cancel.
+   */
   async recentlyCancelled(
     goodsId: number,
     withinMs: number,
-  ): Promise<{ orderNo: string; userId: number; quantity: number; updatedAt: Date }[]> {
+    olderThanMs = 0,
+  ): Promise<{ orderNo: string; userId: number; quantity: number }[]> {
     return this.orders.find({
-      select: { orderNo: true, userId: true, quantity: true, updatedAt: true },
+      select: { orderNo: true, userId: true, quantity: true },
       where: {
         goodsId,
         status: 'CANCELLED',
-        updatedAt: MoreThanOrEqual(new Date(Date.now() - withinMs)),
+        updatedAt: Raw(
+          (column) =>
+            `${column} >= NOW(3) - INTERVAL :withinUs MICROSECOND AND ${column} <= NOW(3) - INTERVAL :olderThanUs MICROSECOND`,
+          { withinUs: withinMs * 1_000, olderThanUs: olderThanMs * 1_000 },
+        ),
       },
     });
   }
