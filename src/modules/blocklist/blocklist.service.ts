@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { normalizeIp } from '@nestjs/throttler';
-import { isIP } from 'node:net';
+import { isIPv6 } from 'node:net';
+import { addressIdentity, parseAddress } from '../../common/http/client-address.js';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
@@ -63,11 +63,14 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
     this.refreshTimer.unref();
   }
 
-  /** What is blocked of this request now: its user, its client address, or nothing (null). */
-  blockedAs(userId: number | undefined, ip: string): BlockType | null {
+  /**
+   * What is blocked of this request now: its user, its client address (`request.clientAddress`,
+   * already in the form entries are stored in), or nothing (null).
+   */
+  blockedAs(userId: number | undefined, clientAddress: string): BlockType | null {
     if (this.copy.size === 0) return null;
     if (userId !== undefined && this.active(field('user', String(userId)))) return 'user';
-    return this.active(field('ip', normalizeIp(ip))) ? 'ip' : null;
+    return this.active(field('ip', clientAddress)) ? 'ip' : null;
   }
 
   async add(block: NewBlock): Promise<BlockEntry> {
@@ -165,8 +168,9 @@ function parseEntry(json: string): BlockEntry | null {
 }
 
 /**
- * The form a value is stored and matched in: a user id as digits, an address as the rate limits
- * count it (IPv6 by its /64). Anything else is 400 VALIDATION_FAILED.
+ * The form a value is stored and matched in: a user id as digits, an address as requests are
+ * resolved to (client-address.ts: port and brackets dropped, a mapped IPv6 address as its IPv4,
+ * leading zeros read as decimal, IPv6 by its /64). Anything else is 400 VALIDATION_FAILED.
  */
 export function canonicalValue(type: BlockType, value: string): string {
   if (type === 'user') {
@@ -176,9 +180,10 @@ export function canonicalValue(type: BlockType, value: string): string {
     return value;
   }
   // The listed form of an IPv6 entry is its /64, which is taken back as it is.
-  const address = value.endsWith('/64') ? value.slice(0, -3) : value;
-  if (isIP(address) === 0 || (address !== value && isIP(address) !== 6)) {
+  const listed = value.endsWith('/64');
+  const address = parseAddress(listed ? value.slice(0, -3) : value);
+  if (address === null || (listed && !isIPv6(address))) {
     throw new DomainError('VALIDATION_FAILED', 'An ip block needs an IPv4 or IPv6 address');
   }
-  return normalizeIp(address);
+  return addressIdentity(address);
 }
