@@ -172,7 +172,7 @@ describe('blocklist and autoban', () => {
     expect(await stores.redisStock(goodsId)).toBe(5);
   });
 
-  it('should refuse malformed entries with 400 and non-admins with 403, and accept deleting an unknown entry', async () => {
+  it('should refuse malformed entries with 400 (a null or zero ttlSeconds too) and non-admins with 403, and accept deleting an unknown entry', async () => {
     const t = await start();
 
     for (const body of [
@@ -181,6 +181,8 @@ describe('blocklist and autoban', () => {
       { type: 'user', value: '0' },
       { type: 'ip', value: '300.1.1.1' },
       { type: 'ip', value: '1.2.3.4', ttlSeconds: 0 },
+      { type: 'ip', value: '1.2.3.4', ttlSeconds: null },
+      { type: 'ip', value: '1.2.3.4', ttlSeconds: '60' },
       { type: 'ip', value: '1.2.3.4', extra: true },
     ]) {
       const response = await block(t, body).expect(400);
@@ -200,6 +202,7 @@ describe('blocklist and autoban', () => {
       .set('Authorization', adminAuth())
       .expect(400);
     expect(await stores.redis.hexists('seckill:blocklist', 'user:9100051')).toBe(0);
+    expect(await stores.redis.hexists('seckill:blocklist', 'ip:1.2.3.4')).toBe(0);
   });
 
   it('should blocklist a user throttled more than AUTOBAN_THRESHOLD times in the window, and count it', async () => {
