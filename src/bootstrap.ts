@@ -134,7 +134,7 @@ function configureApp(
         'X-Seckill-Token',
         'X-Request-Id',
       ],
-      exposedHeaders: ['Retry-After', 'X-Request-Id'],
+      exposedHeaders: ['Retry-After', 'X-Request-Id', 'X-Next-Cursor'],
       maxAge: 600,
     });
   }

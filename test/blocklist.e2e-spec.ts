@@ -1,4 +1,5 @@
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   adminAuth,
   bearer,
@@ -10,6 +11,7 @@ import {
   type TestApp,
 } from './support/harness.js';
 import { addressSpellings } from './support/address-spellings.js';
+import { PrivateRedis } from './support/private-redis.js';
 
 /**
  * User ids and addresses of their own (9,1xx,xxx; 198.18.0.0/15 and 2001:db8:91::/48), since
@@ -238,6 +240,46 @@ describe('blocklist and autoban', () => {
     await purchase(t, goodsId, 9100061).expect(202);
   });
 
+  it('should list the entries a page at a time, each X-Next-Cursor leading to the next page, oldest expiry first', async () => {
+    const t = await start();
+    // 105 of this test's own: past the default page of 100; the later ones lapse sooner.
+    const ids = Array.from({ length: 105 }, (_, i) => String(9_190_001 + i));
+    for (const [i, value] of ids.entries()) {
+      await block(t, { type: 'user', value, ttlSeconds: 10_000 - i }).expect(201);
+    }
+    const list = (query: Record<string, string>) =>
+      t.http.get('/api/v1/admin/blocklist').query(query).set('Authorization', adminAuth());
+
+    const first = await list({}).expect(200);
+    expect(first.body).toHaveLength(100);
+    expect(first.headers['x-next-cursor']).toEqual(expect.any(String));
+
+    const pages: { value: string; expiresAt: string }[][] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await list({ limit: '40', ...(cursor ? { cursor } : {}) }).expect(200);
+      expect(page.body.length).toBeLessThanOrEqual(40);
+      pages.push(page.body);
+      cursor = page.headers['x-next-cursor'];
+    } while (cursor !== undefined);
+    const ours = pages.flat().filter((entry) => ids.includes(entry.value));
+    // Every entry once, in expiry order: the last one created lapses first.
+    expect(ours.map((entry) => entry.value)).toEqual([...ids].reverse());
+    const expiries = pages.flat().map((entry) => Date.parse(entry.expiresAt ?? '9999'));
+    expect(expiries).toEqual([...expiries].sort((a, b) => a - b));
+
+    const bad: Record<string, string>[] = [
+      { limit: '0' },
+      { limit: '1001' },
+      { limit: 'ten' },
+      { cursor: 'x' },
+    ];
+    for (const query of bad) {
+      const refused = await list(query).expect(400);
+      expect({ query, code: refused.body.code }).toEqual({ query, code: 'VALIDATION_FAILED' });
+    }
+  });
+
   describe('client addresses written in any form, behind a trusted proxy', () => {
     /** Polled on the admin list: a purchase polled instead would be throttled into a ban itself. */
     const bannedEntry = (t: TestApp, value: string) =>
@@ -361,5 +403,72 @@ describe('blocklist and autoban', () => {
       await waitFor(async () => (await counter(t.app, 'seckill_autobans_total', 'ip')) > 0);
       expect(await counter(t.app, 'seckill_autobans_total', 'ip')).toBe(1);
     });
+  });
+});
+
+describe('blocklist writes on a Redis of their own', () => {
+  let redis: PrivateRedis;
+  const apps: TestApp[] = [];
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start();
+    for (let i = 0; i < 2; i++) apps.push(await startApp({ REDIS_URL: redis.url }));
+  });
+
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    await redis.kill();
+  });
+
+  /** HGETALL calls this Redis has served: a full read of the blocklist is one. */
+  async function hgetallCalls(): Promise<number> {
+    const stats = new Stores(new Redis(redis.url));
+    const info = await stats.redis.info('commandstats');
+    await stats.close();
+    return Number(/cmdstat_hgetall:calls=(\d+)/.exec(info)?.[1] ?? 0);
+  }
+
+  it('should apply each write on every instance without reading the whole list again', async () => {
+    const [a, b] = apps;
+    const goodsId = await createSale(a.http, { stock: 5 });
+    const listed = async (t: TestApp) =>
+      (
+        (
+          await t.http
+            .get('/api/v1/admin/blocklist')
+            .query({ limit: '1000' })
+            .set('Authorization', adminAuth())
+        ).body as { value: string }[]
+      ).map((entry) => entry.value);
+    // Each instance has read the list at start (and on its subscription).
+    await waitFor(async () => (await hgetallCalls()) >= 4, { what: 'the start-up reads' });
+    const before = await hgetallCalls();
+
+    for (let i = 0; i < 30; i++) {
+      await a.http
+        .post('/api/v1/admin/blocklist')
+        .set('Authorization', adminAuth())
+        .send({ type: 'user', value: String(9_195_001 + i), ttlSeconds: 600 })
+        .expect(201);
+    }
+    for (let i = 0; i < 10; i++) {
+      await a.http
+        .delete(`/api/v1/admin/blocklist/user/${9_195_001 + i}`)
+        .set('Authorization', adminAuth())
+        .expect(204);
+    }
+    await waitFor(async () => (await listed(b)).length === 20, { what: 'instance b to have them' });
+    await b.http
+      .get(`/api/v1/seckill/${goodsId}/token`)
+      .set('Authorization', bearer(9_195_030))
+      .expect(403);
+    await b.http
+      .get(`/api/v1/seckill/${goodsId}/token`)
+      .set('Authorization', bearer(9_195_001))
+      .expect(200);
+    expect(await listed(a)).toEqual(await listed(b));
+
+    // 40 writes and the lists: at most the periodic backstop's read on each instance (every 10 s).
+    expect((await hgetallCalls()) - before).toBeLessThanOrEqual(2);
   });
 });
