@@ -83,7 +83,9 @@ export class RateLimitGuard implements CanActivate {
     if (!refusal) return true;
     this.metrics.throttled.inc({ throttler: refusal.throttler });
     const refusedBy = budgets.find((budget) => budget.throttler === refusal.throttler);
-    if (refusedBy) void this.countTowardsAutoban(refusedBy.spec, refusedBy.tracker);
+    // Counted in Redis, which has just failed if the refusal was counted in memory.
+    if (refusedBy && !refusal.local)
+      void this.countTowardsAutoban(refusedBy.spec, refusedBy.tracker);
     // What the crowd of a sale is told, on the dashboard: its purchases refused here count too.
     if (policy === 'purchase') {
       const goodsId = Number((request.params as Record<string, string> | undefined)?.goodsId);
