@@ -5,6 +5,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { AppModule } from './app.module.js';
 import { AllExceptionsFilter } from './common/filters/all-exceptions.filter.js';
+import { installClientAddress, trustedProxies } from './common/http/client-address.js';
 import { answerClientError, answerRouterError } from './common/http/edge-answers.js';
 import { parseJsonBody } from './common/http/json-body.js';
 import { applyRouteBodyLimits } from './common/http/route-config.js';
@@ -29,12 +30,14 @@ export const API_PREFIX = 'api/v1';
  */
 export async function createApp(env: NodeJS.ProcessEnv = process.env) {
   const config = validateEnv(env);
+  const trusted = config.trustedProxies.length > 0 ? trustedProxies(config.trustedProxies) : null;
   const adapter = new FastifyAdapter({
     bodyLimit: config.bodyLimitBytes,
     // Long path parameters must reach the handlers, which answer them with contract errors.
     routerOptions: { maxParamLength: 4_096 },
-    // X-Forwarded-For is believed only from these hops; anyone else's header is ignored.
-    trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
+    // X-Forwarded-* is believed only from these hops; anyone else's header is ignored. The
+    // client address itself is resolved by installClientAddress, with the same trust.
+    trustProxy: trusted ?? false,
     // Refusals given before any hook runs: in the contract's shape, with the security headers.
     frameworkErrors: answerRouterError,
     clientErrorHandler: answerClientError,
@@ -61,7 +64,7 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
     },
   );
   app.useLogger(app.get(PinoNestLogger));
-  configureApp(app, config);
+  configureApp(app, config, trusted);
   const drain = keepAliveDrain(app);
   if (config.jwtSecretIsDefault) {
     new Logger('Bootstrap').warn(
@@ -93,10 +96,16 @@ function keepAliveDrain(app: NestFastifyApplication): () => void {
   };
 }
 
-function configureApp(app: NestFastifyApplication, config: AppConfig): void {
+function configureApp(
+  app: NestFastifyApplication,
+  config: AppConfig,
+  trusted: ((address: string) => boolean) | null,
+): void {
   const fastify = app.getHttpAdapter().getInstance();
   // First, so that every hook after it logs in the request's context.
   installRequestLogging(fastify, new PinoLogger(app.get(PARAMS_PROVIDER_TOKEN)), config);
+  // Before any hook that asks who the client is (the blocklist; the rate limits after them).
+  installClientAddress(fastify, trusted);
   fastify.addHook('onRequest', (_request, reply, done) => {
     // On the Node response, so that answers written to it directly (streams) carry them too.
     setSecurityHeaders(reply.raw);
@@ -125,7 +134,7 @@ function configureApp(app: NestFastifyApplication, config: AppConfig): void {
         'X-Seckill-Token',
         'X-Request-Id',
       ],
-      exposedHeaders: ['Retry-After', 'X-Request-Id'],
+      exposedHeaders: ['Retry-After', 'X-Request-Id', 'X-Next-Cursor'],
       maxAge: 600,
     });
   }

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createSale, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
+import { addressSpellings } from './support/address-spellings.js';
 
 /** Rate limits, spent in Redis: one budget per user, per client address, and (if on) for all. */
 describe('rate limits', () => {
@@ -136,6 +137,53 @@ describe('rate limits', () => {
       ),
     );
     expect(spoofed.filter((response) => response.status === 429)).toHaveLength(5);
+  });
+
+  it('should spend one per-address budget for every port and form of an address behind a trusted proxy', async () => {
+    const t = await start({
+      ...MINUTE_WINDOW,
+      THROTTLE_PURCHASE_IP_LIMIT: '10',
+      TRUSTED_PROXIES: '127.0.0.1',
+    });
+    const goodsId = await createSale(t.http, { stock: 100 });
+
+    const byPort = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        purchase(t, goodsId, 460 + i, `198.51.100.77:${10_000 + i}`),
+      ),
+    );
+    const forms = addressSpellings('198.51.100.76');
+    const byForm = await Promise.all(
+      Array.from({ length: 21 }, (_, i) => purchase(t, goodsId, 500 + i, forms[i % forms.length])),
+    );
+
+    expect(byPort.filter((response) => response.status === 202)).toHaveLength(10);
+    expect(byPort.filter((response) => response.status === 429)).toHaveLength(20);
+    expect(byForm.filter((response) => response.status === 202)).toHaveLength(10);
+    expect(byForm.filter((response) => response.status === 429)).toHaveLength(11);
+    expect(await stores.redisStock(goodsId)).toBe(80);
+  });
+
+  it("should count a forwarded value that is no address against the proxy's own budget, not as a fresh client", async () => {
+    const t = await start({
+      ...MINUTE_WINDOW,
+      THROTTLE_PURCHASE_IP_LIMIT: '10',
+      TRUSTED_PROXIES: '127.0.0.1',
+    });
+    const goodsId = await createSale(t.http, { stock: 100 });
+
+    const garbage = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        purchase(t, goodsId, 530 + i, i % 2 === 0 ? 'garbage' : `unknown-${i}`),
+      ),
+    );
+
+    expect(garbage.filter((response) => response.status === 202)).toHaveLength(10);
+    // The proxy's own budget is what they spent: a request it sends for itself is refused.
+    const own = await purchase(t, goodsId, 551).expect(429);
+    expect(own.body.code).toBe('TOO_MANY_REQUESTS');
+    // A client it names properly has a budget of its own.
+    await purchase(t, goodsId, 552, '198.51.100.78').expect(202);
   });
 
   it('should cap all purchases together when a global ceiling is set', async () => {

@@ -30,6 +30,7 @@ const SCRIPTS = {
   redisTime: { file: 'redis-time.lua', keys: 1 },
   barrierTick: { file: 'barrier-tick.lua', keys: 3 },
   resultStreamSlot: { file: 'result-stream-slot.lua', keys: 1 },
+  blocklistPrune: { file: 'blocklist-prune.lua', keys: 1 },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS | `throttleHits${number}`;
@@ -490,6 +491,11 @@ export class SeckillScripts implements OnModuleInit {
   /** See lua/autoban-count.lua: the client's throttled requests in the window, this one included. */
   async autobanCount(counterKey: string, windowMs: number): Promise<number> {
     return (await this.call('autobanCount', counterKey, windowMs)) as number;
+  }
+
+  /** See lua/blocklist-prune.lua: drops each `[field, json]` read as expired, if still that. */
+  async pruneBlocklist(key: string, expired: readonly [string, string][]): Promise<number> {
+    return (await this.call('blocklistPrune', key, ...expired.flat())) as number;
   }
 
   async consumePurchaseToken(tokenKey: string, userId: number): Promise<TokenConsumeCode> {

@@ -1,17 +1,45 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiCreatedResponse,
   ApiNoContentResponse,
   ApiOkResponse,
   ApiOperation,
+  ApiQuery,
   ApiTags,
 } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { strictValidation } from '../../common/pipes/validation.pipe.js';
 import { AdminOnly } from '../auth/auth.decorators.js';
 import { BLOCK_TYPES, BlockEntryDto, CreateBlockDto } from './blocklist.dto.js';
-import { BlocklistService, type BlockEntry, type BlockType } from './blocklist.service.js';
+import {
+  BlocklistService,
+  LIST_PAGE,
+  type BlockEntry,
+  type BlockType,
+} from './blocklist.service.js';
+
+/** The longest cursor a page gives (an IPv6 /64 entry's), with room to spare. */
+const MAX_CURSOR_LENGTH = 200;
+const PAGE_LIMIT = /^[1-9][0-9]{0,3}$/;
+
+/** The page size asked for: 1..LIST_PAGE.max, or 400 VALIDATION_FAILED. */
+function pageLimit(limit: unknown): number {
+  if (limit === undefined) return LIST_PAGE.default;
+  if (typeof limit === 'string' && PAGE_LIMIT.test(limit) && Number(limit) <= LIST_PAGE.max) {
+    return Number(limit);
+  }
+  throw new DomainError('VALIDATION_FAILED', `limit must be an integer from 1 to ${LIST_PAGE.max}`);
+}
+
+function pageCursor(cursor: unknown): string | undefined {
+  if (cursor === undefined) return undefined;
+  if (typeof cursor === 'string' && cursor.length > 0 && cursor.length <= MAX_CURSOR_LENGTH) {
+    return cursor;
+  }
+  throw new DomainError('VALIDATION_FAILED', 'cursor is not one this list gave');
+}
 
 @ApiTags('admin')
 @ApiBearerAuth()
@@ -34,10 +62,26 @@ export class BlocklistController {
 
   @Get()
   @AdminOnly()
-  @ApiOperation({ summary: 'The blocklist: every entry not expired yet (admin)' })
-  @ApiOkResponse({ type: [BlockEntryDto] })
-  list(): Promise<BlockEntry[]> {
-    return this.blocklist.list();
+  @ApiOperation({
+    summary: 'The blocklist, a page at a time: the entries not expired yet (admin)',
+    description: `Oldest expiry first (entries without one last), then by type and value. A page holds \`limit\` entries (default ${LIST_PAGE.default}, at most ${LIST_PAGE.max}); when more follow, the \`X-Next-Cursor\` header carries the \`cursor\` of the next page (no header: the last page). Read from the answering instance's copy, which has another instance's change within a moment.`,
+  })
+  @ApiQuery({ name: 'limit', required: false, type: Number, minimum: 1, maximum: LIST_PAGE.max })
+  @ApiQuery({ name: 'cursor', required: false, type: String })
+  @ApiOkResponse({
+    type: [BlockEntryDto],
+    headers: {
+      'X-Next-Cursor': { description: 'The cursor of the next page; absent on the last' },
+    },
+  })
+  async list(
+    @Query('limit') limit: unknown,
+    @Query('cursor') cursor: unknown,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<BlockEntry[]> {
+    const page = await this.blocklist.list(pageLimit(limit), pageCursor(cursor));
+    if (page.next !== null) void reply.header('X-Next-Cursor', page.next);
+    return page.entries;
   }
 
   @Delete(':type/:value')

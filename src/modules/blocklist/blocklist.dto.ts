@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsOptional, IsString, Length, Max, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Length, Max, Min, ValidateIf } from 'class-validator';
 import type { BlockType } from './blocklist.service.js';
 
 export const BLOCK_TYPES: readonly BlockType[] = ['ip', 'user'];
@@ -11,7 +11,8 @@ export class CreateBlockDto {
 
   @ApiProperty({
     example: '203.0.113.7',
-    description: 'A user id, or a client address (an IPv6 address blocks its /64)',
+    description:
+      'A user id, or a client address in any form a proxy writes it (with a port, in brackets, IPv4-mapped IPv6, leading zeros), stored in its one form; an IPv6 address blocks its /64',
   })
   @IsString()
   @Length(1, 64)
@@ -19,9 +20,14 @@ export class CreateBlockDto {
 
   @ApiPropertyOptional({
     example: 600,
-    description: 'Seconds until it lapses; none: until deleted',
+    minimum: 1,
+    maximum: 31_536_000,
+    nullable: false,
+    description:
+      'Seconds until it lapses, 1 to 31,536,000; left out: until deleted. null is refused with 400 VALIDATION_FAILED, as 0 is (neither means "no expiry")',
   })
-  @IsOptional()
+  // Not IsOptional, which lets null through: null would block nothing and answer 201.
+  @ValidateIf((_block, ttl) => ttl !== undefined)
   @IsInt()
   @Min(1)
   @Max(31_536_000)

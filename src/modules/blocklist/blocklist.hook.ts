@@ -26,7 +26,7 @@ export function refuseBlocked(
     if ((request.routeOptions.config as EdgeRouteConfig).blocklistChecked !== true) return done();
     const { authentication } = request as { authentication?: { userId?: unknown } };
     const userId = typeof authentication?.userId === 'number' ? authentication.userId : undefined;
-    const blocked = blocklist.blockedAs(userId, request.ip);
+    const blocked = blocklist.blockedAs(userId, request.clientAddress);
     if (blocked === null) return done();
     metrics.blocked.inc({ type: blocked });
     if (bodyStillComing(request.raw)) void reply.header('Connection', 'close');

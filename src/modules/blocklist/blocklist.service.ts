@@ -1,10 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { normalizeIp } from '@nestjs/throttler';
-import { isIP } from 'node:net';
-import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
+import { isIPv6 } from 'node:net';
+import { addressIdentity, parseAddress } from '../../common/http/client-address.js';
+import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
+import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { BLOCKLIST_CHANNEL, BLOCKLIST_KEY } from '../../infra/redis/seckill-keys.js';
 
 export type BlockType = 'ip' | 'user';
@@ -28,25 +29,60 @@ export interface NewBlock {
 /** A missed change message costs at most this long of a stale copy. */
 const REFRESH_MS = 10_000;
 const USER_ID = /^[1-9][0-9]{0,15}$/;
+/** Entries a page of the list holds unless asked for fewer, and at most. */
+export const LIST_PAGE = { default: 100, max: 1_000 } as const;
 
 const field = (type: BlockType, value: string) => `${type}:${value}`;
 
+/** An entry of the copy, with its expiry in epoch ms (Infinity: until deleted). */
+interface Held {
+  entry: BlockEntry;
+  field: string;
+  until: number;
+}
+
+/**
+ * What the change channel carries: the one entry written or removed, so that every instance
+ * applies it to its copy as it is, without reading the list again.
+ */
+type Change = { set: BlockEntry } | { removed: { type: BlockType; value: string } };
+
+/** Where a page starts: after this entry in the list's order. */
+interface Cursor {
+  until: number;
+  field: string;
+}
+
+export interface BlockPage {
+  entries: BlockEntry[];
+  /** The cursor of the next page; null on the last. */
+  next: string | null;
+}
+
 /**
  * The operators' blocklist of users and client addresses, shared by every instance through
- * Redis (one hash) and expiring by itself. Each instance keeps a copy in memory, reloaded when
- * the change channel says so and every REFRESH_MS, so that checking a request costs no Redis
- * call at all: the purchase, token and challenge routes ask `isBlocked` before anything else.
+ * Redis (one hash) and expiring by itself. Each instance keeps a copy in memory, so that checking
+ * a request costs no Redis call at all: the purchase, token and challenge routes ask `blockedAs`
+ * before anything else. A write changes the hash and announces that one entry on the change
+ * channel, which every instance applies to its copy; a full reload of the hash runs only at start,
+ * every REFRESH_MS and after the pub/sub connection is back, to catch what a lost message missed.
+ * The list is read from the copy too, a page at a time.
  */
 @Injectable()
 export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(BlocklistService.name);
-  /** `type:value` → expiry in epoch ms (Infinity: until deleted). */
-  private copy = new Map<string, number>();
+  private copy = new Map<string, Held>();
+  /** The copy in the list's order, built on the first read after a change. */
+  private ordered: Held[] | null = null;
+  private loaded = false;
+  /** For each reload reading the hash: the changes applied meanwhile, applied again after it. */
+  private readonly reloadsUnderWay = new Set<Change[]>();
   private refreshTimer?: NodeJS.Timeout;
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly subscriber: RedisSubscriber,
+    private readonly scripts: SeckillScripts,
   ) {}
 
   onModuleInit(): void {
@@ -54,7 +90,7 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
     // Changes missed while the pub/sub connection was down are caught up when it is back.
     this.subscriber.onBack(() => void this.reload());
     this.subscriber
-      .listen(BLOCKLIST_CHANNEL, () => void this.reload())
+      .listen(BLOCKLIST_CHANNEL, (message) => this.heard(message))
       .then(
         () => void this.reload(),
         (error: Error) => this.logger.warn(`blocklist subscription failed: ${error.message}`),
@@ -63,11 +99,14 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
     this.refreshTimer.unref();
   }
 
-  /** What is blocked of this request now: its user, its client address, or nothing (null). */
-  blockedAs(userId: number | undefined, ip: string): BlockType | null {
+  /**
+   * What is blocked of this request now: its user, its client address (`request.clientAddress`,
+   * already in the form entries are stored in), or nothing (null).
+   */
+  blockedAs(userId: number | undefined, clientAddress: string): BlockType | null {
     if (this.copy.size === 0) return null;
     if (userId !== undefined && this.active(field('user', String(userId)))) return 'user';
-    return this.active(field('ip', normalizeIp(ip))) ? 'ip' : null;
+    return this.active(field('ip', clientAddress)) ? 'ip' : null;
   }
 
   async add(block: NewBlock): Promise<BlockEntry> {
@@ -83,66 +122,111 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
     await orUnavailable('Redis', () =>
       this.redis.hset(BLOCKLIST_KEY, field(entry.type, entry.value), JSON.stringify(entry)),
     );
-    await this.changed();
+    await this.changed({ set: entry });
     this.logger.log(
       `blocklisted: ${entry.type}=${entry.value} until=${entry.expiresAt ?? 'deleted'} reason=${JSON.stringify(entry.reason)}`,
     );
     return entry;
   }
 
-  /** Every entry that has not expired, oldest expiry first; expired ones are dropped on the way. */
-  async list(): Promise<BlockEntry[]> {
-    const { live, expired } = await this.read();
-    if (expired.length > 0) await this.redis.hdel(BLOCKLIST_KEY, ...expired).catch(() => 0);
-    return live.sort(
-      (a, b) =>
-        expiryMs(a) - expiryMs(b) || field(a.type, a.value).localeCompare(field(b.type, b.value)),
-    );
+  /**
+   * A page of the entries that have not expired, oldest expiry first (then by type and value),
+   * from this instance's copy: a write made on another instance shows once its message is heard.
+   * `cursor` is a page's `next`; a cursor this list never gave is 400 VALIDATION_FAILED.
+   */
+  async list(limit: number = LIST_PAGE.default, cursor?: string): Promise<BlockPage> {
+    const after = cursor === undefined ? null : decodeCursor(cursor);
+    if (!this.loaded) await this.reload();
+    if (!this.loaded) throw new UnavailableError('The blocklist could not be read from Redis');
+    const ordered = (this.ordered ??= [...this.copy.values()].sort(byListOrder));
+    const now = Date.now();
+    // Expired entries sort first; the next reload drops them.
+    let start = firstIndex(ordered, (held) => held.until > now);
+    if (after)
+      start = Math.max(
+        start,
+        firstIndex(ordered, (held) => byListOrder(held, after) > 0),
+      );
+    const page = ordered.slice(start, start + limit);
+    const last = page.at(-1);
+    return {
+      entries: page.map((held) => held.entry),
+      next: last && start + limit < ordered.length ? encodeCursor(last) : null,
+    };
   }
 
   /** Unknown entries are fine: the answer is the same. */
   async remove(type: BlockType, value: string): Promise<void> {
+    const canonical = canonicalValue(type, value);
     const removed = await orUnavailable('Redis', () =>
-      this.redis.hdel(BLOCKLIST_KEY, field(type, canonicalValue(type, value))),
+      this.redis.hdel(BLOCKLIST_KEY, field(type, canonical)),
     );
     if (removed > 0) {
-      await this.changed();
-      this.logger.log(`blocklist entry removed: ${type}=${value}`);
+      await this.changed({ removed: { type, value: canonical } });
+      this.logger.log(`blocklist entry removed: ${type}=${canonical}`);
     }
   }
 
   private active(key: string): boolean {
-    const until = this.copy.get(key);
-    return until !== undefined && until > Date.now();
+    const held = this.copy.get(key);
+    return held !== undefined && held.until > Date.now();
   }
 
-  /** Every instance (this one first) reloads its copy. */
-  private async changed(): Promise<void> {
-    await this.reload();
-    await this.redis.publish(BLOCKLIST_CHANNEL, '1').catch(() => 0);
+  /** This instance applies the change at once, and every other one when it hears it. */
+  private async changed(change: Change): Promise<void> {
+    this.apply(change);
+    await this.redis.publish(BLOCKLIST_CHANNEL, JSON.stringify(change)).catch(() => 0);
+  }
+
+  private heard(message: string): void {
+    const change = parseChange(message);
+    // Not a change this version announces (an older instance's bare notice): read it all.
+    if (change === null) void this.reload();
+    else this.apply(change);
+  }
+
+  private apply(change: Change): void {
+    for (const during of this.reloadsUnderWay) during.push(change);
+    if ('set' in change) {
+      const key = field(change.set.type, change.set.value);
+      this.copy.set(key, { entry: change.set, field: key, until: expiryMs(change.set) });
+    } else {
+      this.copy.delete(field(change.removed.type, change.removed.value));
+    }
+    this.ordered = null;
   }
 
   private async reload(): Promise<void> {
+    const during: Change[] = [];
+    this.reloadsUnderWay.add(during);
     try {
-      const { live } = await this.read();
-      this.copy = new Map(live.map((entry) => [field(entry.type, entry.value), expiryMs(entry)]));
+      const stored = await this.redis.hgetall(BLOCKLIST_KEY);
+      const copy = new Map<string, Held>();
+      const expired: [string, string][] = [];
+      const now = Date.now();
+      for (const [key, json] of Object.entries(stored)) {
+        const entry = parseEntry(json);
+        const until = entry === null ? 0 : expiryMs(entry);
+        if (entry === null || until <= now) expired.push([key, json]);
+        else copy.set(key, { entry, field: key, until });
+      }
+      this.reloadsUnderWay.delete(during);
+      this.copy = copy;
+      this.ordered = null;
+      this.loaded = true;
+      // A change heard since this read was sent may be newer than what it saw; one made after
+      // the read is announced after it was sent, so none is lost.
+      for (const change of during) this.apply(change);
+      // A failed prune is tried again by the next reload.
+      if (expired.length > 0) {
+        await this.scripts.pruneBlocklist(BLOCKLIST_KEY, expired).catch(() => 0);
+      }
     } catch (error) {
       // The copy stays as it was; the next refresh tries again.
       this.logger.warn(`blocklist not reloaded: ${(error as Error).message}`);
+    } finally {
+      this.reloadsUnderWay.delete(during);
     }
-  }
-
-  private async read(): Promise<{ live: BlockEntry[]; expired: string[] }> {
-    const stored = await this.redis.hgetall(BLOCKLIST_KEY);
-    const live: BlockEntry[] = [];
-    const expired: string[] = [];
-    const now = Date.now();
-    for (const [key, json] of Object.entries(stored)) {
-      const entry = parseEntry(json);
-      if (entry === null || expiryMs(entry) <= now) expired.push(key);
-      else live.push(entry);
-    }
-    return { live, expired };
   }
 
   onApplicationShutdown(): void {
@@ -150,23 +234,82 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
   }
 }
 
+const byListOrder = (a: Cursor, b: Cursor) =>
+  a.until - b.until || (a.field < b.field ? -1 : a.field > b.field ? 1 : 0);
+
+/** The first index whose entry passes `test`, which is false then true along the list. */
+function firstIndex(ordered: Held[], test: (held: Held) => boolean): number {
+  let low = 0;
+  let high = ordered.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (test(ordered[middle])) high = middle;
+    else low = middle + 1;
+  }
+  return low;
+}
+
+function encodeCursor(held: Held): string {
+  const until = Number.isFinite(held.until) ? held.until : null;
+  return Buffer.from(JSON.stringify([until, held.field])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): Cursor {
+  try {
+    const [until, key] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown[];
+    if ((until === null || Number.isSafeInteger(until)) && typeof key === 'string') {
+      return { until: until === null ? Number.POSITIVE_INFINITY : (until as number), field: key };
+    }
+  } catch {
+    // Answered below.
+  }
+  throw new DomainError('VALIDATION_FAILED', 'cursor is not one this list gave');
+}
+
+function parseChange(message: string): Change | null {
+  try {
+    const change = JSON.parse(message) as Partial<{ set: unknown; removed: unknown }>;
+    if (change.set !== undefined) {
+      const entry = entryOf(change.set);
+      return entry && { set: entry };
+    }
+    const removed = change.removed as { type?: unknown; value?: unknown } | undefined;
+    if ((removed?.type === 'ip' || removed?.type === 'user') && typeof removed.value === 'string') {
+      return { removed: { type: removed.type, value: removed.value } };
+    }
+  } catch {
+    // Not JSON: answered below.
+  }
+  return null;
+}
+
 const expiryMs = (entry: BlockEntry) =>
   entry.expiresAt === null ? Number.POSITIVE_INFINITY : Date.parse(entry.expiresAt);
 
 function parseEntry(json: string): BlockEntry | null {
   try {
-    const entry = JSON.parse(json) as BlockEntry;
-    return (entry.type === 'ip' || entry.type === 'user') && typeof entry.value === 'string'
-      ? entry
-      : null;
+    return entryOf(JSON.parse(json));
   } catch {
     return null;
   }
 }
 
+/** An entry as stored or announced, or null for anything else (it would expire at NaN). */
+function entryOf(value: unknown): BlockEntry | null {
+  const entry = value as Partial<BlockEntry> | null;
+  const { type, reason, expiresAt } = entry ?? {};
+  const valid =
+    (type === 'ip' || type === 'user') &&
+    typeof entry?.value === 'string' &&
+    (reason === null || typeof reason === 'string') &&
+    (expiresAt === null || (typeof expiresAt === 'string' && !Number.isNaN(Date.parse(expiresAt))));
+  return valid ? (entry as BlockEntry) : null;
+}
+
 /**
- * The form a value is stored and matched in: a user id as digits, an address as the rate limits
- * count it (IPv6 by its /64). Anything else is 400 VALIDATION_FAILED.
+ * The form a value is stored and matched in: a user id as digits, an address as requests are
+ * resolved to (client-address.ts: port and brackets dropped, a mapped IPv6 address as its IPv4,
+ * leading zeros read as decimal, IPv6 by its /64). Anything else is 400 VALIDATION_FAILED.
  */
 export function canonicalValue(type: BlockType, value: string): string {
   if (type === 'user') {
@@ -176,9 +319,10 @@ export function canonicalValue(type: BlockType, value: string): string {
     return value;
   }
   // The listed form of an IPv6 entry is its /64, which is taken back as it is.
-  const address = value.endsWith('/64') ? value.slice(0, -3) : value;
-  if (isIP(address) === 0 || (address !== value && isIP(address) !== 6)) {
+  const listed = value.endsWith('/64');
+  const address = parseAddress(listed ? value.slice(0, -3) : value);
+  if (address === null || (listed && !isIPv6(address))) {
     throw new DomainError('VALIDATION_FAILED', 'An ip block needs an IPv4 or IPv6 address');
   }
-  return normalizeIp(address);
+  return addressIdentity(address);
 }

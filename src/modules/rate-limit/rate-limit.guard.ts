@@ -1,5 +1,5 @@
 import { CanActivate, ExecutionContext, Injectable, Logger } from '@nestjs/common';
-import { InjectThrottlerStorage, normalizeIp } from '@nestjs/throttler';
+import { InjectThrottlerStorage } from '@nestjs/throttler';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
@@ -17,13 +17,14 @@ import {
 import type { RateLimitBudget, RedisThrottlerStorage } from './redis-throttler.storage.js';
 
 /**
- * `request.ip` is Fastify's: the peer address, or the client named in X-Forwarded-For only when
- * the peer is in TRUSTED_PROXIES (bootstrap.ts sets `trustProxy`). An IPv6 client is limited
+ * `clientAddress` is the peer, or the client named in X-Forwarded-For only when the peer is in
+ * TRUSTED_PROXIES, resolved once in canonical form (client-address.ts): any spelling of an
+ * address (a port, brackets, a mapped IPv6 form) is the one budget, and an IPv6 client is limited
  * by its /64, which it usually owns whole.
  */
 const trackers = {
   user: (req: AuthenticatedRequest) => `u:${req.user!.userId}`,
-  ip: (req: AuthenticatedRequest) => `ip:${normalizeIp(req.ip)}`,
+  ip: (req: AuthenticatedRequest) => `ip:${req.clientAddress}`,
   global: () => 'all',
 };
 
@@ -82,7 +83,9 @@ export class RateLimitGuard implements CanActivate {
     if (!refusal) return true;
     this.metrics.throttled.inc({ throttler: refusal.throttler });
     const refusedBy = budgets.find((budget) => budget.throttler === refusal.throttler);
-    if (refusedBy) void this.countTowardsAutoban(refusedBy.spec, refusedBy.tracker);
+    // Counted in Redis, which has just failed if the refusal was counted in memory.
+    if (refusedBy && !refusal.local)
+      void this.countTowardsAutoban(refusedBy.spec, refusedBy.tracker);
     // What the crowd of a sale is told, on the dashboard: its purchases refused here count too.
     if (policy === 'purchase') {
       const goodsId = Number((request.params as Record<string, string> | undefined)?.goodsId);

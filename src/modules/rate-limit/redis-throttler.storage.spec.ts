@@ -134,7 +134,7 @@ describe('RedisThrottlerStorage (real Redis)', () => {
 
       const refusal = await storage.spend(budgets);
 
-      expect(refusal).toEqual({ throttler: 'spec-ip', retryAfterSeconds: 30 });
+      expect(refusal).toEqual({ throttler: 'spec-ip', retryAfterSeconds: 30, local: false });
       expect(await storage.increment(user, 60_000, 5, 60_000, 'spec-user')).toMatchObject({
         totalHits: 3,
       });
@@ -158,7 +158,7 @@ describe('RedisThrottlerStorage (real Redis)', () => {
     });
   });
 
-  it('should let requests through when Redis is unreachable', async () => {
+  it("should count the budgets in this instance's memory while Redis is unreachable", async () => {
     const down = new Redis({
       port: 1,
       lazyConnect: true,
@@ -168,16 +168,18 @@ describe('RedisThrottlerStorage (real Redis)', () => {
     down.on('error', () => undefined);
     const scripts = new SeckillScripts(down);
     scripts.onModuleInit();
+    const offline = new RedisThrottlerStorage(scripts);
+    const budgets = [
+      { throttler: 'spec', tracker: tracker(), ttl: 60_000, limit: 1, blockDuration: 30_000 },
+    ];
 
-    const hit = await new RedisThrottlerStorage(scripts).increment(
-      tracker(),
-      1_000,
-      1,
-      1_000,
-      'spec',
-    );
+    const first = await offline.spend(budgets);
+    const second = await offline.spend(budgets);
+    const otherTracker = await offline.spend([{ ...budgets[0], tracker: tracker() }]);
 
-    expect(hit).toMatchObject({ isBlocked: false });
+    expect(first).toBeUndefined();
+    expect(second).toEqual({ throttler: 'spec', retryAfterSeconds: 30, local: true });
+    expect(otherTracker).toBeUndefined();
     down.disconnect();
   });
 });

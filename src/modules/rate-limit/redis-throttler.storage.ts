@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { ThrottlerLimitDetail, ThrottlerStorage } from '@nestjs/throttler';
 import { throttleKeys } from '../../infra/redis/seckill-keys.js';
 import type { SeckillScripts, ThrottleVerdict } from '../../infra/redis/seckill-scripts.js';
+import { LocalThrottle } from './local-throttle.js';
 
 type ThrottlerStorageRecord = Omit<ThrottlerLimitDetail, 'ttl' | 'limit' | 'key' | 'tracker'>;
 
@@ -20,6 +21,8 @@ export interface RateLimitRefusal {
   throttler: string;
   /** Whole seconds, at least 1: Retry-After never tells a blocked client "0". */
   retryAfterSeconds: number;
+  /** Counted in this instance's memory, Redis having failed (nothing shared could be counted). */
+  local: boolean;
 }
 
 const OUTAGE_LOG_EVERY_MS = 10_000;
@@ -29,13 +32,15 @@ const OUTAGE_LOG_EVERY_MS = 10_000;
  * spends from the same budgets. `spend` takes all the budgets of a request in one script call:
  * the purchase route's per-user, per-IP and global budgets cost one round trip, not three.
  *
- * The Redis keys come from the keys file. When Redis fails the request is let through: a limiter
- * outage must not take reads down, and the purchase route answers 503 on its own once it
- * reaches Redis.
+ * The Redis keys come from the keys file. When Redis fails, the same budgets are counted in this
+ * instance's memory (LocalThrottle) until it answers again: a limiter outage must not take reads
+ * down, nor leave them and the MySQL fallback's purchases with no limit at all, which would let
+ * one account or address take the fallback's whole capacity and MySQL's reads for itself.
  */
 export class RedisThrottlerStorage implements ThrottlerStorage {
   private readonly logger = new Logger(RedisThrottlerStorage.name);
   private lastOutageLogAt = 0;
+  private readonly local = new LocalThrottle();
 
   constructor(private readonly scripts: SeckillScripts) {}
 
@@ -45,11 +50,12 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
    */
   async spend(budgets: readonly RateLimitBudget[]): Promise<RateLimitRefusal | undefined> {
     if (budgets.length === 0) return undefined;
-    const verdict = await this.hit(budgets);
-    if (verdict === undefined || verdict.refused < 0) return undefined;
+    const { verdict, local } = await this.hit(budgets);
+    if (verdict.refused < 0) return undefined;
     return {
       throttler: budgets[verdict.refused].throttler,
       retryAfterSeconds: Math.max(1, Math.ceil(verdict.msToBlockEnd / 1000)),
+      local,
     };
   }
 
@@ -61,12 +67,9 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
     blockDuration: number,
     throttlerName: string,
   ): Promise<ThrottlerStorageRecord> {
-    const verdict = await this.hit([
+    const { verdict } = await this.hit([
       { throttler: throttlerName, tracker, ttl, limit, blockDuration },
     ]);
-    if (verdict === undefined) {
-      return { totalHits: 0, timeToExpire: 0, isBlocked: false, timeToBlockExpire: 0 };
-    }
     const blocked = verdict.refused === 0;
     return {
       totalHits: verdict.totalHits,
@@ -76,10 +79,12 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
     };
   }
 
-  /** The script's verdict, or undefined when Redis failed (the request is let through). */
-  private async hit(budgets: readonly RateLimitBudget[]): Promise<ThrottleVerdict | undefined> {
+  /** The script's verdict, or this instance's own count when Redis failed. */
+  private async hit(
+    budgets: readonly RateLimitBudget[],
+  ): Promise<{ verdict: ThrottleVerdict; local: boolean }> {
     try {
-      return await this.scripts.throttleHits(
+      const verdict = await this.scripts.throttleHits(
         budgets.map((budget) => ({
           keys: throttleKeys(budget.throttler, budget.tracker),
           windowMs: budget.ttl,
@@ -87,15 +92,16 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
           blockMs: budget.blockDuration,
         })),
       );
+      return { verdict, local: false };
     } catch (error) {
       const now = Date.now();
       if (now - this.lastOutageLogAt >= OUTAGE_LOG_EVERY_MS) {
         this.lastOutageLogAt = now;
         this.logger.warn(
-          `rate limits not enforced, Redis failed: throttlers=${budgets.map((b) => b.throttler).join(',')} ${(error as Error).message}`,
+          `rate limits counted in this instance's memory, Redis failed: throttlers=${budgets.map((b) => b.throttler).join(',')} ${(error as Error).message}`,
         );
       }
-      return undefined;
+      return { verdict: this.local.hit(budgets, now), local: true };
     }
   }
 }

@@ -1,5 +1,4 @@
 import { BeforeApplicationShutdown, Inject, Injectable, type MessageEvent } from '@nestjs/common';
-import { normalizeIp } from '@nestjs/throttler';
 import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { Observable } from 'rxjs';
@@ -143,13 +142,13 @@ export class ResultStreams implements BeforeApplicationShutdown {
   /**
    * Sets a stream up: its slots, its channel, its first result. `ended` aborts however the
    * response ends (the client left, the feed completed, setup failed), which gives it all back.
-   * `clientIp` is the request's (Fastify's `request.ip`), keyed as the rate limiter keys it (an
-   * IPv6 client by its /64).
+   * `clientAddress` is the request's in its one form, as the blocklist and the rate limits count
+   * it (an IPv6 client by its /64).
    */
   async open(
     goodsId: number,
     userId: number,
-    clientIp: string,
+    clientAddress: string,
     ended: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
     const { maxPerUser, maxPerIp } = this.config.resultStream;
@@ -164,7 +163,7 @@ export class ResultStreams implements BeforeApplicationShutdown {
         teardown,
       );
       await this.takeSharedSlot(
-        resultStreamAddressSlotsKey(normalizeIp(clientIp)),
+        resultStreamAddressSlotsKey(clientAddress),
         maxPerIp,
         `Your address has ${maxPerIp} result streams open already; try again shortly`,
         teardown,

@@ -4,7 +4,6 @@ import {
   Get,
   Headers,
   HttpCode,
-  Ip,
   Param,
   Post,
   Sse,
@@ -25,6 +24,7 @@ import {
   ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
 import { BodyLimit } from '../../common/http/route-config.js';
+import { ClientAddress } from '../../common/http/client-address.js';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
 import { BlocklistChecked } from '../blocklist/blocklist.hook.js';
@@ -193,9 +193,9 @@ export class SeckillController {
   resultStream(
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @CurrentUser() user: AuthUser,
-    @Ip() ip: string,
+    @ClientAddress() clientAddress: string,
     @SseSignal() ended: AbortSignal,
   ) {
-    return this.streams.open(goodsId, user.userId, ip, ended);
+    return this.streams.open(goodsId, user.userId, clientAddress, ended);
   }
 }
