@@ -6,6 +6,7 @@ import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OrdersService } from '../orders/orders.service.js';
 import { PreheatService } from '../preheat/preheat.service.js';
+import { SaleStateLock } from '../stock/sale-state-lock.js';
 import { StockService } from '../stock/stock.service.js';
 import { ReconcileVerdicts, type SaleVerdict } from './reconcile-verdicts.js';
 
@@ -52,6 +53,7 @@ export class ReconcileService {
     private readonly publisher: OrderPublisher,
     private readonly metrics: MetricsService,
     private readonly verdicts: ReconcileVerdicts,
+    private readonly saleLock: SaleStateLock,
   ) {}
 
   /**
@@ -211,22 +213,26 @@ export class ReconcileService {
    * Rebuilds the sale's Redis stock and buyers from MySQL's active orders plus what is still in
    * flight (see lua/seckill-rebuild.lua: safe while the sale runs). A goods split over several
    * buckets answers 503 to its purchases for the moment its buckets are rebuilt
-   * (StockService.rebuild).
+   * (StockService.rebuild). Under the goods' sale-state lock: 503 while a rebuild, a wipe or the
+   * fallback's return of the sale holds it.
    */
   async repair(goodsId: number): Promise<RepairReport> {
     const before = await this.reconcile(goodsId);
-    const goods = await this.goods.findOrThrow(goodsId);
-    // Makes sure the window and limit are in Redis (and the stock, if Redis lost the sale).
-    await this.preheat.preheat(goodsId);
-    const since = await this.stock.serverTimeMs(goodsId);
-    const history = await this.orders.history(goodsId);
-    const rebuilt = await this.stock.rebuild(
-      goodsId,
-      goods.totalStock,
-      since,
-      history.activeOrders,
-      history.cancelledOrderNos,
-    );
+    const rebuilt = await this.saleLock.hold(goodsId, 'repair', async (held) => {
+      const goods = await this.goods.findOrThrow(goodsId);
+      // Makes sure the window and limit are in Redis (and the stock, if Redis lost the sale),
+      // under the lock the rebuild below needs too: no wipe or rebuild runs in between.
+      await this.preheat.preheatHeld(held);
+      const since = await this.stock.serverTimeMs(goodsId);
+      const history = await this.orders.history(goodsId);
+      return this.stock.rebuild(
+        goodsId,
+        goods.totalStock,
+        since,
+        history.activeOrders,
+        history.cancelledOrderNos,
+      );
+    });
     if (!rebuilt) throw new DomainError('NOT_PREHEATED', 'The sale could not be loaded into Redis');
     this.logger.warn(
       `redis rebuilt from mysql: goods=${goodsId} stock ${String(before.redisStock)} -> ${rebuilt.stock} buyers=${rebuilt.buyerCount}`,
