@@ -5,12 +5,17 @@
   KEYS[2] buyers    seckill:{gid}:buyers
   KEYS[3] inflight  seckill:{gid}:inflight
   KEYS[4] loans     seckill:{gid}:loans     (a goods with several buckets; empty otherwise)
+  KEYS[5] meta      seckill:{gid}:meta
 
   Returns {stock, buyersQuantity, inFlightQuantity, inFlightCount, loans}; stock is -1 when Redis
-  does not hold the sale; loans is a flat {requestId, quantity, home bucket, …} list of the stock
-  this bucket lent and that is not settled yet.
+  does not hold the sale (no stock or no meta: what a purchase calls NOT_PREHEATED); loans is a
+  flat {requestId, quantity, home bucket, …} list of the stock this bucket lent and that is not
+  settled yet.
 ]]
 local stock = tonumber(redis.call('GET', KEYS[1]) or '-1')
+if redis.call('EXISTS', KEYS[5]) == 0 then
+  stock = -1
+end
 local buyers = 0
 for _, quantity in ipairs(redis.call('HVALS', KEYS[2])) do
   buyers = buyers + tonumber(quantity)

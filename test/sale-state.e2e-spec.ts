@@ -2,7 +2,8 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultInjector } from '../src/config/fault-injector.js';
-import { saleKeys } from '../src/infra/redis/seckill-keys.js';
+import { allBucketKeys, saleKeys } from '../src/infra/redis/seckill-keys.js';
+import { SaleBoard } from '../src/modules/dashboard/sale-board.service.js';
 import { MetricsService } from '../src/modules/metrics/metrics.service.js';
 import {
   acceptWithoutPublishing,
@@ -198,5 +199,76 @@ describe('a rebuild of a goods split over buckets, whose premise changed while i
       return body.inFlight === 0 ? body : null;
     });
     expect(report).toMatchObject({ redisStock: 15, dbStock: 15, buyers: 5 });
+  });
+});
+
+describe('reconcile and the dashboard of a sale Redis does not hold', () => {
+  const app = useAppOnPrivateRedis({});
+  const reconcile = async (goodsId: number) =>
+    (
+      await app.t.http
+        .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+        .set('Authorization', adminAuth())
+        .expect(200)
+    ).body as Record<string, unknown>;
+
+  it('should answer NOT_LOADED and not consistent for a sold-out sale right after Redis came back empty', async () => {
+    const { t, stores } = app;
+    const goodsId = await createSale(t.http, { stock: 2 });
+    for (const userId of [92_001, 92_002]) await buyer(t, goodsId, userId).expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 2, { what: '2 orders' });
+    expect(await consistentReconcile(t.http, goodsId)).toMatchObject({
+      redisState: 'LOADED',
+      redisStock: 0,
+    });
+
+    // Held before its lock: the restart's rebuild does not load the sale while the test reads.
+    const rebuild = t.app.get(FaultInjector).holdAt('before-sale-lock', goodsId, 'preheat');
+    await app.redis.kill();
+    await app.redis.up(); // empty
+    try {
+      await waitFor(() => rebuild.reached, { what: "the restart's rebuild" });
+      expect(await reconcile(goodsId)).toMatchObject({
+        redisState: 'NOT_LOADED',
+        redisStock: null,
+        consistent: false,
+        dbStock: 0,
+      });
+    } finally {
+      rebuild.release();
+    }
+    await waitFor(async () => (await reconcile(goodsId)).redisState === 'LOADED', {
+      timeoutMs: 30_000,
+      what: 'the rebuild',
+    });
+  });
+
+  it('should not count a stock key without the sale (no meta: a purchase is NOT_PREHEATED) as loaded, in the reconcile or on the dashboard card', async () => {
+    const { t, stores, local } = app;
+    const goodsId = await createSale(t.http, { stock: 2 });
+    for (const userId of [93_001, 93_002]) await buyer(t, goodsId, userId).expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 2, { what: '2 orders' });
+    await consistentReconcile(t.http, goodsId);
+    // The dashboard's stored verdict: consistent, with a refresh claim held for a minute (as
+    // by an instance that took it and stalled).
+    const board = t.app.get(SaleBoard);
+    const card = async () => (await board.build()).sales.find((sale) => sale.id === goodsId)!;
+    await waitFor(async () => (await card()).verdict?.consistent === true, {
+      what: 'a consistent verdict on the card',
+    });
+    const keys = saleKeys(goodsId);
+    await local.redis.set(keys.verdictClaim, '1', 'PX', 60_000);
+
+    // Redis keeps the stock key (0, sold out) but no longer the sale.
+    await local.redis.del(...allBucketKeys(goodsId, 1).map((bucket) => bucket.meta));
+    expect((await buyer(t, goodsId, 93_003).expect(409)).body.code).toBe('NOT_PREHEATED');
+    expect(await reconcile(goodsId)).toMatchObject({
+      redisState: 'NOT_LOADED',
+      redisStock: null,
+      consistent: false,
+    });
+    const shown = await card();
+    expect(shown.preheated).toBe(false);
+    expect(shown.verdict).toMatchObject({ consistent: false, redisState: 'NOT_LOADED' });
   });
 });

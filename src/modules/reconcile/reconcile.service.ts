@@ -8,7 +8,7 @@ import { OrdersService } from '../orders/orders.service.js';
 import { PreheatService } from '../preheat/preheat.service.js';
 import { SaleStateLock } from '../stock/sale-state-lock.js';
 import { StockService } from '../stock/stock.service.js';
-import { ReconcileVerdicts, type SaleVerdict } from './reconcile-verdicts.js';
+import { ReconcileVerdicts, type RedisSaleState, type SaleVerdict } from './reconcile-verdicts.js';
 
 export interface ReconcileReport {
   goodsId: number;
@@ -16,6 +16,11 @@ export interface ReconcileReport {
   dbStock: number;
   /** null when Redis does not hold the sale */
   redisStock: number | null;
+  /**
+   * Whether Redis holds the sale (stock and meta of every bucket, what a purchase needs): a sale
+   * NOT_LOADED (lost, wiped for a rebuild, never preheated) is never consistent.
+   */
+  redisState: RedisSaleState;
   buyers: number;
   orders: { pendingPayment: number; paid: number; cancelled: number };
   inFlight: number;
@@ -70,11 +75,13 @@ export class ReconcileService {
     const redisDrift =
       redis.stock === null ? null : totalStock - (redis.stock + active + redis.inFlightQuantity);
     const dbDrift = totalStock - (dbStock + active);
+    const redisState: RedisSaleState = redis.stock === null ? 'NOT_LOADED' : 'LOADED';
     return {
       goodsId,
       totalStock,
       dbStock,
       redisStock: redis.stock,
+      redisState,
       buyers: redis.buyersQuantity,
       orders: {
         pendingPayment: quantities.PENDING_PAYMENT,
@@ -82,7 +89,7 @@ export class ReconcileService {
         cancelled: quantities.CANCELLED,
       },
       inFlight: redis.inFlightQuantity,
-      consistent: redisDrift === 0 && dbDrift === 0,
+      consistent: redisState === 'LOADED' && redisDrift === 0 && dbDrift === 0,
       drift: { redis: redisDrift, db: dbDrift },
     };
   }
@@ -111,7 +118,7 @@ export class ReconcileService {
       this.logger.debug(`reconcile: goods=${goodsId} restocks under way, not drift`);
     } else if (!report.consistent) {
       this.logger.error(
-        `reconcile drift: goods=${goodsId} redisDrift=${report.drift.redis} dbDrift=${report.drift.db} ` +
+        `reconcile drift: goods=${goodsId} redis=${report.redisState} redisDrift=${report.drift.redis} dbDrift=${report.drift.db} ` +
           `redisStock=${report.redisStock} dbStock=${report.dbStock} inFlight=${report.inFlight} ` +
           `active=${report.orders.pendingPayment + report.orders.paid} total=${report.totalStock}`,
       );
@@ -149,6 +156,7 @@ export class ReconcileService {
     const verdict: SaleVerdict = {
       consistent: report.consistent || settling,
       settling,
+      redisState: report.redisState,
       drift: report.drift,
       checkedAt: Date.now(),
     };

@@ -414,10 +414,13 @@ export class StockService {
     return { loaded, stock };
   }
 
-  /** True when Redis holds the stock of every bucket of the sale. */
+  /**
+   * True when Redis holds the sale: the stock and the meta (window, limit) of every bucket, what
+   * a purchase needs (without either it is NOT_PREHEATED).
+   */
   async isPreheated(goodsId: number): Promise<boolean> {
     for (const keys of await this.bucketsOf(goodsId)) {
-      if ((await this.redis.exists(keys.stock)) !== 1) return false;
+      if ((await this.redis.exists(keys.stock, keys.meta)) !== 2) return false;
     }
     return true;
   }
