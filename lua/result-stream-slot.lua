@@ -1,15 +1,16 @@
 --[[
-  result-stream-slot: take one of a user's slots for an open result stream, across every
-  instance. A slot lapses on its own at the stream's longest life (plus a margin), so the slots of
-  an instance that died without giving them back free themselves.
+  result-stream-slot: take one of a user's (or a client address's) slots for an open result
+  stream, across every instance. A slot lapses on its own at the stream's longest life (plus a
+  margin), so the slots of an instance that died without giving them back free themselves.
 
-  KEYS[1] slots  seckill:streams:{user:uid}  zset  stream id -> when its slot lapses (ms, Redis clock)
+  KEYS[1] slots  seckill:streams:{user:uid} or seckill:streams:{ip:address}
+                 zset  stream id -> when its slot lapses (ms, Redis clock)
 
   ARGV[1] stream id (unique per stream)
-  ARGV[2] how many streams the user may hold open at once
+  ARGV[2] how many streams the user (the address) may hold open at once
   ARGV[3] the slot's life (ms): at least the stream's longest
 
-  Returns 1 when the slot is taken, 0 when the user holds the limit already.
+  Returns 1 when the slot is taken, 0 when the user (the address) holds the limit already.
   The caller gives the slot back with ZREM when the stream ends.
 ]]
 local clock = redis.call('TIME')

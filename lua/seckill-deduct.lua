@@ -10,6 +10,9 @@
   KEYS[5] outbox    seckill:{gid}:outbox    zset  requestId -> accepted at (ms), not yet confirmed by the broker
   KEYS[6] results   seckill:{gid}:results   hash  userId -> latest result JSON
   KEYS[7] voided    seckill:{gid}:voided    zset  requestIds released (or given up) already
+  KEYS[8] borrowed  seckill:{gid}:borrowed  hash  requestId -> lending bucket, each purchase
+                                            recorded here on a loan; kept with the sale (the loan
+                                            sweeper reads it, lua/seckill-release.lua ARGV[5])
 
   ARGV[1] userId
   ARGV[2] quantity (positive integer)
@@ -17,7 +20,9 @@
   ARGV[4] order message JSON (stored in the outbox for the sweeper)
   ARGV[5] mode (optional): "borrowed" when the stock was already taken from another bucket of the
           goods (a loan, lua/seckill-loan.lua): every check and the bookkeeping as usual, but this
-          bucket's stock is neither checked nor touched
+          bucket's stock is neither checked nor touched, and the purchase is written down in
+          KEYS[8] with the lending bucket
+  ARGV[6] the lending bucket (with "borrowed")
 
   Returns {code, remaining}:
     0 ACCEPTED            stock taken, buyer, outbox and result recorded
@@ -85,6 +90,9 @@ if not borrowed then
 end
 redis.call('HSET', KEYS[3], userId, quantity)
 redis.call('HSET', KEYS[4], requestId, ARGV[4])
+if borrowed then
+  redis.call('HSET', KEYS[8], requestId, ARGV[6])
+end
 redis.call('ZADD', KEYS[5], now, requestId)
 redis.call('HSET', KEYS[6], userId, cjson.encode({status = 'QUEUED', requestId = requestId}))
 redis.call('PUBLISH', KEYS[6] .. ':' .. userId, 'QUEUED')

@@ -2,7 +2,9 @@
   seckill-loan: take stock from one bucket of a goods for a purchase that will be recorded in the
   buyer's home bucket (whose stock ran out). The loan is written down in this bucket until the
   purchase is recorded (then seckill-loan-settle drops it) or it is given back (seckill-loan-settle
-  again, or the loan sweeper when the record step never came back).
+  again, or the loan sweeper when the record step never came back). A purchase recorded on a loan
+  is written down in its home bucket too (lua/seckill-deduct.lua, `borrowed`): that record, not
+  this one, tells the sweeper whether the loan was used.
 
   KEYS[1] stock  seckill:{gid.b}:stock
   KEYS[2] loans  seckill:{gid.b}:loans  hash requestId -> {quantity, at (ms), userId, home}

@@ -7,15 +7,17 @@
   KEYS[4] loans     seckill:{gid}:loans     (a goods with several buckets; empty otherwise)
   KEYS[5] meta      seckill:{gid}:meta
 
-  Returns {stock, buyersQuantity, inFlightQuantity, inFlightCount, loans}; stock is -1 when Redis
-  does not hold the sale (no stock or no meta: what a purchase calls NOT_PREHEATED); loans is a
-  flat {requestId, quantity, home bucket, …} list of the stock this bucket lent and that is not
-  settled yet.
+  Returns {stock, buyersQuantity, inFlightQuantity, inFlightCount, loans, held}; held is 0 (and
+  stock 0) when Redis does not hold the sale (no stock or no meta: what a purchase calls
+  NOT_PREHEATED), 1 otherwise (the stock itself may be below zero for a while:
+  lua/seckill-complete.lua); loans is a flat {requestId, quantity, home bucket, …} list of the
+  stock this bucket lent and that is not settled yet.
 ]]
-local stock = tonumber(redis.call('GET', KEYS[1]) or '-1')
+local raw = redis.call('GET', KEYS[1])
 if redis.call('EXISTS', KEYS[5]) == 0 then
-  stock = -1
+  raw = false
 end
+local stock = tonumber(raw or '0')
 local buyers = 0
 for _, quantity in ipairs(redis.call('HVALS', KEYS[2])) do
   buyers = buyers + tonumber(quantity)
@@ -33,4 +35,4 @@ for i = 1, #lent, 2 do
   loans[#loans + 1] = loan.quantity
   loans[#loans + 1] = loan.home
 end
-return {stock, buyers, inflight, #messages, loans}
+return {stock, buyers, inflight, #messages, loans, raw and 1 or 0}

@@ -1,3 +1,4 @@
+import type { RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   adminAuth,
@@ -6,6 +7,8 @@ import {
   startApp,
   Stores,
   token,
+  useApp,
+  waitFor,
   type TestApp,
 } from './support/harness.js';
 
@@ -107,6 +110,58 @@ describe('contract errors', () => {
     });
   });
 
+  describe('echoes', () => {
+    const long = 'X'.repeat(4_096);
+    /** What the filter's messages may quote of a client's value: 40 characters and the cut. */
+    const expectQuotedAtMost40 = (body: { message: string }) => {
+      expect(body.message).not.toContain('X'.repeat(41));
+      expect(body.message.length).toBeLessThan(120);
+    };
+
+    it('should quote at most 40 characters of a 4,096-character order number on every order route', async () => {
+      for (const call of [
+        t.http.get(`/api/v1/orders/${long}`),
+        t.http.post(`/api/v1/orders/${long}/pay`),
+        t.http.post(`/api/v1/orders/${long}/cancel`),
+      ]) {
+        const response = await call.set('Authorization', bearer(25)).expect(404);
+        expect(response.body).toEqual(errorBody(404, 'ORDER_NOT_FOUND'));
+        expect(response.body.message).toContain('X'.repeat(40));
+        expectQuotedAtMost40(response.body);
+      }
+    });
+
+    it('should quote at most 40 characters of a long goods id or unknown field name, and take nothing', async () => {
+      const badId = await t.http
+        .get(`/api/v1/goods/${long}`)
+        .set('Authorization', bearer(26))
+        .expect(400);
+      expectQuotedAtMost40(badId.body);
+      const purchase = await t.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(26))
+        .send({ ['X'.repeat(900)]: 1 })
+        .expect(400);
+      expect(purchase.body).toEqual(errorBody(400, 'VALIDATION_FAILED'));
+      expectQuotedAtMost40(purchase.body);
+      expect(await stores.redisStock(goodsId)).toBe(5);
+      const goods = await t.http
+        .post('/api/v1/admin/goods')
+        .set('Authorization', adminAuth())
+        .send({
+          name: 'Echo',
+          price: 1,
+          stock: 1,
+          startAt: '2030-01-01T00:00:00Z',
+          endAt: '2030-01-02T00:00:00Z',
+          [long.slice(0, 3_000)]: 1,
+        })
+        .expect(400);
+      expect(goods.body).toEqual(errorBody(400, 'VALIDATION_FAILED'));
+      expectQuotedAtMost40(goods.body);
+    });
+  });
+
   describe('input', () => {
     it.each(['abc', '0', '-1', '1.5', '99999999999999999999'])(
       'should answer 400 for the goods id %s and take nothing',
@@ -130,6 +185,37 @@ describe('contract errors', () => {
         expect((await call.expect(404)).body).toEqual(errorBody(404, 'GOODS_NOT_FOUND'));
       }
     });
+
+    it.each([
+      ['NUL', 'Ctl-nul\u0000phone'],
+      ['a newline', 'Ctl-nl\nphone'],
+      ['a C1 control (NEL)', 'Ctl-nel\u0085phone'],
+      ['the right-to-left override U+202E', 'Ctl-rlo\u202Eenohp'],
+      ['a right-to-left isolate U+2067', 'Ctl-rli\u2067phone\u2069'],
+      ['the left-to-right mark U+200E', 'Ctl-lrm\u200Ephone'],
+    ])(
+      'should refuse a goods name with %s with 400 VALIDATION_FAILED and create nothing',
+      async (_what, name) => {
+        const response = await t.http
+          .post('/api/v1/admin/goods')
+          .set('Authorization', adminAuth())
+          .send({
+            name,
+            price: 1,
+            stock: 1,
+            startAt: '2030-01-01T00:00:00Z',
+            endAt: '2030-01-02T00:00:00Z',
+          })
+          .expect(400);
+        expect(response.body).toEqual(errorBody(400, 'VALIDATION_FAILED'));
+        expect(response.body.message).toMatch(/^name /);
+        const [rows] = await stores.mysql.query<RowDataPacket[]>(
+          'SELECT COUNT(*) AS n FROM seckill_goods WHERE name = ?',
+          [name],
+        );
+        expect(Number(rows[0].n)).toBe(0);
+      },
+    );
 
     it('should answer 400 for malformed JSON and change nothing', async () => {
       const response = await t.http
@@ -254,7 +340,36 @@ describe('contract errors', () => {
   });
 
   async function waitForOrderNo(id: number): Promise<string> {
-    const { waitFor } = await import('./support/harness.js');
     return waitFor(async () => (await stores.orders(id))[0]?.order_no, { what: 'an order' });
   }
+});
+
+describe('readiness while a dependency is down', () => {
+  const t = useApp({}, { behindProxy: 'REDIS_URL' });
+
+  it("should answer /health/ready 503 UNAVAILABLE naming Redis in our words, with no library's", async () => {
+    t.proxy.down();
+    const down = await waitFor(
+      async () => {
+        const response = await t.http.get('/health/ready');
+        return response.status === 503 ? response : null;
+      },
+      { what: 'readiness to drop' },
+    );
+
+    expect(down.body).toEqual({
+      statusCode: 503,
+      code: 'UNAVAILABLE',
+      message: 'Not ready: Redis is unreachable',
+    });
+    expect(down.text).not.toMatch(
+      /exception|ECONNREFUSED|connection is closed|timeout|127\.0\.0\.1/i,
+    );
+
+    t.proxy.up();
+    await waitFor(async () => (await t.http.get('/health/ready')).status === 200, {
+      timeoutMs: 30_000,
+      what: 'ready again once Redis is back',
+    });
+  });
 });

@@ -1,9 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { MAX_FEEDS, DashboardFeed } from '../src/modules/dashboard/dashboard-feed.service.js';
+import {
+  MAX_FEEDS,
+  MAX_FEEDS_PER_ADMIN,
+  DashboardFeed,
+} from '../src/modules/dashboard/dashboard-feed.service.js';
 import type { DashboardSnapshot, SaleFigures } from '../src/modules/dashboard/dashboard.types.js';
 import { SaleBoard } from '../src/modules/dashboard/sale-board.service.js';
 import { EventStreamClient } from './support/event-stream.js';
+import { portOf, sendWithoutReading } from './support/raw-http.js';
 import {
   adminAuth,
   bearer,
@@ -127,7 +132,7 @@ describe('the admin event feed (GET /api/v1/admin/events)', () => {
     await waitFor(() => t.app.get(DashboardFeed).openFeeds === 0, { what: 'feeds detached' });
     const build = vi.spyOn(t.app.get(SaleBoard), 'build');
     try {
-      const many = await Promise.all(Array.from({ length: 8 }, () => open()));
+      const many = await Promise.all(Array.from({ length: 8 }, (_, i) => open(adminOf(i))));
       const startedAt = Date.now();
       await waitFor(() => many.every((feed) => feed.snapshots().length >= 3), {
         what: 'three snapshots on each of eight feeds',
@@ -158,19 +163,83 @@ describe('the admin event feed (GET /api/v1/admin/events)', () => {
   it(`should refuse a feed beyond ${MAX_FEEDS} per instance with 429 and take one again once a feed closes`, async () => {
     closeAll();
     await waitFor(() => t.app.get(DashboardFeed).openFeeds === 0, { what: 'feeds detached' });
-    const full = await Promise.all(Array.from({ length: MAX_FEEDS }, () => open()));
+    const full = await Promise.all(Array.from({ length: MAX_FEEDS }, (_, i) => open(adminOf(i))));
     expect(full.every((feed) => feed.response.status === 200)).toBe(true);
-    const refused = await t.http.get(FEED).set('Authorization', adminAuth()).expect(429);
+    // An admin with no feed open yet: refused for the instance's sake.
+    const refused = await t.http.get(FEED).set('Authorization', bearer(76_000, true)).expect(429);
     expect(refused.body).toMatchObject({ code: 'TOO_MANY_REQUESTS' });
     expect(refused.headers['retry-after']).toBeDefined();
     full[0].close();
     await waitFor(() => t.app.get(DashboardFeed).openFeeds === MAX_FEEDS - 1, {
       what: 'one feed detached',
     });
-    const again = await open();
+    const again = await open(adminOf(0));
     expect(again.response.status).toBe(200);
     closeAll();
   });
+
+  it(`should refuse a feed beyond ${MAX_FEEDS_PER_ADMIN} for one admin with 429, another admin still getting one`, async () => {
+    closeAll();
+    await waitFor(() => t.app.get(DashboardFeed).openFeeds === 0, { what: 'feeds detached' });
+    const admin = bearer(76_001, true);
+    const mine = await Promise.all(Array.from({ length: MAX_FEEDS_PER_ADMIN }, () => open(admin)));
+    expect(mine.every((feed) => feed.response.status === 200)).toBe(true);
+
+    const more = await open(admin);
+    expect(more.response.status).toBe(429);
+    expect(await more.response.json()).toMatchObject({
+      statusCode: 429,
+      code: 'TOO_MANY_REQUESTS',
+    });
+    expect(more.response.headers.get('retry-after')).toMatch(/^[0-9]+$/);
+    const other = await open(bearer(76_002, true));
+    expect(other.response.status).toBe(200);
+    expect(t.app.get(DashboardFeed).openFeeds).toBe(MAX_FEEDS_PER_ADMIN + 1);
+    closeAll();
+  });
+
+  it('should cut the feeds of a client that never reads within seconds, freeing their slots for the same admin', async () => {
+    closeAll();
+    const feeds = t.app.get(DashboardFeed);
+    await waitFor(() => feeds.openFeeds === 0, { what: 'feeds detached' });
+    // Snapshots of a big board: the kernel's socket buffers (megabytes) fill in seconds, as
+    // they would in minutes with small ones.
+    const board = t.app.get(SaleBoard);
+    const build = board.build.bind(board);
+    const padding = 'p'.repeat(512 * 1024);
+    const spy = vi
+      .spyOn(board, 'build')
+      .mockImplementation(async (now) => ({ ...(await build(now)), padding }));
+    const admin = bearer(76_003, true);
+    const request = `GET ${FEED} HTTP/1.1\r\nHost: localhost\r\nAuthorization: ${admin}\r\n\r\n`;
+    const unread = await Promise.all(
+      Array.from({ length: MAX_FEEDS_PER_ADMIN }, () => sendWithoutReading(portOf(t.app), request)),
+    );
+    try {
+      await waitFor(() => feeds.openFeeds === MAX_FEEDS_PER_ADMIN, {
+        what: 'the unread feeds open',
+      });
+      const openedAt = Date.now();
+
+      await waitFor(() => feeds.openFeeds === 0, {
+        timeoutMs: 45_000,
+        intervalMs: 250,
+        what: 'the server to cut the feeds nobody reads',
+      });
+      expect(Date.now() - openedAt).toBeLessThan(40_000);
+      const again = await open(admin);
+      expect(again.response.status).toBe(200);
+    } finally {
+      spy.mockRestore();
+      for (const socket of unread) socket.destroy();
+      closeAll();
+    }
+  });
+
+  /** Spreads feeds over admins, as many as each may open. */
+  function adminOf(i: number): string {
+    return bearer(75_000 + Math.floor(i / MAX_FEEDS_PER_ADMIN), true);
+  }
 
   function closeAll(): void {
     for (const feed of feeds) feed.close();

@@ -36,11 +36,19 @@ describe('hardening', () => {
 
       expect(response.headers).toMatchObject({
         'x-content-type-options': 'nosniff',
-        'x-frame-options': 'SAMEORIGIN',
+        'x-frame-options': 'DENY',
         'strict-transport-security': expect.stringContaining('max-age='),
         'content-security-policy': expect.stringContaining("default-src 'self'"),
       });
       expect(response.headers['x-powered-by']).toBeUndefined();
+    });
+
+    it("should say DENY in X-Frame-Options wherever the CSP says frame-ancestors 'none', the dashboard included", async () => {
+      for (const path of ['/dashboard', '/dashboard/dashboard.js', '/health/live', '/docs']) {
+        const response = await t.http.get(path).expect(200);
+        expect(response.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+        expect(response.headers['x-frame-options']).toBe('DENY');
+      }
     });
 
     it('should send no CORS headers when CORS_ORIGINS is empty', async () => {

@@ -1,4 +1,5 @@
 import { JwtService } from '@nestjs/jwt';
+import type { RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it, vi } from 'vitest';
 import { SECURITY_HEADERS } from '../src/common/http/security-headers.js';
 import { adminAuth, bearer, createSale, useApp, waitFor } from './support/harness.js';
@@ -61,6 +62,40 @@ describe('answers from every layer', () => {
     expectContractError(answer, 431, 'HEADERS_TOO_LARGE', 'ppppp');
     expect(answer.headers).toMatchObject(await appSecurityHeaders());
     expect(answer.headers.connection).toBe('close');
+  });
+
+  it('should answer a body of a type no route reads with 415 UNSUPPORTED_MEDIA_TYPE in the contract shape, creating nothing', async () => {
+    const body = 'name=Phone&price=1&stock=1';
+    const answer = await rawExchange(port(), [
+      `POST /api/v1/admin/goods HTTP/1.1\r\nHost: localhost\r\nAuthorization: ${adminAuth()}\r\n` +
+        `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n` +
+        `Connection: close\r\n\r\n${body}`,
+    ]);
+
+    expectContractError(answer, 415, 'UNSUPPORTED_MEDIA_TYPE', 'x-www-form-urlencoded');
+    expect(answer.headers).toMatchObject(await appSecurityHeaders());
+    const [rows] = await t.stores.mysql.query<RowDataPacket[]>(
+      "SELECT COUNT(*) AS n FROM seckill_goods WHERE name = 'Phone' AND price = 1",
+    );
+    expect(Number(rows[0].n)).toBe(0);
+  });
+
+  it('should answer a purchase sent as XML with 415 UNSUPPORTED_MEDIA_TYPE and take nothing', async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    const response = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(45))
+      .set('Content-Type', 'application/xml')
+      .send('<quantity>1</quantity>')
+      .expect(415);
+
+    expect(response.body).toEqual({
+      statusCode: 415,
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      message: expect.any(String),
+    });
+    expect(await t.stores.redisStock(goodsId)).toBe(2);
+    expect(await t.stores.redisBuyers(goodsId)).toEqual({});
   });
 
   it('should answer bytes that are not HTTP with 400 VALIDATION_FAILED and close', async () => {

@@ -1,6 +1,10 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
-import { resultChannel, resultStreamSlotsKey } from '../src/infra/redis/seckill-keys.js';
+import {
+  resultChannel,
+  resultStreamAddressSlotsKey,
+  resultStreamSlotsKey,
+} from '../src/infra/redis/seckill-keys.js';
 import { StockService } from '../src/modules/stock/stock.service.js';
 import { bearer, createSale, startApp, useApp, waitFor, type Stores } from './support/harness.js';
 import { baseUrlOf, SseClient } from './support/sse.js';
@@ -154,6 +158,56 @@ describe('result stream', () => {
   });
 });
 
+describe('result stream, per client address', () => {
+  const t = useApp({ TRUSTED_PROXIES: '127.0.0.1', RESULT_STREAM_MAX_PER_IP: '3' });
+  const from = (goodsId: number, userId: number, address: string) =>
+    SseClient.open(`${baseUrlOf(t.app)}${streamPath(goodsId)}`, bearer(userId), {
+      'X-Forwarded-For': address,
+    });
+
+  it('should refuse a stream beyond RESULT_STREAM_MAX_PER_IP from one address, whatever its users, with 429, serving other addresses', async () => {
+    const goodsId = await createSale(t.http);
+    const crowd = '198.51.100.7';
+    const held = [];
+    for (const userId of [95_001, 95_002, 95_003]) {
+      const stream = await from(goodsId, userId, crowd);
+      expect(stream.status).toBe(200);
+      held.push(stream);
+    }
+
+    // A fourth account behind the same address, each of them under its own per-user limit.
+    const refused = await Promise.all(
+      [95_004, 95_005].map((userId) => from(goodsId, userId, crowd)),
+    );
+    for (const stream of refused) {
+      expect(stream.status).toBe(429);
+      expect(stream.refusal).toMatchObject({
+        statusCode: 429,
+        code: 'TOO_MANY_REQUESTS',
+        message: expect.stringContaining('address'),
+      });
+      expect(stream.headers.get('retry-after')).toMatch(/^[0-9]+$/);
+    }
+    expect(await t.stores.redis.zcard(resultStreamAddressSlotsKey(crowd))).toBe(3);
+    // The refused stream gave its user's slot back.
+    await waitFor(async () => (await t.stores.redis.zcard(resultStreamSlotsKey(95_004))) === 0, {
+      what: "the refused stream's user slot to be given back",
+    });
+    const elsewhere = await from(goodsId, 95_004, '198.51.100.8');
+    expect(elsewhere.status).toBe(200);
+
+    held[0].close();
+    const again = await waitFor(
+      async () => {
+        const stream = await from(goodsId, 95_005, crowd);
+        return stream.status === 200 ? stream : null;
+      },
+      { what: "a slot of the address's to be free again" },
+    );
+    for (const stream of [...held, elsewhere, again]) stream.close();
+  });
+});
+
 describe('result stream, orders not consumed', () => {
   const t = useApp({ CONSUMER_ENABLED: 'false' });
 
@@ -175,7 +229,7 @@ describe('result stream, orders not consumed', () => {
     // What a consumer does with a purchase MySQL refuses for good: stock back, FAILED.
     await t.app
       .get(StockService)
-      .release(goodsId, purchase.body.requestId as string, 'REJECTED', true, 92_001);
+      .release(goodsId, purchase.body.requestId as string, 'REJECTED', 'a-consumer', 92_001);
     const failed = await stream.waitForStatus('FAILED');
     await stream.waitForEnd();
     expect(failed.data).toEqual({

@@ -1,7 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FaultInjector } from '../src/config/fault-injector.js';
+import { FaultInjector, type PauseAt, type PausePoint } from '../src/config/fault-injector.js';
 import { allBucketKeys, saleKeys } from '../src/infra/redis/seckill-keys.js';
 import { SaleBoard } from '../src/modules/dashboard/sale-board.service.js';
 import { MetricsService } from '../src/modules/metrics/metrics.service.js';
@@ -26,6 +26,14 @@ async function purchases(app: NestFastifyApplication, outcome: string, mode: str
   return (
     metric.values.find((v) => v.labels.outcome === outcome && v.labels.mode === mode)?.value ?? 0
   );
+}
+
+/** A hold at a step (FaultInjector.holdAt), with whether a call has reached it yet. */
+function holdAt(app: NestFastifyApplication, point: PausePoint, at: PauseAt) {
+  const hold = app.get(FaultInjector).holdAt(point, at);
+  const seen = { reached: false, release: hold.release };
+  void hold.reached.then(() => (seen.reached = true));
+  return seen;
 }
 
 /** Times a path was refused the goods' sale-state lock (0 where the lock does not exist). */
@@ -87,9 +95,8 @@ describe('Redis restarts empty in database mode: the fallback return and the res
       });
     }
 
-    const faults = t.app.get(FaultInjector);
-    const returning = faults.holdAt('fallback-return-stale-read', goodsId);
-    const loading = faults.holdAt('preheat-before-stock', goodsId);
+    const returning = holdAt(t.app, 'fallback-return-stale-read', { goodsId });
+    const loading = holdAt(t.app, 'preheat-before-stock', { goodsId });
     const refusedBefore = await lockBusy(t.app, 'preheat');
     await app.redis.up(); // empty: both the restart's rebuild and the fallback's return start
     await waitFor(() => returning.reached, { what: 'the return to read redis_stale = 1' });
@@ -159,7 +166,7 @@ describe('a rebuild of a goods split over buckets, whose premise changed while i
       [goodsId],
     );
     // The restart's rebuild found the sale missing, then waits before taking the lock.
-    const late = t.app.get(FaultInjector).holdAt('before-sale-lock', goodsId, 'preheat');
+    const late = holdAt(t.app, 'before-sale-lock', { goodsId, path: 'preheat' });
     await app.redis.kill();
     await app.redis.up(); // empty
     await waitFor(() => late.reached, { what: "the restart's rebuild to find the sale missing" });
@@ -224,7 +231,7 @@ describe('reconcile and the dashboard of a sale Redis does not hold', () => {
     });
 
     // Held before its lock: the restart's rebuild does not load the sale while the test reads.
-    const rebuild = t.app.get(FaultInjector).holdAt('before-sale-lock', goodsId, 'preheat');
+    const rebuild = holdAt(t.app, 'before-sale-lock', { goodsId, path: 'preheat' });
     await app.redis.kill();
     await app.redis.up(); // empty
     try {

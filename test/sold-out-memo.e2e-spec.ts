@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DatabasePurchase } from '../src/modules/fallback/database-purchase.service.js';
 import { bearer, createSale, useApp, waitFor } from './support/harness.js';
 
 // A memo far longer than the test: only the stock-back announcement can reopen a sale in time.
@@ -67,5 +68,28 @@ describe('sold-out memo across two instances', () => {
     });
     expect(new Set(orders.map((row) => row.user_id)).size).toBe(10);
     expect(await a.stores.mysqlStock(goodsId)).toBe(0);
+  });
+});
+
+describe('the database fallback with SOLD_OUT_MEMO_MS=0 (the memo off)', () => {
+  const t = useApp({ SOLD_OUT_MEMO_MS: '0' });
+
+  it('should sell a unit a cancel gave back at once, not answer SOLD_OUT from memory', async () => {
+    const goodsId = await createSale(t.http, { stock: 1, preheat: false });
+    // Opened to the fallback, as after a barrier had passed.
+    await t.stores.mysql.query('UPDATE seckill_goods SET fallback_open = 1 WHERE id = ?', [
+      goodsId,
+    ]);
+    const fallback = t.app.get(DatabasePurchase);
+    await fallback.purchase(goodsId, 1301, 1);
+    await expect(fallback.purchase(goodsId, 1302, 1)).rejects.toMatchObject({ code: 'SOLD_OUT' });
+    const [order] = await t.stores.orders(goodsId);
+    await t.http
+      .post(`/api/v1/orders/${order.order_no}/cancel`)
+      .set('Authorization', bearer(1301))
+      .expect(200);
+
+    await expect(fallback.purchase(goodsId, 1302, 1)).resolves.toMatchObject({ status: 'QUEUED' });
+    expect(await t.stores.mysqlStock(goodsId)).toBe(0);
   });
 });

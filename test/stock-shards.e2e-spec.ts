@@ -215,7 +215,7 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
       1,
       requestId,
       encodeOrderMessage(order),
-      true,
+      lenderBucket,
     );
     expect(late.code).toBe(DeductCode.Voided);
     expect(await allBuyers(stores.redis, goodsId, 4)).toEqual({});

@@ -130,6 +130,14 @@ describe('validateEnv', () => {
     expect(refusal({ FALLBACK_MAX_INFLIGHT: '0' }).message).toContain('FALLBACK_MAX_INFLIGHT');
   });
 
+  it('should bound the result streams per client address by RESULT_STREAM_MAX_PER_IP', () => {
+    expect(validateEnv({}).resultStream.maxPerIp).toBe(100);
+    expect(validateEnv({ RESULT_STREAM_MAX_PER_IP: '3' }).resultStream.maxPerIp).toBe(3);
+    expect(refusal({ RESULT_STREAM_MAX_PER_IP: '0' }).message).toBe(
+      'RESULT_STREAM_MAX_PER_IP must be an integer between 1 and 1000000, got "0"',
+    );
+  });
+
   it('should refuse to run in production with the default JWT secret', () => {
     const error = refusal({ NODE_ENV: 'production' });
 

@@ -101,6 +101,8 @@ export interface AppConfig {
 export interface ResultStreamConfig {
   /** Streams one user may hold open at once, across instances. */
   maxPerUser: number;
+  /** Streams one client address may hold open at once, across instances, whatever its users. */
+  maxPerIp: number;
   /** Streams this instance serves at once. */
   maxPerInstance: number;
   /** A stream ends after this; the client reconnects. */
@@ -299,6 +301,7 @@ function readRateLimits(env: Env): RateLimitConfig {
 function readResultStream(env: Env): ResultStreamConfig {
   return {
     maxPerUser: readInt(env, 'RESULT_STREAM_MAX_PER_USER', 2, 1, 100),
+    maxPerIp: readInt(env, 'RESULT_STREAM_MAX_PER_IP', 100, 1, 1_000_000),
     maxPerInstance: readInt(env, 'RESULT_STREAM_MAX_PER_INSTANCE', 10_000, 1, 1_000_000),
     lifetimeMs: readInt(env, 'RESULT_STREAM_LIFETIME_MS', 600_000, 1_000, 86_400_000),
     heartbeatMs: readInt(env, 'RESULT_STREAM_HEARTBEAT_MS', 15_000, 1_000, 600_000),

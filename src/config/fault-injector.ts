@@ -3,34 +3,36 @@ import { InjectConfig } from './app-config.js';
 import type { AppConfig, FaultPoint } from './env.validation.js';
 
 /**
- * Steps a test may pause, to force an interleaving of two paths that change a sale's Redis state:
- * a path about to take the goods' sale-state lock (its premise not read under it yet); the
- * fallback's return once it read `redis_stale = 1`, before it wipes; a load that wrote the
- * buyers and restocked orders, before it writes the stock.
+ * Points a test may hold a step at (holdAt), to force an interleaving:
+ * - `before-order-write`: a consumer has claimed its purchases and not yet written them;
+ * - `before-sale-lock`: a path that wipes or loads a sale is about to take the goods' sale-state
+ *   lock (its premise not read under it yet);
+ * - `fallback-return-stale-read`: the fallback's return read `redis_stale = 1`, before it wipes;
+ * - `preheat-before-stock`: a load wrote the buyers and restocked orders, not yet the stock.
  */
-export type PausePoint = 'before-sale-lock' | 'fallback-return-stale-read' | 'preheat-before-stock';
+export type PausePoint =
+  'before-order-write' | 'before-sale-lock' | 'fallback-return-stale-read' | 'preheat-before-stock';
 
-/** A pause a test holds at a step: the first call that reaches it waits until `release()`. */
-export interface HeldPause {
-  /** Whether a call is waiting here (or went through after waiting). */
-  readonly reached: boolean;
-  /** Lets the waiting call (and any later one) go on. */
-  release(): void;
-}
-
-interface Hold extends HeldPause {
-  reached: boolean;
+/** Where a step is reached: the goods, and the path (SaleStatePath) where there are several. */
+export interface PauseAt {
   goodsId: number;
   path?: string;
-  wait(): Promise<void>;
+}
+
+interface Hold {
+  arrived: () => void;
+  gate: Promise<void>;
+  /** Only the first call for this goods (on this path) is held; the others go on. */
+  only?: PauseAt;
+  taken: boolean;
 }
 
 /**
  * Crash tests need the process to die at an exact point: only the Redis outbox knows a
  * purchase (after-deduct); an order is committed but its message not acked (after-commit); a
  * cancel is committed in MySQL but its stock not yet back in Redis (after-cancel-commit). Off unless FAULT_CRASH_POINT is set, which
- * the config refuses in production. Pauses (`holdAt`) are set by an in-process test only, and
- * refused in production too.
+ * the config refuses in production. Pause points do nothing unless a test in the same process
+ * holds them (refused in production too).
  */
 @Injectable()
 export class FaultInjector {
@@ -47,39 +49,42 @@ export class FaultInjector {
     process.kill(process.pid, 'SIGKILL');
   }
 
-  /**
-   * Resolves at once unless a test holds this step for this goods (and this path, if the hold
-   * names one) and no call waited here yet.
-   */
-  pause(point: PausePoint, goodsId: number, path?: string): Promise<void> {
+  /** Waits while a test holds `point` (for this goods and path, if the hold names one). */
+  async pausePoint(point: PausePoint, at?: PauseAt): Promise<void> {
     const hold = this.holds.get(point);
-    if (hold === undefined || hold.goodsId !== goodsId || hold.reached) return Promise.resolve();
-    if (hold.path !== undefined && hold.path !== path) return Promise.resolve();
-    this.logger.warn(`fault injection: paused at ${point} for goods=${goodsId} ${path ?? ''}`);
-    return hold.wait();
+    if (!hold) return;
+    if (hold.only) {
+      const { goodsId, path } = hold.only;
+      if (hold.taken || at?.goodsId !== goodsId || (path !== undefined && path !== at.path)) return;
+      hold.taken = true;
+    }
+    this.logger.warn(
+      `fault injection: held at ${point}${at ? ` goods=${at.goodsId} ${at.path ?? ''}` : ''}`,
+    );
+    hold.arrived();
+    await hold.gate;
   }
 
-  /** Holds the first call that reaches `point` for this goods (on `path`), until released. */
-  holdAt(point: PausePoint, goodsId: number, path?: string): HeldPause {
+  /**
+   * Holds the next steps that reach `point` until `release` is called (with `only`, the first
+   * one for that goods and path alone); `reached` resolves when the first one arrives.
+   */
+  holdAt(point: PausePoint, only?: PauseAt): { reached: Promise<void>; release: () => void } {
     if (this.config.nodeEnv === 'production') {
       throw new Error('fault injection pauses are for tests and refused in production');
     }
-    let open: () => void = () => undefined;
+    let arrived!: () => void;
+    let open!: () => void;
+    const reached = new Promise<void>((resolve) => (arrived = resolve));
     const gate = new Promise<void>((resolve) => (open = resolve));
-    const hold: Hold = {
-      goodsId,
-      path,
-      reached: false,
-      wait: () => {
-        hold.reached = true;
-        return gate;
-      },
+    const hold: Hold = { arrived, gate, only, taken: false };
+    this.holds.set(point, hold);
+    return {
+      reached,
       release: () => {
         if (this.holds.get(point) === hold) this.holds.delete(point);
         open();
       },
     };
-    this.holds.set(point, hold);
-    return hold;
   }
 }

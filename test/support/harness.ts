@@ -33,7 +33,7 @@ export async function startApp(env: Record<string, string> = {}): Promise<TestAp
   return { app, http, close: () => app.close() };
 }
 
-const PROXIED_SERVICES = { RABBITMQ_URL: 5672, DATABASE_URL: 3306 } as const;
+const PROXIED_SERVICES = { RABBITMQ_URL: 5672, DATABASE_URL: 3306, REDIS_URL: 6379 } as const;
 
 /**
  * The usual e2e setup: the app started before a describe block's tests and closed after them,
@@ -346,7 +346,17 @@ export async function acceptWithoutPublishing(
   goodsId: number,
   userId: number,
 ): Promise<NewOrder> {
-  const order: NewOrder = {
+  const order = newPurchase(goodsId, userId);
+  const { code } = await app
+    .get(StockService)
+    .deduct(goodsId, userId, 1, order.requestId, encodeOrderMessage(order));
+  if (code !== DeductCode.Accepted) throw new Error(`the Lua step refused: code ${code}`);
+  return order;
+}
+
+/** A purchase of one unit as the API would make it (new request id and order number). */
+export function newPurchase(goodsId: number, userId: number): NewOrder {
+  return {
     requestId: randomUUID(),
     orderNo: newOrderNo(),
     userId,
@@ -354,9 +364,13 @@ export async function acceptWithoutPublishing(
     quantity: 1,
     acceptedAt: Date.now(),
   };
-  const { code } = await app
-    .get(StockService)
-    .deduct(goodsId, userId, 1, order.requestId, encodeOrderMessage(order));
-  if (code !== DeductCode.Accepted) throw new Error(`the Lua step refused: code ${code}`);
-  return order;
+}
+
+/** The buyer's purchase result, as `GET /api/v1/seckill/:id/result` answers it. */
+export async function purchaseResult(http: TestAgent, goodsId: number, userId: number) {
+  const response = await http
+    .get(`/api/v1/seckill/${goodsId}/result`)
+    .set('Authorization', bearer(userId))
+    .expect(200);
+  return response.body as { status: string; requestId: string; orderNo?: string; reason?: string };
 }

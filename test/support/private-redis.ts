@@ -12,7 +12,7 @@ import { ephemeralRedisArgs } from '../../scripts/lib/redis-server.js';
 import { waitFor, type Stores } from './harness.js';
 
 /** Resolves once something accepts TCP connections on the port. */
-function listening(port: number): Promise<boolean> {
+export function listening(port: number): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     const socket = createConnection(port, '127.0.0.1');
     socket.once('connect', () => {
@@ -24,7 +24,7 @@ function listening(port: number): Promise<boolean> {
 }
 
 /** True when nothing listens on the port (so a server of ours may). */
-function free(port: number): Promise<boolean> {
+export function free(port: number): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     const server = createServer();
     server.once('error', () => resolve(false));
@@ -33,7 +33,7 @@ function free(port: number): Promise<boolean> {
 }
 
 /** Kills a child outright, as a crash would, and waits for it to be gone. */
-async function killChild(child: ChildProcess | undefined): Promise<void> {
+export async function killChild(child: ChildProcess | undefined): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
   child.kill('SIGKILL');

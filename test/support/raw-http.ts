@@ -1,6 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { AddressInfo } from 'node:net';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 
 export interface RawAnswer {
   status: number;
@@ -58,4 +58,19 @@ function parseAnswer(text: string): Omit<RawAnswer, 'elapsedMs'> | undefined {
     headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
   }
   return { status: Number(statusLine.split(' ')[1]), headers, body: text.slice(split + 4) };
+}
+
+/**
+ * Sends a request on a fresh connection and never reads the answer (the socket is paused from
+ * the start), as a client that stalls would. The caller destroys the socket.
+ */
+export function sendWithoutReading(port: number, request: string): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ port, host: '127.0.0.1' });
+    socket.pause();
+    socket.on('error', () => undefined);
+    socket.once('connect', () =>
+      socket.write(request, (error) => (error ? reject(error) : resolve(socket))),
+    );
+  });
 }

@@ -30,10 +30,18 @@ export class SseClient {
     if (body) void this.read(body);
   }
 
-  static async open(url: string, authorization?: string): Promise<SseClient> {
+  static async open(
+    url: string,
+    authorization?: string,
+    headers: Record<string, string> = {},
+  ): Promise<SseClient> {
     const abort = new AbortController();
     const response = await fetch(url, {
-      headers: { accept: 'text/event-stream', ...(authorization ? { authorization } : {}) },
+      headers: {
+        accept: 'text/event-stream',
+        ...(authorization ? { authorization } : {}),
+        ...headers,
+      },
       signal: abort.signal,
     });
     if (response.status !== 200) {

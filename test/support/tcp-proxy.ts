@@ -17,7 +17,7 @@ export class TcpProxy {
   private refusing = false;
   private held: [Socket, Buffer][] = [];
   private readonly serverTaps: ((chunk: Buffer, upstream: Socket) => void)[] = [];
-  private readonly clientTaps: ((chunk: Buffer) => void)[] = [];
+  private readonly clientTaps: ((chunk: Buffer, client: Socket) => void)[] = [];
 
   private constructor(
     private readonly targetHost: string,
@@ -45,7 +45,7 @@ export class TcpProxy {
     const pair: [Socket, Socket] = [client, upstream];
     this.pairs.add(pair);
     // Before the bytes are forwarded: a tap that cuts the service (down()) keeps them from it.
-    client.on('data', (chunk: Buffer) => this.clientTaps.forEach((tap) => tap(chunk)));
+    client.on('data', (chunk: Buffer) => this.clientTaps.forEach((tap) => tap(chunk, client)));
     this.forward(client, upstream, 'both');
     this.forward(upstream, client, 'to-client');
     upstream.on('data', (chunk: Buffer) => this.serverTaps.forEach((tap) => tap(chunk, upstream)));
@@ -101,8 +101,11 @@ export class TcpProxy {
     this.serverTaps.push(tap);
   }
 
-  /** Shows `tap` every byte a client sends, as it arrives (before it is forwarded). */
-  tapClient(tap: (chunk: Buffer) => void): void {
+  /**
+   * Shows `tap` every byte a client sends, as it arrives (before it is forwarded), with the
+   * client's connection (to follow one connection's statements).
+   */
+  tapClient(tap: (chunk: Buffer, client: Socket) => void): void {
     this.clientTaps.push(tap);
   }
 

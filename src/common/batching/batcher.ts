@@ -8,7 +8,10 @@ export interface BatcherOptions<T> {
    */
   waitMs: number;
   handle: (batch: T[]) => Promise<void>;
-  /** A batch whose handler failed; the batches after it run all the same. */
+  /**
+   * A batch whose handler failed; the batches after it run all the same. Its items are the
+   * caller's to settle here (the order consumer gives their messages back): the batcher keeps none.
+   */
   onError: (error: Error, batch: T[]) => void;
 }
 

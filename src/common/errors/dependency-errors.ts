@@ -37,6 +37,12 @@ const CONNECTION_MESSAGES = [
   /^Pool is closed/, // mysql2
 ];
 
+/**
+ * ioredis' words for a command it refused before writing it (the connection is known to be down
+ * and the offline queue is off): such a command never reached Redis.
+ */
+const NOT_SENT_MESSAGES = [/^Stream isn't writeable/, /^Cluster isn't ready/];
+
 const CONNECTION_ERROR_NAMES = new Set(['MaxRetriesPerRequestError', 'ClusterAllFailedError']);
 
 interface DriverLike {
@@ -67,4 +73,13 @@ export function isDependencyFailure(error: unknown): boolean {
     current = candidate.driverError ?? candidate.cause;
   }
   return false;
+}
+
+/**
+ * True when the command surely never reached the server: the client refused it before writing
+ * it. Any other failure of a command may come after the server ran it (a reply lost on its way).
+ */
+export function neverSent(error: unknown): boolean {
+  const message = (error as DriverLike | null)?.message;
+  return typeof message === 'string' && NOT_SENT_MESSAGES.some((pattern) => pattern.test(message));
 }

@@ -31,6 +31,18 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** The most of a client's own value an error message repeats (a path segment may be 4,096). */
+export const ECHO_MAX_CHARS = 40;
+
+/**
+ * A value the client sent, as an error message may quote it: enough to recognise, never the
+ * request echoed back at length (the contract's Errors).
+ */
+export function echoed(value: unknown): string {
+  const text = String(value);
+  return text.length > ECHO_MAX_CHARS ? `${text.slice(0, ECHO_MAX_CHARS)}…` : text;
+}
+
 export class DomainError extends Error {
   constructor(
     readonly code: ErrorCode,
@@ -49,9 +61,25 @@ export class DomainError extends Error {
 
 /** A dependency (Redis, MySQL, RabbitMQ) failed and nothing was taken. */
 export class UnavailableError extends DomainError {
-  constructor(message: string, cause?: unknown) {
-    super('UNAVAILABLE', message);
+  constructor(message: string, cause?: unknown, details?: Record<string, unknown>) {
+    super('UNAVAILABLE', message, details);
     if (cause !== undefined) this.cause = cause;
+  }
+}
+
+/**
+ * A dependency failed after a step that may have taken stock (its reply, or the reply of the void
+ * that would have undone it, was lost on its way from Redis or MySQL): the service cannot say
+ * "nothing was taken". The 503 carries the purchase's `requestId`, and the result route tells its
+ * outcome once it is known.
+ */
+export class UnknownOutcomeError extends UnavailableError {
+  constructor(
+    readonly requestId: string,
+    message: string,
+    cause?: unknown,
+  ) {
+    super(message, cause, { requestId });
   }
 }
 

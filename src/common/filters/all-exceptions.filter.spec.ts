@@ -6,7 +6,7 @@ import {
   PayloadTooLargeException,
 } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
-import { DomainError, UnavailableError } from '../errors/domain-error.js';
+import { DomainError, UnavailableError, UnknownOutcomeError } from '../errors/domain-error.js';
 import { toErrorBody } from './all-exceptions.filter.js';
 
 describe('toErrorBody', () => {
@@ -61,6 +61,20 @@ describe('toErrorBody', () => {
     expect(body).toEqual({ statusCode: 503, code: 'UNAVAILABLE', message: 'Redis is down' });
   });
 
+  it("should put an unknown outcome's requestId in its 503 body, and nothing of its cause", () => {
+    const requestId = '3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
+    const body = toErrorBody(
+      new UnknownOutcomeError(requestId, 'Its result will tell', new Error('Command timed out')),
+    );
+
+    expect(body).toEqual({
+      statusCode: 503,
+      code: 'UNAVAILABLE',
+      message: 'Its result will tell',
+      requestId,
+    });
+  });
+
   it('should map a NotFoundException to 404 NOT_FOUND', () => {
     expect(toErrorBody(new NotFoundException('No such route'))).toEqual({
       statusCode: 404,
@@ -87,13 +101,17 @@ describe('toErrorBody', () => {
     });
   });
 
-  it('should keep the details of an HttpException response (the health report)', () => {
-    const details = { redis: { status: 'down' } };
+  it("should answer a library's 503 in our words, without its report or its driver's text", () => {
+    const details = { redis: { status: 'down', message: 'connect ECONNREFUSED 10.0.0.5:6379' } };
     const body = toErrorBody(
-      new HttpException({ status: 'error', message: 'Unhealthy', details }, 503),
+      new HttpException(
+        { status: 'error', message: 'Service Unavailable Exception', details },
+        503,
+      ),
     );
 
-    expect(body).toEqual({ statusCode: 503, code: 'UNAVAILABLE', message: 'Unhealthy', details });
+    expect(body).toEqual({ statusCode: 503, code: 'UNAVAILABLE', message: expect.any(String) });
+    expect(JSON.stringify(body)).not.toMatch(/ECONNREFUSED|10\.0\.0\.5|Exception/);
   });
 
   it('should map a 5xx HttpException without a code of its own to INTERNAL_ERROR', () => {

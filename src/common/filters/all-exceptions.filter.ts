@@ -29,6 +29,9 @@ const CODE_FOR_STATUS: Record<number, ErrorCode> = {
   503: 'UNAVAILABLE',
 };
 
+const UNAVAILABLE_MESSAGE =
+  'A service this request needs is unavailable; nothing was changed, try again shortly';
+
 interface EdgeError {
   statusCode?: number;
   code?: string;
@@ -71,27 +74,24 @@ export function toErrorBody(exception: unknown): ErrorBody {
     const response = exception.getResponse();
     const raw =
       typeof response === 'string' ? response : (response as { message?: unknown }).message;
-    // A 5xx text may name internals (hosts, queries): only 503s, which are ours, pass through.
+    // A 5xx text is a library's, and may name internals (hosts, queries): ours are DomainErrors.
     const message =
-      statusCode >= 500 && statusCode !== 503
-        ? 'Internal server error'
+      statusCode >= 500
+        ? statusCode === 503
+          ? UNAVAILABLE_MESSAGE
+          : 'Internal server error'
         : Array.isArray(raw)
           ? raw.join('; ')
           : typeof raw === 'string'
             ? raw
             : exception.message;
-    const body: ErrorBody = {
+    return {
       statusCode,
       code:
         CODE_FOR_STATUS[statusCode] ?? (statusCode >= 500 ? 'INTERNAL_ERROR' : 'VALIDATION_FAILED'),
       // Nest's route-not-found text repeats the method and the whole URL.
       message: statusCode === 404 ? 'No such route' : message,
     };
-    // Terminus puts the per-dependency health report in the response: keep it.
-    if (typeof response === 'object' && response && 'details' in response) {
-      body.details = response.details;
-    }
-    return body;
   }
   const { statusCode, code } = (exception ?? {}) as EdgeError;
   const known = typeof code === 'string' ? edgeError(code) : undefined;
@@ -109,8 +109,7 @@ export function toErrorBody(exception: unknown): ErrorBody {
     return {
       statusCode: 503,
       code: 'UNAVAILABLE',
-      message:
-        'A service this request needs is unavailable; nothing was changed, try again shortly',
+      message: UNAVAILABLE_MESSAGE,
     };
   }
   return { statusCode: 500, code: 'INTERNAL_ERROR', message: 'Internal server error' };

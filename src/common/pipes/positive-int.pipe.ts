@@ -1,5 +1,5 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
-import { DomainError } from '../errors/domain-error.js';
+import { DomainError, echoed } from '../errors/domain-error.js';
 
 const POSITIVE_INT = /^[1-9][0-9]{0,15}$/;
 
@@ -9,10 +9,7 @@ export class PositiveIntPipe implements PipeTransform<string, number> {
   transform(value: string): number {
     const parsed = POSITIVE_INT.test(value) ? Number(value) : NaN;
     if (!Number.isSafeInteger(parsed)) {
-      throw new DomainError(
-        'VALIDATION_FAILED',
-        `"${String(value).slice(0, 40)}" is not a positive integer id`,
-      );
+      throw new DomainError('VALIDATION_FAILED', `"${echoed(value)}" is not a positive integer id`);
     }
     return parsed;
   }

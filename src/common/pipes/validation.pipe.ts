@@ -1,12 +1,17 @@
 import { ValidationError, ValidationPipe } from '@nestjs/common';
-import { DomainError } from '../errors/domain-error.js';
+import { DomainError, echoed } from '../errors/domain-error.js';
 
 function describe(errors: ValidationError[], parent = ''): string[] {
   return errors.flatMap((error) => {
-    const path = parent ? `${parent}.${error.property}` : error.property;
-    const own = Object.values(error.constraints ?? {}).map((text) =>
-      text.startsWith(error.property) ? `${parent ? parent + '.' : ''}${text}` : `${path}: ${text}`,
-    );
+    // An unknown field's name is the client's (class-validator repeats it whole).
+    const property = echoed(error.property);
+    const path = parent ? `${parent}.${property}` : property;
+    const own = Object.values(error.constraints ?? {}).map((constraint) => {
+      const text = constraint.replaceAll(error.property, property);
+      return text.startsWith(property)
+        ? `${parent ? parent + '.' : ''}${text}`
+        : `${path}: ${text}`;
+    });
     return own.concat(describe(error.children ?? [], path));
   });
 }

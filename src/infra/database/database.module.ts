@@ -6,6 +6,7 @@ import type { AppConfig } from '../../config/env.validation.js';
 import { ensureDatabase, parseDatabaseUrl } from './ensure-database.js';
 import { GoodsEntity } from './entities/goods.entity.js';
 import { OrderEntity } from './entities/order.entity.js';
+import { mysql2WithUtcSessions } from './utc-sessions.js';
 
 // Migrations are compiled on their own (tsconfig.migrations.json) into dist/migrations; this
 // path is the same from src/infra/database and dist/infra/database.
@@ -25,6 +26,8 @@ const MIGRATIONS_GLOB = fileURLToPath(new URL('../../../dist/migrations/*.js', i
           migrationsRun: true,
           migrationsTransactionMode: 'each' as const,
           synchronize: false,
+          // Sessions in UTC too, so that MySQL's NOW(3) and CURRENT_TIMESTAMP(3) are.
+          driver: mysql2WithUtcSessions,
           timezone: 'Z',
           dateStrings: false,
           supportBigNumbers: true,

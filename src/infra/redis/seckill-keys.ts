@@ -45,6 +45,11 @@ function keysUnder(prefix: string) {
      * requestId -> {quantity, at, userId, home}, until the purchase is recorded or the loan given back.
      */
     loans: `${prefix}:loans`,
+    /**
+     * The purchases recorded in this (their home) bucket on a loan: requestId -> lending bucket.
+     * Kept with the sale: the loan sweeper reads it to tell whether a loan's purchase was recorded.
+     */
+    borrowed: `${prefix}:borrowed`,
     /** The last confirmed reconcile verdict (JSON), shared by every instance's dashboard feed. */
     verdict: `${prefix}:verdict`,
     /** Held (with a TTL) by the instance refreshing the verdict: one refresh at a time. */
@@ -74,6 +79,11 @@ export function resultChannel(goodsId: number, userId: number, shards = 1): stri
 /** A user's open result streams, across instances (see lua/result-stream-slot.lua). */
 export function resultStreamSlotsKey(userId: number): string {
   return `seckill:streams:{user:${userId}}`;
+}
+
+/** The open result streams of one client address (as the rate limiter keys it), same shape. */
+export function resultStreamAddressSlotsKey(address: string): string {
+  return `seckill:streams:{ip:${address}}`;
 }
 
 /** The dashboard's latest snapshot (JSON), built by one instance and read by the others. */

@@ -16,6 +16,8 @@ import {
 
 const HOUR = 60 * 60 * 1000;
 const MINUTE = 60 * 1000;
+/** A consumer's claim holder (lua/seckill-claim.lua). */
+const CONSUMER = 'consumer-a';
 
 interface Sale {
   goodsId: number;
@@ -83,6 +85,7 @@ describe('SeckillScripts (real Redis)', () => {
     userId: number,
     quantity = 1,
     requestId: string = randomUUID(),
+    borrowedFrom?: number,
   ): Promise<Purchase> {
     const message = encodeOrderMessage({
       requestId,
@@ -92,9 +95,20 @@ describe('SeckillScripts (real Redis)', () => {
       quantity,
       acceptedAt: Date.now(),
     });
-    const result = await scripts.deduct(sale.keys, userId, quantity, requestId, message);
+    const result = await scripts.deduct(
+      sale.keys,
+      userId,
+      quantity,
+      requestId,
+      message,
+      borrowedFrom,
+    );
     return { requestId, message, ...result };
   }
+
+  /** A purchase recorded in its home bucket on stock lent by bucket 1 (seckill-loan.lua). */
+  const buyBorrowed = (sale: Sale, userId: number, quantity = 1, requestId = randomUUID()) =>
+    buy(sale, userId, quantity, requestId, 1);
 
   /** Everything the scripts may touch, to assert that a call changed nothing. */
   async function snapshot({ keys }: Sale) {
@@ -110,6 +124,7 @@ describe('SeckillScripts (real Redis)', () => {
       completed: await redis.zrange(keys.completed, 0, -1, 'WITHSCORES'),
       restocked: (await redis.smembers(keys.restocked)).sort(),
       loans: await redis.hgetall(keys.loans),
+      borrowed: await redis.hgetall(keys.borrowed),
     };
   }
 
@@ -273,9 +288,9 @@ describe('SeckillScripts (real Redis)', () => {
     it('should give back the stock and buyer slot, void the request and report FAILED with the reason', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 201, 2);
-      await scripts.claim(sale.keys, [purchase.requestId]);
+      await scripts.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE);
 
-      expect(await scripts.release(sale.keys, purchase.requestId, true, 'UNAVAILABLE')).toBe(
+      expect(await scripts.release(sale.keys, purchase.requestId, CONSUMER, 'UNAVAILABLE')).toBe(
         ReleaseCode.Released,
       );
 
@@ -343,7 +358,7 @@ describe('SeckillScripts (real Redis)', () => {
       expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
         ReleaseCode.NotInFlight,
       );
-      expect(await scripts.release(sale.keys, purchase.requestId, true, 'UNAVAILABLE')).toBe(
+      expect(await scripts.release(sale.keys, purchase.requestId, CONSUMER, 'UNAVAILABLE')).toBe(
         ReleaseCode.NotInFlight,
       );
       expect(await snapshot(sale)).toEqual(before);
@@ -371,9 +386,9 @@ describe('SeckillScripts (real Redis)', () => {
     it('should answer COMPLETED for a request that is an order already', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 210);
-      await scripts.claim(sale.keys, [purchase.requestId]);
+      await scripts.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE);
       await scripts.complete(sale.keys, [
-        { requestId: purchase.requestId, userId: 210, orderNo: 'SK0000000210' },
+        { requestId: purchase.requestId, userId: 210, orderNo: 'SK0000000210', quantity: 1 },
       ]);
       const before = await snapshot(sale);
 
@@ -386,7 +401,9 @@ describe('SeckillScripts (real Redis)', () => {
     it('should refuse to release a claimed request without force, and release it with force', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 205, 3);
-      expect(await scripts.claim(sale.keys, [purchase.requestId])).toEqual([true]);
+      expect(await scripts.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE)).toEqual([
+        true,
+      ]);
       const before = await snapshot(sale);
 
       expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
@@ -395,12 +412,61 @@ describe('SeckillScripts (real Redis)', () => {
       expect(await snapshot(sale)).toEqual(before);
       expect(await stockOf(sale)).toBe(7);
 
-      expect(await scripts.release(sale.keys, purchase.requestId, true, 'SOLD_OUT')).toBe(
+      expect(await scripts.release(sale.keys, purchase.requestId, CONSUMER, 'SOLD_OUT')).toBe(
         ReleaseCode.Released,
       );
       expect(await stockOf(sale)).toBe(10);
       expect(await redis.hlen(sale.keys.claims)).toBe(0);
       expect(await redis.hexists(sale.keys.buyers, '205')).toBe(0);
+    });
+
+    it("should refuse a forced release while another consumer's claim is in force, dropping only the caller's own claim", async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 206, 2);
+      // Two copies of the request: the sweeper's republish and the original.
+      await scripts.claim(sale.keys, [purchase.requestId], 'consumer-b', MINUTE);
+      await scripts.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE);
+
+      // The caller's copy is given up (exhausted, or refused by MySQL); consumer-b writes its own.
+      expect(await scripts.release(sale.keys, purchase.requestId, CONSUMER, 'UNDELIVERABLE')).toBe(
+        ReleaseCode.Claimed,
+      );
+      // A consumer that claimed nothing (an exhausted copy) is refused the same way.
+      expect(await scripts.release(sale.keys, purchase.requestId, 'consumer-c', 'X')).toBe(
+        ReleaseCode.Claimed,
+      );
+      expect(await stockOf(sale)).toBe(8);
+      expect(await redis.hget(sale.keys.buyers, '206')).toBe('2');
+      expect(await redis.hexists(sale.keys.inflight, purchase.requestId)).toBe(1);
+      expect(await redis.zscore(sale.keys.voided, purchase.requestId)).toBeNull();
+      expect(await resultOf(sale, 206)).toEqual({
+        status: 'QUEUED',
+        requestId: purchase.requestId,
+      });
+      const claim = JSON.parse((await redis.hget(sale.keys.claims, purchase.requestId))!) as object;
+      expect(Object.keys(claim)).toEqual(['consumer-b']);
+
+      // The holder itself may give it up: no other claim holds it now.
+      expect(await scripts.release(sale.keys, purchase.requestId, 'consumer-b', 'SOLD_OUT')).toBe(
+        ReleaseCode.Released,
+      );
+      expect(await stockOf(sale)).toBe(10);
+    });
+
+    it('should let a forced release take over a claim whose lease lapsed (its holder is gone)', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 207);
+      await scripts.claim(sale.keys, [purchase.requestId], 'consumer-b', 0);
+
+      expect(await scripts.release(sale.keys, purchase.requestId, CONSUMER, 'UNDELIVERABLE')).toBe(
+        ReleaseCode.Released,
+      );
+      expect(await stockOf(sale)).toBe(10);
+      expect(await redis.hlen(sale.keys.claims)).toBe(0);
+      expect(await resultOf(sale, 207)).toMatchObject({
+        status: 'FAILED',
+        reason: 'UNDELIVERABLE',
+      });
     });
   });
 
@@ -410,14 +476,34 @@ describe('SeckillScripts (real Redis)', () => {
       const first = await buy(sale, 301);
       const second = await buy(sale, 302);
 
-      expect(await scripts.claim(sale.keys, [first.requestId, second.requestId])).toEqual([
-        true,
-        true,
-      ]);
-      expect(await redis.hgetall(sale.keys.claims)).toEqual({
-        [first.requestId]: '1',
-        [second.requestId]: '1',
-      });
+      expect(
+        await scripts.claim(sale.keys, [first.requestId, second.requestId], CONSUMER, MINUTE),
+      ).toEqual([true, true]);
+      const claims = await redis.hgetall(sale.keys.claims);
+      expect(Object.keys(claims).sort()).toEqual([first.requestId, second.requestId].sort());
+      for (const claim of Object.values(claims)) {
+        expect(Object.keys(JSON.parse(claim) as object)).toEqual([CONSUMER]);
+      }
+    });
+
+    it("should renew the caller's lease, keep another holder's in force and drop a lapsed one", async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 306);
+      const leases = async () =>
+        JSON.parse((await redis.hget(sale.keys.claims, purchase.requestId))!) as Record<
+          string,
+          number
+        >;
+      await scripts.claim(sale.keys, [purchase.requestId], 'gone', 0);
+      await scripts.claim(sale.keys, [purchase.requestId], 'consumer-b', MINUTE);
+      const first = await leases();
+      expect(Object.keys(first)).toEqual(['consumer-b']);
+
+      const before = await redisNowMs();
+      expect(await scripts.claim(sale.keys, [purchase.requestId], CONSUMER, HOUR)).toEqual([true]);
+      const renewed = await leases();
+      expect(renewed['consumer-b']).toBe(first['consumer-b']);
+      expect(renewed[CONSUMER]).toBeGreaterThanOrEqual(before + HOUR);
     });
 
     it('should refuse a voided request without claiming it', async () => {
@@ -425,14 +511,16 @@ describe('SeckillScripts (real Redis)', () => {
       const purchase = await buy(sale, 303);
       await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE');
 
-      expect(await scripts.claim(sale.keys, [purchase.requestId])).toEqual([false]);
+      expect(await scripts.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE)).toEqual([
+        false,
+      ]);
       expect(await redis.hlen(sale.keys.claims)).toBe(0);
     });
 
     it('should allow an unknown request id without adding it to the claims', async () => {
       const sale = await openSale({ stock: 10 });
 
-      expect(await scripts.claim(sale.keys, [randomUUID()])).toEqual([true]);
+      expect(await scripts.claim(sale.keys, [randomUUID()], CONSUMER, MINUTE)).toEqual([true]);
       expect(await redis.exists(sale.keys.claims)).toBe(0);
     });
 
@@ -444,7 +532,12 @@ describe('SeckillScripts (real Redis)', () => {
       const unknown = randomUUID();
 
       expect(
-        await scripts.claim(sale.keys, [voided.requestId, inflight.requestId, unknown]),
+        await scripts.claim(
+          sale.keys,
+          [voided.requestId, inflight.requestId, unknown],
+          CONSUMER,
+          MINUTE,
+        ),
       ).toEqual([false, true, true]);
       expect(await redis.hkeys(sale.keys.claims)).toEqual([inflight.requestId]);
     });
@@ -459,7 +552,9 @@ describe('SeckillScripts (real Redis)', () => {
         },
       ) as Redis;
 
-      await expect(new SeckillScripts(noRedis).claim(newSale().keys, [])).resolves.toEqual([]);
+      await expect(
+        new SeckillScripts(noRedis).claim(newSale().keys, [], CONSUMER, MINUTE),
+      ).resolves.toEqual([]);
     });
   });
 
@@ -468,11 +563,11 @@ describe('SeckillScripts (real Redis)', () => {
       const sale = await openSale({ stock: 10 });
       const first = await buy(sale, 401);
       const second = await buy(sale, 402);
-      await scripts.claim(sale.keys, [first.requestId, second.requestId]);
+      await scripts.claim(sale.keys, [first.requestId, second.requestId], CONSUMER, MINUTE);
 
-      const completed = await scripts.complete(sale.keys, [
-        { requestId: first.requestId, userId: 401, orderNo: 'SK0000000001' },
-        { requestId: second.requestId, userId: 402, orderNo: 'SK0000000002' },
+      const { completed } = await scripts.complete(sale.keys, [
+        { requestId: first.requestId, userId: 401, orderNo: 'SK0000000001', quantity: 1 },
+        { requestId: second.requestId, userId: 402, orderNo: 'SK0000000002', quantity: 1 },
       ]);
 
       expect(completed).toBe(2);
@@ -499,9 +594,9 @@ describe('SeckillScripts (real Redis)', () => {
       const purchase = await buy(sale, 403);
       const other = await buy(sale, 404);
 
-      const completed = await scripts.complete(sale.keys, [
-        { requestId: purchase.requestId, userId: 403, orderNo: 'SK0000000003' },
-        { requestId: randomUUID(), userId: 405, orderNo: 'SK0000000005' },
+      const { completed } = await scripts.complete(sale.keys, [
+        { requestId: purchase.requestId, userId: 403, orderNo: 'SK0000000003', quantity: 1 },
+        { requestId: randomUUID(), userId: 405, orderNo: 'SK0000000005', quantity: 1 },
       ]);
 
       expect(completed).toBe(1);
@@ -516,8 +611,8 @@ describe('SeckillScripts (real Redis)', () => {
       const newer = await buy(sale, 406);
       expect(newer.code).toBe(DeductCode.Accepted);
 
-      const completed = await scripts.complete(sale.keys, [
-        { requestId: old.requestId, userId: 406, orderNo: 'SK0000000006' },
+      const { completed } = await scripts.complete(sale.keys, [
+        { requestId: old.requestId, userId: 406, orderNo: 'SK0000000006', quantity: 1 },
       ]);
 
       expect(completed).toBe(0);
@@ -528,13 +623,54 @@ describe('SeckillScripts (real Redis)', () => {
       expect(await redis.hexists(sale.keys.inflight, newer.requestId)).toBe(1);
     });
 
+    it('should take the stock and buyer slot again, once, for an order that lands after its purchase was released', async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 416, 2);
+      // Its writer's lease lapsed (it lost Redis), and another copy's consumer gave it up.
+      await scripts.claim(sale.keys, [purchase.requestId], 'consumer-b', 0);
+      expect(await scripts.release(sale.keys, purchase.requestId, CONSUMER, 'UNDELIVERABLE')).toBe(
+        ReleaseCode.Released,
+      );
+      expect(await stockOf(sale)).toBe(10);
+      // The writer's transaction commits all the same.
+      const order = {
+        requestId: purchase.requestId,
+        userId: 416,
+        orderNo: 'SK0000000416',
+        quantity: 2,
+      };
+
+      expect(await scripts.complete(sale.keys, [order])).toEqual({
+        completed: 0,
+        retaken: [purchase.requestId],
+      });
+
+      expect(await stockOf(sale)).toBe(8);
+      expect(await redis.hget(sale.keys.buyers, '416')).toBe('2');
+      expect(await resultOf(sale, 416)).toEqual({
+        status: 'SUCCESS',
+        requestId: purchase.requestId,
+        orderNo: 'SK0000000416',
+      });
+      expect(
+        await redis.zscore(sale.keys.completed, completedMember(purchase.requestId, 416, 2)),
+      ).not.toBeNull();
+      const before = await snapshot(sale);
+      expect(await scripts.complete(sale.keys, [order])).toEqual({ completed: 0, retaken: [] });
+      expect(await snapshot(sale)).toEqual(before);
+      // Still voided: a late copy of its message is dropped.
+      expect(await scripts.claim(sale.keys, [purchase.requestId], 'consumer-c', MINUTE)).toEqual([
+        false,
+      ]);
+    });
+
     it('should write SUCCESS when the user has no result yet', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 407);
       await redis.hdel(sale.keys.results, '407');
 
       await scripts.complete(sale.keys, [
-        { requestId: purchase.requestId, userId: 407, orderNo: 'SK0000000007' },
+        { requestId: purchase.requestId, userId: 407, orderNo: 'SK0000000007', quantity: 1 },
       ]);
 
       expect(await resultOf(sale, 407)).toEqual({
@@ -547,15 +683,20 @@ describe('SeckillScripts (real Redis)', () => {
     it('should be idempotent: a second completion counts nothing and changes nothing', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 408);
-      const order = { requestId: purchase.requestId, userId: 408, orderNo: 'SK0000000008' };
-      expect(await scripts.complete(sale.keys, [order])).toBe(1);
+      const order = {
+        requestId: purchase.requestId,
+        userId: 408,
+        orderNo: 'SK0000000008',
+        quantity: 1,
+      };
+      expect((await scripts.complete(sale.keys, [order])).completed).toBe(1);
       const before = await snapshot(sale);
 
-      expect(await scripts.complete(sale.keys, [order])).toBe(0);
+      expect((await scripts.complete(sale.keys, [order])).completed).toBe(0);
       expect(await snapshot(sale)).toEqual(before);
     });
 
-    it('should return 0 for an empty list without calling Redis', async () => {
+    it('should count nothing for an empty list without calling Redis', async () => {
       const noRedis = new Proxy(
         {},
         {
@@ -565,7 +706,10 @@ describe('SeckillScripts (real Redis)', () => {
         },
       ) as Redis;
 
-      await expect(new SeckillScripts(noRedis).complete(newSale().keys, [])).resolves.toBe(0);
+      await expect(new SeckillScripts(noRedis).complete(newSale().keys, [])).resolves.toEqual({
+        completed: 0,
+        retaken: [],
+      });
     });
 
     it('should record a request that was in flight in the completed zset as "requestId|userId|quantity" at the Redis time', async () => {
@@ -575,8 +719,8 @@ describe('SeckillScripts (real Redis)', () => {
       const before = await redisNowMs();
 
       await scripts.complete(sale.keys, [
-        { requestId: purchase.requestId, userId: 409, orderNo: 'SK0000000009' },
-        { requestId: unknown, userId: 410, orderNo: 'SK0000000010' },
+        { requestId: purchase.requestId, userId: 409, orderNo: 'SK0000000009', quantity: 3 },
+        { requestId: unknown, userId: 410, orderNo: 'SK0000000010', quantity: 1 },
       ]);
 
       const after = await redisNowMs();
@@ -590,7 +734,12 @@ describe('SeckillScripts (real Redis)', () => {
     it('should add nothing to the completed zset on a second completion of the same request', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 411, 2);
-      const order = { requestId: purchase.requestId, userId: 411, orderNo: 'SK0000000011' };
+      const order = {
+        requestId: purchase.requestId,
+        userId: 411,
+        orderNo: 'SK0000000011',
+        quantity: 2,
+      };
       await scripts.complete(sale.keys, [order]);
       const before = await redis.zrange(sale.keys.completed, 0, -1, 'WITHSCORES');
       expect(before).toHaveLength(2);
@@ -606,7 +755,7 @@ describe('SeckillScripts (real Redis)', () => {
       const purchase = await buy(sale, userId, 2);
 
       await scripts.complete(sale.keys, [
-        { requestId: purchase.requestId, userId, orderNo: 'SK0000000012' },
+        { requestId: purchase.requestId, userId, orderNo: 'SK0000000012', quantity: 2 },
       ]);
 
       expect(await redis.zrange(sale.keys.completed, 0, -1)).toEqual([
@@ -623,7 +772,7 @@ describe('SeckillScripts (real Redis)', () => {
       const purchase = await buy(sale, 415);
 
       await scripts.complete(sale.keys, [
-        { requestId: purchase.requestId, userId: 415, orderNo: 'SK0000000015' },
+        { requestId: purchase.requestId, userId: 415, orderNo: 'SK0000000015', quantity: 1 },
       ]);
 
       expect(await redis.zscore(sale.keys.completed, old)).toBeNull();
@@ -813,7 +962,7 @@ describe('SeckillScripts (real Redis)', () => {
       await buy(sale, 806, 3);
 
       await scripts.complete(sale.keys, [
-        { requestId: completed.requestId, userId: 805, orderNo: 'SK0000000805' },
+        { requestId: completed.requestId, userId: 805, orderNo: 'SK0000000805', quantity: 1 },
       ]);
 
       expect(await scripts.snapshot(sale.keys)).toEqual({
@@ -849,7 +998,7 @@ describe('SeckillScripts (real Redis)', () => {
       const sale = await openSale({ stock: 10, limit: 5 });
       const first = await buy(sale, 950, 2);
       await scripts.complete(sale.keys, [
-        { requestId: first.requestId, userId: 950, orderNo: 'SK0000000950' },
+        { requestId: first.requestId, userId: 950, orderNo: 'SK0000000950', quantity: 1 },
       ]);
       // MySQL has cancelled that order; its Redis restock has not run yet when the repair reads.
       const completedAt = await redisNowMs();
@@ -904,8 +1053,8 @@ describe('SeckillScripts (real Redis)', () => {
       const missing = await buy(sale, 911, 2);
       const listed = await buy(sale, 912, 1);
       await scripts.complete(sale.keys, [
-        { requestId: missing.requestId, userId: 911, orderNo: 'SK0000000911' },
-        { requestId: listed.requestId, userId: 912, orderNo: 'SK0000000912' },
+        { requestId: missing.requestId, userId: 911, orderNo: 'SK0000000911', quantity: 1 },
+        { requestId: listed.requestId, userId: 912, orderNo: 'SK0000000912', quantity: 1 },
       ]);
       const score = Number(
         await redis.zscore(sale.keys.completed, completedMember(missing.requestId, 911, 2)),
@@ -925,7 +1074,7 @@ describe('SeckillScripts (real Redis)', () => {
       const sale = await openSale({ stock: 10, limit: 5 });
       const purchase = await buy(sale, 921, 2);
       await scripts.complete(sale.keys, [
-        { requestId: purchase.requestId, userId: 921, orderNo: 'SK0000000921' },
+        { requestId: purchase.requestId, userId: 921, orderNo: 'SK0000000921', quantity: 1 },
       ]);
       const score = Number(
         await redis.zscore(sale.keys.completed, completedMember(purchase.requestId, 921, 2)),
@@ -991,7 +1140,12 @@ describe('SeckillScripts (real Redis)', () => {
       const completedUser = Number.MAX_SAFE_INTEGER - 2;
       const completed = await buy(sale, completedUser, 3);
       await scripts.complete(sale.keys, [
-        { requestId: completed.requestId, userId: completedUser, orderNo: 'SK0000000961' },
+        {
+          requestId: completed.requestId,
+          userId: completedUser,
+          orderNo: 'SK0000000961',
+          quantity: 1,
+        },
       ]);
       await buy(sale, Number.MAX_SAFE_INTEGER, 1);
 
@@ -1078,25 +1232,51 @@ describe('SeckillScripts (real Redis)', () => {
     });
 
     it('should tell the loan sweeper that a recorded purchase released at home has its stock back there, so its loan is not given back as well', async () => {
-      const home = await openSale({ stock: 1 });
-      const purchase = await buy(home, 20);
+      const home = await openSale({ stock: 0 });
+      const purchase = await buyBorrowed(home, 20);
       expect(await scripts.release(home.keys, purchase.requestId, false, 'UNAVAILABLE', 20)).toBe(
         ReleaseCode.Released,
       );
       expect(await stockOf(home)).toBe(1);
       // The sweeper's question for the loan still open in the lending bucket.
       expect(
-        await scripts.release(home.keys, purchase.requestId, false, 'UNAVAILABLE', 20, 1),
-      ).toBe(ReleaseCode.ReturnedAtHome);
+        await scripts.release(home.keys, purchase.requestId, false, 'UNAVAILABLE', 20, true),
+      ).toBe(ReleaseCode.Recorded);
       // A request voided without ever being recorded still has its loan given back.
       const never = randomUUID();
-      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 21, 1)).toBe(
+      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 21, true)).toBe(
         ReleaseCode.NotInFlight,
       );
-      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 21, 1)).toBe(
+      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 21, true)).toBe(
         ReleaseCode.NotInFlight,
       );
       expect(await stockOf(home)).toBe(1);
+    });
+
+    it('should tell the loan sweeper that a purchase recorded on its loan was recorded, long after its order completed, was cancelled and the buyer bought again', async () => {
+      const lender = await openSale({ stock: 2 });
+      const home = await openSale({ stock: 0 });
+      const userId = 30;
+      const requestId = randomUUID();
+      expect((await scripts.loan(lender.keys, requestId, 1, userId, 0)).code).toBe(LoanCode.Lent);
+      const purchase = await buyBorrowed(home, userId, 1, requestId);
+      expect(purchase.code).toBe(DeductCode.Accepted);
+      // The loan's drop (settleLoan, fire and forget) is lost: the loan stays open.
+      await scripts.claim(home.keys, [requestId], CONSUMER, MINUTE);
+      await scripts.complete(home.keys, [{ requestId, userId, orderNo: 'SK-loaned', quantity: 1 }]);
+      // The sweep comes more than ten minutes later: the completed log has been trimmed.
+      await redis.del(home.keys.completed);
+      // The order is cancelled (its stock comes back at home) and the buyer buys again.
+      expect(await scripts.restock(home.keys, 'SK-loaned', userId, 1)).toBe(RestockCode.Restocked);
+      const again = await buy(home, userId);
+      expect(again.code).toBe(DeductCode.Accepted);
+      expect(await resultOf(home, userId)).toMatchObject({ requestId: again.requestId });
+
+      expect(await scripts.release(home.keys, requestId, false, 'UNAVAILABLE', userId, true)).toBe(
+        ReleaseCode.Recorded,
+      );
+      expect(await redis.zscore(home.keys.voided, requestId)).toBeNull();
+      expect(await stockOf(home)).toBe(0);
     });
 
     it('should record a borrowed purchase without touching the home stock, after the per-user checks', async () => {
@@ -1112,46 +1292,36 @@ describe('SeckillScripts (real Redis)', () => {
         });
       expect((await buy(home, 5)).code).toBe(DeductCode.SoldOut);
       const first = randomUUID();
-      expect(await scripts.deduct(home.keys, 5, 1, first, message(first), true)).toEqual({
+      expect(await scripts.deduct(home.keys, 5, 1, first, message(first), 3)).toEqual({
         code: DeductCode.Accepted,
         remaining: 0,
       });
       expect(await redis.hget(home.keys.buyers, '5')).toBe('1');
       expect(await redis.hexists(home.keys.inflight, first)).toBe(1);
+      // Written down with its lending bucket, for the loan sweeper.
+      expect(await redis.hgetall(home.keys.borrowed)).toEqual({ [first]: '3' });
       const second = randomUUID();
-      expect((await scripts.deduct(home.keys, 5, 1, second, message(second), true)).code).toBe(
+      expect((await scripts.deduct(home.keys, 5, 1, second, message(second), 3)).code).toBe(
         DeductCode.AlreadyPurchased,
       );
+      expect(await redis.hexists(home.keys.borrowed, second)).toBe(0);
       expect(await stockOf(home)).toBe(0);
     });
 
     it('should void an unrecorded request (a late record is then refused) and leave a recorded one alone', async () => {
-      const home = await openSale({ stock: 3 });
-      const recorded = await buy(home, 10);
+      const home = await openSale({ stock: 0 });
+      const recorded = await buyBorrowed(home, 10);
       expect(
-        await scripts.release(home.keys, recorded.requestId, false, 'UNAVAILABLE', 10, 1),
+        await scripts.release(home.keys, recorded.requestId, false, 'UNAVAILABLE', 10, true),
       ).toBe(ReleaseCode.Recorded);
       expect(await redis.hexists(home.keys.inflight, recorded.requestId)).toBe(1);
 
       const never = randomUUID();
-      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 11, 1)).toBe(
+      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 11, true)).toBe(
         ReleaseCode.NotInFlight,
       );
-      expect((await buy(home, 11, 1, never)).code).toBe(DeductCode.Voided);
-
-      const done = await buy(home, 12);
-      await scripts.complete(home.keys, [
-        { requestId: done.requestId, userId: 12, orderNo: 'SK-done' },
-      ]);
-      // Its result is overwritten by a later purchase; the completed record still tells.
-      await redis.hset(
-        home.keys.results,
-        '12',
-        JSON.stringify({ status: 'QUEUED', requestId: 'x' }),
-      );
-      expect(await scripts.release(home.keys, done.requestId, false, 'UNAVAILABLE', 12, 1)).toBe(
-        ReleaseCode.Completed,
-      );
+      expect((await buyBorrowed(home, 11, 1, never)).code).toBe(DeductCode.Voided);
+      expect(await redis.hexists(home.keys.borrowed, never)).toBe(0);
     });
 
     it("should count a bucket's open loans as used when rebuilding, and write nothing in a dry run", async () => {
@@ -1184,7 +1354,7 @@ describe('SeckillScripts (real Redis)', () => {
       const sale = await openSale({ stock: 3 });
       expect(await scripts.freeze(sale.keys, 'freeze', 'repair-1', MINUTE)).toBe(true);
       const before = await snapshot(sale);
-      for (const borrowed of [false, true]) {
+      for (const borrowedFrom of [undefined, 1]) {
         const requestId = randomUUID();
         expect(
           await scripts.deduct(
@@ -1193,7 +1363,7 @@ describe('SeckillScripts (real Redis)', () => {
             1,
             requestId,
             orderMessage(sale, 7, requestId),
-            borrowed,
+            borrowedFrom,
           ),
         ).toEqual({ code: DeductCode.Frozen, remaining: 3 });
       }

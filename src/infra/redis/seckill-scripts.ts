@@ -9,10 +9,10 @@ import type { SaleKeys, throttleKeys } from './seckill-keys.js';
 const LUA_DIR = fileURLToPath(new URL('../../../lua/', import.meta.url));
 
 const SCRIPTS = {
-  seckillDeduct: { file: 'seckill-deduct.lua', keys: 7 },
+  seckillDeduct: { file: 'seckill-deduct.lua', keys: 8 },
   seckillRelease: { file: 'seckill-release.lua', keys: 8 },
   seckillClaim: { file: 'seckill-claim.lua', keys: 3 },
-  seckillComplete: { file: 'seckill-complete.lua', keys: 5 },
+  seckillComplete: { file: 'seckill-complete.lua', keys: 8 },
   seckillPreheat: { file: 'seckill-preheat.lua', keys: 2 },
   seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
   seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 5 },
@@ -66,10 +66,8 @@ export enum ReleaseCode {
   Released = 1,
   Claimed = 2,
   Completed = 3,
-  /** Only with `voidOnly`: the request is in flight, left alone. */
+  /** Only with `voidOnly`: the request was recorded (on its loan, or it is in flight), left alone. */
   Recorded = 4,
-  /** Only with `voidOnly`: recorded, then released at home (its stock is back there). */
-  ReturnedAtHome = 5,
 }
 
 export enum LoanCode {
@@ -135,7 +133,15 @@ export interface CompletedOrder {
   requestId: string;
   userId: number;
   orderNo: string;
+  /** Taken again if the purchase was released meanwhile (see lua/seckill-complete.lua). */
+  quantity: number;
 }
+
+/**
+ * A forced release (lua/seckill-release.lua): the claim holder of the consumer giving up its copy
+ * of the request (lua/seckill-claim.lua), or false for a release of a request no consumer claimed.
+ */
+export type ReleaseForce = false | string;
 
 /**
  * The Lua scripts in lua/, each registered once with ioredis `defineCommand` (EVALSHA, with a
@@ -174,7 +180,7 @@ export class SeckillScripts implements OnModuleInit {
     quantity: number,
     requestId: string,
     message: string,
-    borrowed = false,
+    borrowedFrom?: number,
   ): Promise<{ code: DeductCode; remaining: number }> {
     const [code, remaining] = (await this.call(
       'seckillDeduct',
@@ -185,22 +191,25 @@ export class SeckillScripts implements OnModuleInit {
       keys.outbox,
       keys.results,
       keys.voided,
+      keys.borrowed,
       userId,
       quantity,
       requestId,
       message,
-      borrowed ? 'borrowed' : '',
+      borrowedFrom === undefined ? '' : 'borrowed',
+      borrowedFrom ?? '',
     )) as [number, number];
     return { code, remaining };
   }
 
+  /** `voidOnly`: the loan sweeper's question (see the script's ARGV[5]). */
   async release(
     keys: SaleKeys,
     requestId: string,
-    force: boolean,
+    force: ReleaseForce,
     reason: string,
     userId?: number,
-    voidOnlyQuantity?: number,
+    voidOnly = false,
   ): Promise<ReleaseCode> {
     return (await this.call(
       'seckillRelease',
@@ -211,13 +220,12 @@ export class SeckillScripts implements OnModuleInit {
       keys.claims,
       keys.voided,
       keys.results,
-      keys.completed,
+      keys.borrowed,
       requestId,
-      force ? '1' : '0',
+      force === false ? '' : force,
       reason,
       userId ?? '',
-      voidOnlyQuantity === undefined ? '0' : '1',
-      voidOnlyQuantity ?? '',
+      voidOnly ? '1' : '0',
     )) as ReleaseCode;
   }
 
@@ -269,31 +277,57 @@ export class SeckillScripts implements OnModuleInit {
     )) as number;
   }
 
-  /** Returns, per request id in order, true when it may be written, false when it was voided. */
-  async claim(keys: SaleKeys, requestIds: string[]): Promise<boolean[]> {
+  /**
+   * Returns, per request id in order, true when it may be written, false when it was voided.
+   * Claims (or renews) them for `holder` for `leaseMs`.
+   */
+  async claim(
+    keys: SaleKeys,
+    requestIds: string[],
+    holder: string,
+    leaseMs: number,
+  ): Promise<boolean[]> {
     if (requestIds.length === 0) return [];
     const flags = (await this.call(
       'seckillClaim',
       keys.inflight,
       keys.claims,
       keys.voided,
+      holder,
+      leaseMs,
       ...requestIds,
     )) as number[];
     return flags.map((flag) => flag === 1);
   }
 
-  async complete(keys: SaleKeys, orders: CompletedOrder[]): Promise<number> {
-    if (orders.length === 0) return 0;
-    const args = orders.flatMap((order) => [order.requestId, order.userId, order.orderNo]);
-    return (await this.call(
+  /**
+   * `completed`: how many were still in flight; `retaken`: the request ids whose release was
+   * undone (released meanwhile, their order landed all the same).
+   */
+  async complete(
+    keys: SaleKeys,
+    orders: CompletedOrder[],
+  ): Promise<{ completed: number; retaken: string[] }> {
+    if (orders.length === 0) return { completed: 0, retaken: [] };
+    const args = orders.flatMap((order) => [
+      order.requestId,
+      order.userId,
+      order.orderNo,
+      order.quantity,
+    ]);
+    const [completed, retaken] = (await this.call(
       'seckillComplete',
       keys.inflight,
       keys.outbox,
       keys.claims,
       keys.results,
       keys.completed,
+      keys.voided,
+      keys.stock,
+      keys.buyers,
       ...args,
-    )) as number;
+    )) as [number, string[]];
+    return { completed, retaken };
   }
 
   async restock(
@@ -314,14 +348,14 @@ export class SeckillScripts implements OnModuleInit {
   }
 
   async snapshot(keys: SaleKeys): Promise<RedisSaleSnapshot> {
-    const [stock, buyersQuantity, inFlightQuantity, inFlightCount, lent] = (await this.call(
+    const [stock, buyersQuantity, inFlightQuantity, inFlightCount, lent, held] = (await this.call(
       'seckillSnapshot',
       keys.stock,
       keys.buyers,
       keys.inflight,
       keys.loans,
       keys.meta,
-    )) as [number, number, number, number, (string | number)[]];
+    )) as [number, number, number, number, (string | number)[], number];
     const loans: OpenLoan[] = [];
     for (let i = 0; i < lent.length; i += 3) {
       loans.push({
@@ -331,7 +365,7 @@ export class SeckillScripts implements OnModuleInit {
       });
     }
     return {
-      stock: stock < 0 ? null : stock,
+      stock: held === 1 ? stock : null,
       buyersQuantity,
       inFlightQuantity,
       inFlightCount,

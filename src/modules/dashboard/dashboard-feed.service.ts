@@ -9,14 +9,33 @@ import { SaleBoard } from './sale-board.service.js';
 
 /** Open feeds per instance; one more is refused 429 (each is an operator's browser tab). */
 export const MAX_FEEDS = 16;
+/** Open feeds per admin (the token's subject) on an instance: one admin cannot take them all. */
+export const MAX_FEEDS_PER_ADMIN = 4;
+/**
+ * A feed whose socket has stayed full this long is cut: its client is not reading. (The kernel's
+ * buffers take megabytes first, so a client that never reads small frames is ended by the
+ * lifetime below instead.)
+ */
+export const STALLED_FEED_MS = 5_000;
+/** A feed ends after this and the page reconnects at once: no client holds a slot for good. */
+export const FEED_LIFETIME_MS = 10 * 60_000;
 const TICK_MS = 1_000;
 /** A comment line this often, so that proxies keep a feed open while snapshots fail. */
 const HEARTBEAT_MS = 15_000;
 /** A client this far behind (bytes it has not read) is cut off rather than buffered for. */
 const MAX_BUFFERED_BYTES = 1 << 20;
+
 /** Another instance's snapshot older than this is not waited for: this one builds. */
 const SHARED_STALE_MS = 3_000;
 const SHARED_TTL_MS = 10_000;
+
+interface FeedState {
+  /** The admin's id (the token's subject). */
+  admin: number;
+  /** Since when the socket has been full (a write said to wait for `drain`). */
+  stalledSince?: number;
+  lifetime: NodeJS.Timeout;
+}
 
 /**
  * The admin event stream (`GET /api/v1/admin/events`). While at least one feed is open, this
@@ -30,7 +49,7 @@ const SHARED_TTL_MS = 10_000;
 @Injectable()
 export class DashboardFeed implements BeforeApplicationShutdown {
   private readonly logger = new Logger(DashboardFeed.name);
-  private readonly feeds = new Set<ServerResponse>();
+  private readonly feeds = new Map<ServerResponse, FeedState>();
   private ticker?: NodeJS.Timeout;
   private heartbeat?: NodeJS.Timeout;
   private building = false;
@@ -47,13 +66,19 @@ export class DashboardFeed implements BeforeApplicationShutdown {
     return this.feeds.size;
   }
 
-  /** Takes the response over: a 200 event stream until the client goes or the app stops. */
-  attach(reply: FastifyReply): void {
+  /**
+   * Takes the response over: a 200 event stream until the client goes, stops reading, the feed's
+   * lifetime ends or the app stops.
+   */
+  attach(reply: FastifyReply, admin: number): void {
     if (this.closing) throw new UnavailableError('The server is shutting down');
     if (this.feeds.size >= MAX_FEEDS) {
-      throw new DomainError('TOO_MANY_REQUESTS', 'Too many dashboard feeds open here', {
-        retryAfterSeconds: 5,
-      });
+      throw tooMany('Too many dashboard feeds open here');
+    }
+    if (
+      [...this.feeds.values()].filter((feed) => feed.admin === admin).length >= MAX_FEEDS_PER_ADMIN
+    ) {
+      throw tooMany(`You have ${MAX_FEEDS_PER_ADMIN} dashboard feeds open here already`);
     }
     reply.hijack();
     const feed = reply.raw;
@@ -66,10 +91,16 @@ export class DashboardFeed implements BeforeApplicationShutdown {
       'X-Accel-Buffering': 'no',
     });
     feed.socket?.setNoDelay(true);
-    feed.write(': seckill dashboard feed, one snapshot a second\n\n');
-    this.feeds.add(feed);
+    this.feeds.set(feed, { admin, lifetime: setTimeout(() => this.end(feed), FEED_LIFETIME_MS) });
     feed.on('close', () => this.detach(feed));
-    if (this.latest && Date.now() - this.latest.at < SHARED_STALE_MS) feed.write(this.latest.frame);
+    feed.on('drain', () => {
+      const state = this.feeds.get(feed);
+      if (state) state.stalledSince = undefined;
+    });
+    this.write(feed, ': seckill dashboard feed, one snapshot a second\n\n');
+    if (this.latest && Date.now() - this.latest.at < SHARED_STALE_MS) {
+      this.write(feed, this.latest.frame);
+    }
     this.start();
   }
 
@@ -89,12 +120,43 @@ export class DashboardFeed implements BeforeApplicationShutdown {
   }
 
   private detach(feed: ServerResponse): void {
+    const state = this.feeds.get(feed);
+    if (!state) return;
+    clearTimeout(state.lifetime);
     this.feeds.delete(feed);
     if (this.feeds.size === 0) this.stop();
   }
 
+  /**
+   * Its slot is free at once. A client that reads gets the end of the stream; one that does not
+   * would keep the socket until its bytes drain, so it is cut.
+   */
+  private end(feed: ServerResponse): void {
+    this.detach(feed);
+    feed.end();
+    setTimeout(() => {
+      if (!feed.writableFinished) feed.destroy();
+    }, STALLED_FEED_MS).unref();
+  }
+
+  private write(feed: ServerResponse, frame: string): void {
+    const state = this.feeds.get(feed);
+    if (!feed.write(frame) && state) state.stalledSince ??= Date.now();
+  }
+
+  /** Cuts the feeds whose client has read nothing for STALLED_FEED_MS: their slots are free. */
+  private cutStalled(now: number): void {
+    for (const [feed, { stalledSince }] of this.feeds) {
+      if (stalledSince !== undefined && now - stalledSince >= STALLED_FEED_MS) {
+        this.detach(feed);
+        feed.destroy();
+      }
+    }
+  }
+
   /** One snapshot for every open feed; a tick that finds the last one still building is skipped. */
   private async tick(): Promise<void> {
+    this.cutStalled(Date.now());
     if (this.building || this.feeds.size === 0) return;
     this.building = true;
     try {
@@ -136,13 +198,14 @@ export class DashboardFeed implements BeforeApplicationShutdown {
   }
 
   private broadcast(frame: string): void {
-    for (const feed of this.feeds) {
+    for (const feed of this.feeds.keys()) {
       if (feed.writableLength > MAX_BUFFERED_BYTES) {
+        this.detach(feed);
         feed.destroy();
         continue;
       }
       // A client that is behind skips frames (each one is whole) until it has caught up.
-      if (!feed.writableNeedDrain) feed.write(frame);
+      if (!feed.writableNeedDrain) this.write(feed, frame);
     }
   }
 
@@ -150,7 +213,10 @@ export class DashboardFeed implements BeforeApplicationShutdown {
   beforeApplicationShutdown(): void {
     this.closing = true;
     this.stop();
-    for (const feed of this.feeds) feed.end();
-    this.feeds.clear();
+    for (const feed of [...this.feeds.keys()]) this.end(feed);
   }
+}
+
+function tooMany(message: string): DomainError {
+  return new DomainError('TOO_MANY_REQUESTS', message, { retryAfterSeconds: 5 });
 }

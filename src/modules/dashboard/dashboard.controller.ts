@@ -1,8 +1,14 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { AdminOnly } from '../auth/auth.decorators.js';
-import { DashboardFeed, MAX_FEEDS } from './dashboard-feed.service.js';
+import { AdminOnly, CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
+import {
+  DashboardFeed,
+  FEED_LIFETIME_MS,
+  MAX_FEEDS,
+  MAX_FEEDS_PER_ADMIN,
+  STALLED_FEED_MS,
+} from './dashboard-feed.service.js';
 
 @ApiTags('admin')
 @ApiBearerAuth()
@@ -18,11 +24,13 @@ export class DashboardController {
       'Each event is `data: <snapshot JSON>`: per sale its remaining and sold units, orders by status, ' +
       'units in flight, the last confirmed reconcile verdict and purchase answers per second by outcome ' +
       '(summed over every instance); and the queues. `event: unavailable` when MySQL could not be read. ' +
-      `Comment lines are heartbeats. At most ${MAX_FEEDS} feeds per instance (then 429).`,
+      `Comment lines are heartbeats. At most ${MAX_FEEDS} feeds per instance and ${MAX_FEEDS_PER_ADMIN} per admin ` +
+      `(then 429). A feed ends after ${FEED_LIFETIME_MS / 60_000} min (reconnect), and one whose client has ` +
+      `read nothing for ${STALLED_FEED_MS / 1000} s while its socket is full is cut.`,
   })
   @ApiProduces('text/event-stream')
   @ApiOkResponse({ description: 'text/event-stream' })
-  events(@Res() reply: FastifyReply): void {
-    this.feed.attach(reply);
+  events(@Res() reply: FastifyReply, @CurrentUser() user: AuthUser): void {
+    this.feed.attach(reply, user.userId);
   }
 }

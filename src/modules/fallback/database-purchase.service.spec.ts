@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { UnavailableError, UnknownOutcomeError } from '../../common/errors/domain-error.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import type { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -8,7 +9,7 @@ import type { FallbackGate } from './fallback-gate.service.js';
 
 describe('DatabasePurchase', () => {
   /** A database whose transactions hang until released, and that counts every call. */
-  function setup(maxInflight: number) {
+  function setup(maxInflight: number, soldOutMemoMs = 1_000) {
     const release: (() => void)[] = [];
     const db = {
       transaction: vi.fn(() => new Promise<void>((resolve) => release.push(resolve))),
@@ -23,6 +24,7 @@ describe('DatabasePurchase', () => {
         redisDownMode: 'database',
         fallbackMaxInflight: maxInflight,
         orderPaymentTimeoutMs: 60_000,
+        soldOutMemoMs,
       } as AppConfig,
     );
     return { db, purchases, release };
@@ -41,23 +43,94 @@ describe('DatabasePurchase', () => {
     await Promise.all(held);
   });
 
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  /** The goods row as the refused UPDATE's follow-up read finds it: open, in its window. */
+  const soldOutRow = { stock: 0, fallback_open: 1, not_started: 0, ended: 0, per_user_limit: 1 };
+
+  /** Each transaction runs its statements with these answers, then commits (or fails to). */
+  function statements(
+    db: ReturnType<typeof setup>['db'],
+    answers: (() => Promise<unknown>)[],
+    commit: () => Promise<void> = async () => undefined,
+  ) {
+    db.transaction.mockImplementation((async (work: (manager: unknown) => Promise<void>) => {
+      const queue = [...answers];
+      await work({ queryRunner: { query: () => queue.shift()!() } });
+      await commit();
+    }) as never);
+  }
+
+  /** A sold-out answer from MySQL (the UPDATE took nothing; the row says why). */
+  function soldOutInMysql(db: ReturnType<typeof setup>['db']) {
+    statements(db, [async () => ({ affected: 0 })]);
+    db.query.mockResolvedValue([soldOutRow]);
+  }
+
+  const queries = (db: ReturnType<typeof setup>['db']) =>
+    db.transaction.mock.calls.length + db.query.mock.calls.length;
+
   it('should answer a goods found sold out from memory, without a query', async () => {
     const { db, purchases } = setup(8);
-    const sold = {
-      stock: 0,
-      fallback_open: 1,
-      start_at: new Date(Date.now() - 60_000),
-      end_at: new Date(Date.now() + 60_000),
-      per_user_limit: 1,
-    };
-    // The conditional UPDATE takes nothing; the goods row says why.
-    db.transaction.mockImplementationOnce(((work: (manager: unknown) => Promise<void>) =>
-      work({ queryRunner: { query: async () => ({ affected: 0 }) } })) as never);
-    db.query.mockResolvedValueOnce([sold]);
+    soldOutInMysql(db);
     await expect(purchases.purchase(1, 1, 1)).rejects.toMatchObject({ code: 'SOLD_OUT' });
-    const calls = db.transaction.mock.calls.length + db.query.mock.calls.length;
+    const calls = queries(db);
 
     await expect(purchases.purchase(1, 2, 1)).rejects.toMatchObject({ code: 'SOLD_OUT' });
-    expect(db.transaction.mock.calls.length + db.query.mock.calls.length).toBe(calls);
+    expect(queries(db)).toBe(calls);
+  });
+
+  it('should ask MySQL again for every purchase with SOLD_OUT_MEMO_MS=0 (the memo off)', async () => {
+    const { db, purchases } = setup(8, 0);
+    soldOutInMysql(db);
+    await expect(purchases.purchase(1, 1, 1)).rejects.toMatchObject({ code: 'SOLD_OUT' });
+    const calls = queries(db);
+
+    await expect(purchases.purchase(1, 2, 1)).rejects.toMatchObject({ code: 'SOLD_OUT' });
+    expect(queries(db)).toBe(2 * calls);
+  });
+
+  it('should remember a sold-out goods for SOLD_OUT_MEMO_MS, not a fixed second', async () => {
+    const { db, purchases } = setup(8, 200);
+    soldOutInMysql(db);
+    const now = Date.now();
+    vi.spyOn(Date, 'now').mockReturnValue(now);
+    await expect(purchases.purchase(1, 1, 1)).rejects.toMatchObject({ code: 'SOLD_OUT' });
+    const calls = queries(db);
+
+    vi.spyOn(Date, 'now').mockReturnValue(now + 199);
+    await expect(purchases.purchase(1, 2, 1)).rejects.toMatchObject({ code: 'SOLD_OUT' });
+    expect(queries(db)).toBe(calls);
+    vi.spyOn(Date, 'now').mockReturnValue(now + 200);
+    await expect(purchases.purchase(1, 3, 1)).rejects.toMatchObject({ code: 'SOLD_OUT' });
+    expect(queries(db)).toBe(2 * calls);
+  });
+
+  it('should answer 503 with the requestId when the COMMIT got no answer: the order may exist', async () => {
+    const { db, purchases } = setup(8);
+    const taken = async () => ({ affected: 1 });
+    statements(db, [taken, taken], async () => {
+      throw Object.assign(new Error('Connection lost'), { code: 'PROTOCOL_CONNECTION_LOST' });
+    });
+
+    const error = await purchases.purchase(1, 1, 1).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnknownOutcomeError);
+    expect((error as UnknownOutcomeError).requestId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('should answer a plain 503 when the connection dropped before the COMMIT: nothing was taken', async () => {
+    const { db, purchases } = setup(8);
+    statements(db, [
+      async () => ({ affected: 1 }),
+      async () => {
+        throw Object.assign(new Error('Connection lost'), { code: 'PROTOCOL_CONNECTION_LOST' });
+      },
+    ]);
+
+    const error = await purchases.purchase(1, 1, 1).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnavailableError);
+    expect(error).not.toBeInstanceOf(UnknownOutcomeError);
   });
 });

@@ -2,7 +2,12 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
-import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
+import {
+  DomainError,
+  orUnavailable,
+  UnavailableError,
+  UnknownOutcomeError,
+} from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
@@ -12,14 +17,19 @@ import { duplicateKeyIndex } from '../orders/order-writer.service.js';
 import type { PurchaseAccepted } from '../seckill/purchase.types.js';
 import { FallbackGate } from './fallback-gate.service.js';
 
-/** How long a sold-out goods is answered SOLD_OUT from memory, without a query. */
-const SOLD_OUT_MEMO_MS = 1_000;
+/**
+ * The longest the fallback answers a sold-out goods from memory (SOLD_OUT_MEMO_MS, 0 = off): a
+ * cancel while Redis is down puts stock back in MySQL and announces it nowhere, so the memo's
+ * life alone bounds how long this instance misses it.
+ */
+const MAX_SOLD_OUT_MEMO_MS = 1_000;
 
 interface GoodsRow {
   stock: number;
   fallback_open: number;
-  start_at: Date;
-  end_at: Date;
+  /** 1 or 0, by MySQL's clock as the UPDATE judged the window. */
+  not_started: number;
+  ended: number;
   per_user_limit: number;
 }
 
@@ -45,8 +55,12 @@ class NotTaken extends Error {}
  * expiry sweep cancels it once overdue.
  *
  * Bounded: at most FALLBACK_MAX_INFLIGHT at once on this instance (more are 503 at once, before
- * any query), and a goods found sold out is answered SOLD_OUT from memory for a second (a cancel
- * brings stock back in MySQL at once; the memo's life bounds how long this instance misses it).
+ * any query), and a goods found sold out is answered SOLD_OUT from memory for SOLD_OUT_MEMO_MS, at
+ * most a second (see MAX_SOLD_OUT_MEMO_MS).
+ *
+ * One clock: the sale window and the payment deadline are MySQL's NOW(3) (sessions are UTC, as
+ * the columns are; see DatabaseModule), not this host's, which may disagree with the Redis path's
+ * and the expiry's.
  */
 @Injectable()
 export class DatabasePurchase {
@@ -97,11 +111,7 @@ export class DatabasePurchase {
 
   private async sell(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
     const acceptedAt = Date.now();
-    const order = {
-      requestId: randomUUID(),
-      orderNo: newOrderNo(acceptedAt),
-      expireAt: new Date(acceptedAt + this.config.orderPaymentTimeoutMs),
-    };
+    const order = { requestId: randomUUID(), orderNo: newOrderNo(acceptedAt) };
     let refusal: Refusal | null = 'again';
     for (let tries = 0; refusal === 'again' && tries < MAX_TRIES; tries++) {
       refusal = await this.tryOnce(goodsId, userId, quantity, order);
@@ -135,20 +145,21 @@ export class DatabasePurchase {
     goodsId: number,
     userId: number,
     quantity: number,
-    order: { requestId: string; orderNo: string; expireAt: Date },
+    order: { requestId: string; orderNo: string },
   ): Promise<Refusal | null> {
-    const now = new Date();
+    // Set once both statements ran: what fails after it is the COMMIT, which may have applied.
+    let committing = false;
     try {
       await this.db.transaction(async (manager: EntityManager) => {
         const runner = manager.queryRunner!;
         const update = await runner.query(
-          'UPDATE seckill_goods SET stock = stock - ?, version = version + 1 WHERE id = ? AND fallback_open = 1 AND stock >= ? AND per_user_limit >= ? AND start_at <= ? AND end_at > ?',
-          [quantity, goodsId, quantity, quantity, now, now],
+          'UPDATE seckill_goods SET stock = stock - ?, version = version + 1 WHERE id = ? AND fallback_open = 1 AND stock >= ? AND per_user_limit >= ? AND start_at <= NOW(3) AND end_at > NOW(3)',
+          [quantity, goodsId, quantity, quantity],
           true,
         );
         if (update.affected !== 1) throw new NotTaken();
         await runner.query(
-          'INSERT INTO seckill_order (order_no, request_id, user_id, goods_id, quantity, status, expire_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+          'INSERT INTO seckill_order (order_no, request_id, user_id, goods_id, quantity, status, expire_at) VALUES (?, ?, ?, ?, ?, ?, NOW(3) + INTERVAL ? MICROSECOND)',
           [
             order.orderNo,
             order.requestId,
@@ -156,13 +167,24 @@ export class DatabasePurchase {
             goodsId,
             quantity,
             'PENDING_PAYMENT',
-            order.expireAt,
+            this.config.orderPaymentTimeoutMs * 1_000,
           ],
         );
+        committing = true;
       });
       return null;
     } catch (error) {
-      if (error instanceof NotTaken) return this.whyNotTaken(goodsId, quantity, now);
+      if (committing) {
+        this.logger.warn(
+          `fallback commit unanswered, outcome unknown: request=${order.requestId} goods=${goodsId} user=${userId}`,
+        );
+        throw new UnknownOutcomeError(
+          order.requestId,
+          'MySQL did not answer the commit of this purchase: it may have been taken; its result will tell',
+          error,
+        );
+      }
+      if (error instanceof NotTaken) return this.whyNotTaken(goodsId, quantity);
       if (duplicateKeyIndex(error) === 'uq_order_active_buyer') {
         return new DomainError('ALREADY_PURCHASED', 'You already hold this goods');
       }
@@ -170,23 +192,24 @@ export class DatabasePurchase {
     }
   }
 
-  private async whyNotTaken(goodsId: number, quantity: number, now: Date): Promise<Refusal> {
+  private async whyNotTaken(goodsId: number, quantity: number): Promise<Refusal> {
     const [goods] = await this.db.query<GoodsRow[]>(
-      'SELECT stock, fallback_open, start_at, end_at, per_user_limit FROM seckill_goods WHERE id = ?',
+      'SELECT stock, fallback_open, start_at > NOW(3) AS not_started, end_at <= NOW(3) AS ended, per_user_limit FROM seckill_goods WHERE id = ?',
       [goodsId],
     );
     if (!goods) return new DomainError('GOODS_NOT_FOUND', `Goods ${goodsId} not found`);
-    if (now < goods.start_at) {
+    if (Number(goods.not_started) === 1) {
       return new DomainError('SALE_NOT_STARTED', 'The sale has not started yet');
     }
-    if (now >= goods.end_at) return new DomainError('SALE_ENDED', 'The sale has ended');
+    if (Number(goods.ended) === 1) return new DomainError('SALE_ENDED', 'The sale has ended');
     if (quantity > Number(goods.per_user_limit)) {
       return new DomainError('VALIDATION_FAILED', 'quantity is above the per-user limit');
     }
     if (Number(goods.fallback_open) !== 1) return 'closed';
     // Opened, or stock given back, since the UPDATE: try again.
     if (Number(goods.stock) >= quantity) return 'again';
-    if (Number(goods.stock) === 0) this.soldOut.set(goodsId, Date.now() + SOLD_OUT_MEMO_MS);
+    const memoMs = Math.min(this.config.soldOutMemoMs, MAX_SOLD_OUT_MEMO_MS);
+    if (Number(goods.stock) === 0 && memoMs > 0) this.soldOut.set(goodsId, Date.now() + memoMs);
     return new DomainError('SOLD_OUT', 'Sold out');
   }
 

@@ -74,7 +74,7 @@ export class FallbackReturn implements OnModuleInit, OnApplicationShutdown {
           [goodsId],
         );
         if (Number(row?.stale) !== 1) return;
-        await this.faults.pause('fallback-return-stale-read', goodsId);
+        await this.faults.pausePoint('fallback-return-stale-read', { goodsId });
         const result = await this.preheat.rebuildFromMysql(held);
         this.logger.warn(
           `sale brought back to redis from mysql: goods=${goodsId} stock=${result.stock}`,

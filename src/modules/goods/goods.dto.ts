@@ -9,6 +9,7 @@ import {
   Max,
   Min,
 } from 'class-validator';
+import { IsPlainText } from '../../common/pipes/plain-text.js';
 import { MAX_STOCK_SHARDS } from '../../infra/redis/stock-buckets.js';
 
 export const GOODS_STATUSES = ['UPCOMING', 'ACTIVE', 'SOLD_OUT', 'ENDED'] as const;
@@ -18,6 +19,7 @@ export class CreateGoodsDto {
   @ApiProperty({ example: 'Phone X, 256 GB' })
   @IsString()
   @Length(1, 200)
+  @IsPlainText()
   name: string;
 
   @ApiProperty({ example: 4999.0, description: 'Up to two decimals' })

@@ -39,6 +39,8 @@ function message(body: NewOrder | string, deliveryCount?: number): ConsumeMessag
   } as unknown as ConsumeMessage;
 }
 
+const tagOf = (m: ConsumeMessage) => m.fields.deliveryTag;
+
 describe('OrderConsumer', () => {
   const config = {
     consumerEnabled: true,
@@ -57,12 +59,14 @@ describe('OrderConsumer', () => {
     delivered: Set<string>;
     drained: [string, string][];
     sessions: Set<string>;
+    /** Every heartbeat, by session, in order. */
+    beats: string[];
   };
 
   beforeEach(async () => {
     vi.resetAllMocks();
     broker = fakeBroker({ ordersQueue: 'orders' });
-    barriers = { open: [], delivered: new Set(), drained: [], sessions: new Set() };
+    barriers = { open: [], delivered: new Set(), drained: [], sessions: new Set(), beats: [] };
     const state = barriers;
     consumer = new OrderConsumer(
       broker.rabbit,
@@ -72,6 +76,7 @@ describe('OrderConsumer', () => {
       {
         tick: vi.fn(async ({ session }: { session?: string } = {}) => {
           if (session) state.sessions.add(session);
+          if (session) state.beats.push(session);
           return { consumers: [...state.sessions], open: state.open };
         }),
         isDelivered: vi.fn(async (id: string) => state.delivered.has(id)),
@@ -190,21 +195,27 @@ describe('OrderConsumer', () => {
     ]);
   });
 
-  it('should leave a batch unsettled when ingest fails unexpectedly, and go on with the next one', async () => {
+  it('should give an abandoned batch back to the queue, each delivery once, and go on with the next one', async () => {
     const [a, b] = [order(), order()];
     ingest.ingest
       .mockRejectedValueOnce(new Error('bug'))
       .mockImplementationOnce(async (_goodsId, purchases) =>
         purchases.map(({ order: o }) => ({ kind: 'written', order: o })),
       );
-    const first = message(a);
+    // The sweeper's copy rides in the same batch: two deliveries, each given back once.
+    const [first, copy] = [message(a), message(a)];
     broker.deliver(first);
+    broker.deliver(copy);
     await vi.waitFor(() => expect(ingest.ingest).toHaveBeenCalledTimes(1));
     const second = message(b);
 
     await consume(second);
 
-    expect(broker.settled()).toEqual([[second.fields.deliveryTag, 'ack']]);
+    expect(broker.settled()).toEqual([
+      [second.fields.deliveryTag, 'ack'],
+      [first.fields.deliveryTag, 'requeue'],
+      [copy.fields.deliveryTag, 'requeue'],
+    ]);
   });
 
   it('should ack an order barrier at once, and mark it drained only once what it received before the barrier is settled', async () => {
@@ -247,6 +258,143 @@ describe('OrderConsumer', () => {
     });
     await consume();
     expect(broker.settled()).toContainEqual([after.fields.deliveryTag, 'ack']);
+  });
+
+  /** An order barrier's message, as the opener publishes it. */
+  function barrierMessage(id: string): ConsumeMessage {
+    return {
+      content: Buffer.from(JSON.stringify({ barrier: id })),
+      fields: { deliveryTag: nextTag++ },
+      properties: { type: BARRIER_MESSAGE_TYPE, headers: {} },
+    } as unknown as ConsumeMessage;
+  }
+
+  /** Resolves once the registry has had `n` more heartbeats (ticks) from now. */
+  async function ticksGoBy(n: number): Promise<void> {
+    const seen = barriers.beats.length;
+    await vi.waitFor(() => expect(barriers.beats.length).toBeGreaterThanOrEqual(seen + n), {
+      timeout: 5_000,
+    });
+  }
+
+  /** Ingest holds the purchases of `held` until its release; the rest come back as `kind`. */
+  function holding(kind: (o: NewOrder) => IngestOutcome['kind']) {
+    const gates = new Map<string, () => void>();
+    const hold = (requestId: string) =>
+      new Promise<void>((resolve) => gates.set(requestId, resolve));
+    const held = new Set<string>();
+    ingest.ingest.mockImplementation(async (_goodsId, purchases) => {
+      for (const { order: p } of purchases) if (held.has(p.requestId)) await hold(p.requestId);
+      return purchases.map(({ order: p }) => ({ kind: kind(p), order: p }) as IngestOutcome);
+    });
+    return {
+      hold: (o: NewOrder) => held.add(o.requestId),
+      release: async (o: NewOrder) => {
+        await vi.waitFor(() => expect(gates.has(o.requestId)).toBe(true));
+        held.delete(o.requestId);
+        gates.get(o.requestId)!();
+      },
+    };
+  }
+
+  it("should count an old channel's late settles in its own session only: a barrier waits for the new session's deliveries", async () => {
+    const [early, inFlight, later] = [order(7), order(7), order(8)];
+    const written = new Set<string>();
+    const gate = holding((o) => {
+      const kind = written.has(o.requestId) ? 'duplicate' : 'written';
+      written.add(o.requestId);
+      return kind;
+    });
+    // Session 1: one delivery settled, then a batch held (MySQL slow).
+    const settledEarly = message(early);
+    broker.deliver(settledEarly);
+    await vi.waitFor(() => expect(broker.settled()).toEqual([[tagOf(settledEarly), 'ack']]));
+    gate.hold(inFlight);
+    broker.deliver(message(inFlight));
+    await vi.waitFor(() => expect(ingest.ingest).toHaveBeenCalledTimes(2));
+
+    // The channel is re-opened: the broker redelivers the held message and a newer one, numbered
+    // 1 and 2 again in session 2; the newer one's batch is held too.
+    await broker.connect();
+    gate.hold(later);
+    const [redelivered, newer] = [message(inFlight, 1), message(later)];
+    broker.deliver(redelivered);
+    broker.deliver(newer);
+    barriers.open.push('b1');
+    broker.deliver(barrierMessage('b1'));
+    await vi.waitFor(() => expect(barriers.delivered).toEqual(new Set(['b1'])));
+    await ticksGoBy(2);
+
+    // Session 1's batch ends: its settles (on the closed channel) were number 2 of session 1.
+    await gate.release(inFlight);
+    await vi.waitFor(() => expect(broker.settled()).toContainEqual([tagOf(redelivered), 'ack']));
+    await ticksGoBy(4);
+    expect(barriers.drained).toEqual([]);
+
+    await gate.release(later);
+    await vi.waitFor(() => expect(broker.settled()).toContainEqual([tagOf(newer), 'ack']));
+    const sessions = [...barriers.sessions];
+    expect(sessions).toHaveLength(2);
+    await vi.waitFor(() => expect(barriers.drained).toEqual([['b1', sessions[1]]]), {
+      timeout: 5_000,
+    });
+  });
+
+  it('should drain no barrier in a session that gave a delivery back; it beats until what it holds is settled, and a new session on its channel takes over', async () => {
+    const [abandoned, queued] = [order(7), order(8)];
+    const gate = holding(() => 'written');
+    let failed = false;
+    const held = ingest.ingest.getMockImplementation()!;
+    ingest.ingest.mockImplementation(async (goodsId, purchases, stop) => {
+      const result = await held(goodsId, purchases, stop);
+      if (!failed && purchases.some(({ order: p }) => p.requestId === abandoned.requestId)) {
+        failed = true;
+        throw new Error('bug');
+      }
+      return result;
+    });
+    gate.hold(abandoned);
+    const first = message(abandoned);
+    broker.deliver(first);
+    await vi.waitFor(() => expect(ingest.ingest).toHaveBeenCalledTimes(1));
+    // Received before the barrier, in the next batch: held as well.
+    gate.hold(queued);
+    const second = message(queued);
+    broker.deliver(second);
+    barriers.open.push('b1');
+    const barrier = barrierMessage('b1');
+    broker.deliver(barrier);
+    await vi.waitFor(() => expect(barriers.delivered).toEqual(new Set(['b1'])));
+    await ticksGoBy(2);
+    const [oldSession] = [...barriers.sessions];
+
+    // The batch fails after the barrier's fence: its message goes back behind the barrier.
+    await gate.release(abandoned);
+    await vi.waitFor(() =>
+      expect(broker.settled()).toEqual([
+        [tagOf(barrier), 'ack'],
+        [tagOf(first), 'requeue'],
+      ]),
+    );
+    await vi.waitFor(() => expect(barriers.sessions.size).toBe(2));
+    const newSession = [...barriers.sessions][1];
+    // The old session still holds one delivery: it keeps beating, and drains nothing.
+    await ticksGoBy(4);
+    expect(barriers.beats.slice(-4)).toContain(oldSession);
+    expect(barriers.drained.filter(([, session]) => session === oldSession)).toEqual([]);
+
+    await gate.release(queued);
+    await vi.waitFor(() => expect(broker.settled()).toContainEqual([tagOf(second), 'ack']));
+    await ticksGoBy(2);
+    const beatsAfterIdle = barriers.beats.length;
+    await ticksGoBy(4);
+    expect(barriers.beats.slice(beatsAfterIdle)).not.toContain(oldSession);
+    // The new session, on the same channel, drains the barrier (the opener restarts it anyway,
+    // since the old session went away undrained); the message given back is written there.
+    expect(barriers.drained).toEqual([['b1', newSession]]);
+    const redelivered = message(abandoned, 1);
+    await consume(redelivered);
+    expect(broker.settled()).toContainEqual([tagOf(redelivered), 'ack']);
   });
 
   it('should take no new message once stopping: the broker gives it to another consumer', async () => {

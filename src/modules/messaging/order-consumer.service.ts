@@ -13,6 +13,7 @@ import { DatabaseBarrier, isDatabaseBarrier } from '../fallback/database-barrier
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OrderIngest } from '../orders/order-ingest.service.js';
 import type { IngestOutcome, IngestPurchase } from '../orders/order.types.js';
+import { ConsumerSession } from './consumer-session.js';
 import { Delivery } from './delivery.js';
 import { CONSUMER_TICK_MS, OrderBarrier } from './order-barrier.service.js';
 import { BARRIER_MESSAGE_TYPE, parseBarrierMessage, parseOrderMessage } from './order-message.js';
@@ -49,15 +50,12 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   private channel?: ChannelWrapper;
   private readonly batcher: Batcher<Delivery>;
   private readonly stop = new AbortController();
-  /** This consumer's current channel, as the order barrier's registry knows it. */
-  private session = '';
   private readonly instance = randomHex(6);
-  private channelsOpened = 0;
-  /** Deliveries received on the current channel, numbered, and those not settled yet. */
-  private received = 0;
-  private readonly unsettled = new Set<number>();
-  /** Barriers this session is draining (up to which delivery) or has drained. */
-  private readonly drains = new Map<string, { session: string; through: number } | 'drained'>();
+  private sessionsStarted = 0;
+  /** The session new deliveries go to, the one that drains barriers (see ConsumerSession). */
+  private current?: ConsumerSession;
+  /** Sessions on the current channel that gave a delivery back: they beat until idle. */
+  private readonly retiring = new Set<ConsumerSession>();
   private ticker?: NodeJS.Timeout;
   private ticking = false;
 
@@ -73,10 +71,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
       size: config.consumerBatchSize,
       waitMs: config.consumerBatchWaitMs,
       handle: (batch) => this.process(batch),
-      onError: (error, batch) =>
-        this.logger.error(
-          `order batch abandoned, left for redelivery: n=${batch.length} ${error.message}`,
-        ),
+      onError: (error, batch) => this.abandon(error, batch),
     });
   }
 
@@ -87,16 +82,11 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
       setup: async (channel: Channel) => {
         await assertTopology(channel, this.rabbit.names);
         await channel.prefetch(this.config.consumerPrefetch);
-        // A new channel is a new session: what the old one held went back to the queue. It is
-        // in the barrier's registry before its first delivery.
-        this.session = `${this.instance}.${++this.channelsOpened}`;
-        this.received = 0;
-        this.unsettled.clear();
-        for (const registry of this.registries()) {
-          await registry.tick({ session: this.session }).catch((error: Error) => {
-            this.logger.warn(`not in the order barrier's registry yet: ${error.message}`);
-          });
-        }
+        // A new channel is a new session: what the old one held went back to the queue, and
+        // the old sessions beat no more. It is in the barrier's registry before its first
+        // delivery.
+        this.retiring.clear();
+        await this.join(this.startSession(channel));
         await channel.consume(
           this.rabbit.names.ordersQueue,
           (message) => {
@@ -106,9 +96,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
               void this.barrierDelivered(channel, message);
               return;
             }
-            const seq = ++this.received;
-            this.unsettled.add(seq);
-            this.batcher.push(new Delivery(channel, message, () => this.unsettled.delete(seq)));
+            this.batcher.push(this.current!.receive(message));
           },
           { noAck: false },
         );
@@ -133,23 +121,57 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     new Delivery(channel, message).settle('ack');
   }
 
+  private startSession(channel: Channel): ConsumerSession {
+    this.current = new ConsumerSession(`${this.instance}.${++this.sessionsStarted}`, channel);
+    return this.current;
+  }
+
+  /** A session's first beat, before it takes a delivery. */
+  private async join(session: ConsumerSession): Promise<void> {
+    for (const registry of this.registries()) {
+      await registry.tick({ session: session.id }).catch((error: Error) => {
+        this.logger.warn(`not in the order barrier's registry yet: ${error.message}`);
+      });
+    }
+  }
+
+  /**
+   * A batch whose handling failed unexpectedly: its deliveries not settled yet go back to the
+   * queue (each once, in the session that received it), so that no barrier waits on them until
+   * the channel closes. A session that gave one back drains nothing more (see ConsumerSession):
+   * the next deliveries on its channel start a new one.
+   */
+  private abandon(error: Error, batch: Delivery[]): void {
+    const requeued = batch.filter((delivery) => delivery.settle('requeue')).length;
+    if (requeued > 0) this.metrics.orderMessages.inc({ outcome: 'requeued' }, requeued);
+    this.logger.error(
+      `order batch abandoned, given back to the queue: n=${batch.length} requeued=${requeued} ${error.message}`,
+    );
+    const current = this.current;
+    if (!current?.retired) return;
+    this.retiring.add(current);
+    void this.join(this.startSession(current.channel));
+  }
+
   /**
    * Beats in the order barrier's registry, and drains the open barriers that were delivered: once
    * every delivery received before it saw one (after a round trip on the channel: whatever the
    * broker had sent is in) is settled, it marks the barrier drained by this session.
    */
   private async tick(): Promise<void> {
-    if (this.ticking || !this.session || this.stop.signal.aborted) return;
+    const session = this.current;
+    if (this.ticking || !session || this.stop.signal.aborted) return;
     this.ticking = true;
+    for (const retired of this.retiring) if (retired.idle) this.retiring.delete(retired);
+    const retiring = [...this.retiring];
     // Each registry on its own: the one in MySQL must go on while Redis is down.
     await Promise.all(
       this.registries().map(async (registry) => {
         try {
-          const { open } = await registry.tick({ session: this.session });
-          for (const id of this.drains.keys()) {
-            if (this.storeOf(id) === registry && !open.includes(id)) this.drains.delete(id);
-          }
-          for (const id of open) await this.drain(id);
+          for (const retired of retiring) await registry.tick({ session: retired.id });
+          const { open } = await registry.tick({ session: session.id });
+          session.forget((id) => this.storeOf(id) === registry && !open.includes(id));
+          for (const id of open) await this.drain(session, id);
         } catch (error) {
           this.logger.warn(`order barrier tick failed: ${(error as Error).message}`);
         }
@@ -169,21 +191,21 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     return isDatabaseBarrier(id) ? this.databaseBarriers : this.barriers;
   }
 
-  private async drain(id: string): Promise<void> {
-    const drain = this.drains.get(id);
+  private async drain(session: ConsumerSession, id: string): Promise<void> {
+    const drain = session.drainOf(id);
     if (drain === 'drained') return;
-    if (drain === undefined) {
+    if (drain === 'none') {
       if (!(await this.storeOf(id).isDelivered(id))) return;
-      const session = this.session;
-      await this.channel!.checkQueue(this.rabbit.names.ordersQueue);
-      // A channel re-opened meanwhile: its session never drains, and the barrier restarts.
-      if (session === this.session) this.drains.set(id, { session, through: this.received });
+      // The round trip on the session's own channel: one that closed meanwhile fails here.
+      await session.channel.checkQueue(this.rabbit.names.ordersQueue);
+      session.fence(id);
       return;
     }
-    if (drain.session !== this.session) return;
-    for (const seq of this.unsettled) if (seq <= drain.through) return;
-    await this.storeOf(id).markDrained(id, drain.session);
-    this.drains.set(id, 'drained');
+    // A session replaced meanwhile (its channel re-opened, or it gave a delivery back) never
+    // drains: the barrier restarts.
+    if (session !== this.current || !session.mayMarkDrained(id)) return;
+    await this.storeOf(id).markDrained(id, session.id);
+    session.markedDrained(id);
   }
 
   private async process(batch: Delivery[]): Promise<void> {
@@ -245,7 +267,9 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     await this.channel.close();
     if (this.config.redisDownMode === 'database') {
       // Gone now rather than when its beat expires: a barrier that saw it restarts at once.
-      await this.databaseBarriers.leave(this.session).catch(() => undefined);
+      for (const session of [this.current, ...this.retiring]) {
+        if (session) await this.databaseBarriers.leave(session.id).catch(() => undefined);
+      }
     }
     this.logger.log('consumer stopped');
   }

@@ -3,7 +3,11 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { fakeBroker } from '../../../test/support/fake-broker.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import type { ExpireOutcome, OrderLifecycleService } from '../orders/order-lifecycle.service.js';
+import type {
+  ExpireOutcome,
+  ExpireResult,
+  OrderLifecycleService,
+} from '../orders/order-lifecycle.service.js';
 import type { OrderPublisher } from './order-publisher.service.js';
 import { TimeoutConsumer } from './timeout-consumer.service.js';
 import { encodeTimeoutMessage, type OrderTimeout } from './timeout-message.js';
@@ -47,13 +51,17 @@ describe('TimeoutConsumer', () => {
     await broker.connect();
   });
 
-  /** Expire answers with these outcomes, by order number, one call after another. */
-  function outcomes(byOrder: Map<string, (ExpireOutcome | Error)[]>) {
-    lifecycle.expire.mockImplementation(async (orderNo) => {
+  /**
+   * Expire answers with these outcomes, by order number, one call after another; `not_due` is
+   * a minute off unless given as `{dueInMs}`.
+   */
+  function outcomes(byOrder: Map<string, (ExpireOutcome | Error | { dueInMs: number })[]>) {
+    lifecycle.expire.mockImplementation(async (orderNo): Promise<ExpireResult> => {
       const next = byOrder.get(orderNo)!;
       const outcome = next.length > 1 ? next.shift()! : next[0];
       if (outcome instanceof Error) throw outcome;
-      return outcome;
+      if (typeof outcome === 'object') return { outcome: 'not_due', dueInMs: outcome.dueInMs };
+      return outcome === 'not_due' ? { outcome, dueInMs: 60_000 } : { outcome };
     });
   }
 
@@ -129,6 +137,28 @@ describe('TimeoutConsumer', () => {
     expect(await counted()).toEqual({ cancelled: 1, not_due: 1 });
   });
 
+  it('should hold an order due within seconds and expire it once due, not send it round the delay queue again', async () => {
+    const [due, soon] = [anOrder(), anOrder()];
+    outcomes(
+      new Map<string, (ExpireOutcome | { dueInMs: number })[]>([
+        [due.orderNo, ['cancelled']],
+        [soon.orderNo, [{ dueInMs: 300 }, 'cancelled']],
+      ]),
+    );
+    const message = delivery(encodeTimeoutMessage([due, soon]));
+    const deliveredAt = Date.now();
+
+    broker.deliver(message);
+
+    await vi.waitFor(() => expect(broker.settled()).toEqual([[tag(message), 'ack']]), {
+      timeout: 2_000,
+    });
+    expect(Date.now() - deliveredAt).toBeGreaterThanOrEqual(295);
+    expect(expiredOrderNos()).toEqual([due.orderNo, soon.orderNo, soon.orderNo]);
+    expect(publisher.publishTimeouts).not.toHaveBeenCalled();
+    expect(await counted()).toEqual({ cancelled: 2 });
+  });
+
   it('should expire a version-1 message, one order, as a rolling upgrade finds it', async () => {
     const order = anOrder();
     outcomes(new Map<string, ExpireOutcome[]>([[order.orderNo, ['cancelled']]]));
@@ -159,7 +189,7 @@ describe('TimeoutConsumer', () => {
       most = Math.max(most, ++running);
       await new Promise((resolve) => setImmediate(resolve));
       running--;
-      return 'cancelled';
+      return { outcome: 'cancelled' };
     });
 
     const message = delivery(encodeTimeoutMessage(orders));

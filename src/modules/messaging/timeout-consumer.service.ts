@@ -25,6 +25,13 @@ const MAX_BACKOFF_MS = 5_000;
  * 600-680, eight 610-780; the one-order messages before, 50 in flight, 380-630.
  */
 const EXPIRE_CONCURRENCY = 4;
+/**
+ * An order whose timeout came at most this long before its deadline (by MySQL's clock: the host
+ * that wrote `expire_at` runs ahead, or the delay queue let it go a moment early) is held and
+ * expired once due, not sent round the delay queue for another whole payment timeout. Further
+ * off (the payment timeout was lengthened since), it goes round again.
+ */
+const MAX_HOLD_MS = 10_000;
 
 /**
  * Drains the timeout queue (fed by the delay queue's dead-lettering): cancels each order of a
@@ -39,6 +46,8 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
   private channel?: ChannelWrapper;
   private readonly inProgress = new Set<Promise<void>>();
   private stopping = false;
+  /** Ends the waits of held orders at shutdown. */
+  private readonly stopped = new AbortController();
 
   constructor(
     private readonly rabbit: RabbitConnection,
@@ -78,19 +87,24 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
     }
     // Final outcomes so far, by order number: a retry expires only the other orders.
     const settled = new Map<string, ExpireOutcome>();
-    for (let attempt = 0; !this.stopping; attempt++) {
-      const failed = await this.expireAll(orders, settled);
+    for (let attempt = 0; !this.stopping;) {
+      const { failed, heldForMs } = await this.expireAll(orders, settled);
       if (settled.size === orders.length) {
         this.settle(channel, message, true);
         for (const outcome of settled.values()) this.metrics.timeoutMessages.inc({ outcome });
         return;
       }
-      if (!failed) break; // stopping: the rest were not taken
-      const backoff = backoffWithJitter(attempt, 100, MAX_BACKOFF_MS);
-      this.logger.error(
-        `order timeout failed, retrying in ${backoff} ms: order=${failed.orderNo} unsettled=${orders.length - settled.size} ${failed.error.message}`,
-      );
-      await sleep(backoff);
+      if (failed) {
+        const backoff = backoffWithJitter(attempt++, 100, MAX_BACKOFF_MS);
+        this.logger.error(
+          `order timeout failed, retrying in ${backoff} ms: order=${failed.orderNo} unsettled=${orders.length - settled.size} ${failed.error.message}`,
+        );
+        await sleep(backoff);
+      } else if (heldForMs !== undefined) {
+        await sleep(heldForMs, undefined, { signal: this.stopped.signal }).catch(() => undefined);
+      } else {
+        break; // stopping: the rest were not taken
+      }
     }
     // Stopping: left unacked, the broker hands it to the next consumer.
   }
@@ -98,29 +112,32 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
   /**
    * Expires the message's orders not settled yet, a few at a time, and sends the early ones
    * round again in one message; records each final outcome in `settled`. Returns the first
-   * failure, if any. Stops taking orders when the service stops.
+   * failure, if any, and how long to wait before the held orders (due within MAX_HOLD_MS) are
+   * due. Stops taking orders when the service stops.
    */
   private async expireAll(
     orders: OrderTimeout[],
     settled: Map<string, ExpireOutcome>,
-  ): Promise<{ orderNo: string; error: Error } | undefined> {
+  ): Promise<{ failed?: { orderNo: string; error: Error }; heldForMs?: number }> {
     const pending = orders.filter(({ orderNo }) => !settled.has(orderNo));
     const early: OrderTimeout[] = [];
     let failed: { orderNo: string; error: Error } | undefined;
+    let heldForMs: number | undefined;
     let next = 0;
     const worker = async () => {
       while (next < pending.length && !this.stopping) {
         const order = pending[next++];
         try {
-          const outcome = await this.lifecycle.expire(order.orderNo);
-          if (outcome === 'not_due') {
-            early.push(order);
+          const result = await this.lifecycle.expire(order.orderNo);
+          if (result.outcome === 'not_due') {
+            if (result.dueInMs <= MAX_HOLD_MS) heldForMs = Math.max(heldForMs ?? 0, result.dueInMs);
+            else early.push(order);
             continue;
           }
-          if (outcome === 'not_found') {
+          if (result.outcome === 'not_found') {
             this.logger.warn(`timeout for an unknown order: order=${order.orderNo}`);
           }
-          settled.set(order.orderNo, outcome);
+          settled.set(order.orderNo, result.outcome);
         } catch (error) {
           failed ??= { orderNo: order.orderNo, error: error as Error };
         }
@@ -135,7 +152,7 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
         failed ??= { orderNo: early[0].orderNo, error: new Error('not confirmed') };
       }
     }
-    return failed;
+    return { failed, heldForMs };
   }
 
   private settle(channel: Channel, message: ConsumeMessage, ack: boolean): void {
@@ -150,6 +167,7 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
   async onModuleDestroy(): Promise<void> {
     if (!this.channel) return;
     this.stopping = true;
+    this.stopped.abort();
     await Promise.race([Promise.all(this.inProgress), sleep(this.config.shutdownTimeoutMs)]);
     await this.channel.close();
   }

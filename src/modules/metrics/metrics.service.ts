@@ -47,7 +47,7 @@ export class MetricsService {
 
   readonly orderMessages = new Counter({
     name: 'seckill_order_messages_total',
-    help: 'Order messages consumed, by outcome (written, duplicate, rejected, voided, dead_lettered)',
+    help: 'Order messages consumed, by outcome (written, duplicate, rejected, voided, dead_lettered, requeued)',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FaultInjector } from '../../config/fault-injector.js';
 import type { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
-import type { StockService } from '../stock/stock.service.js';
+import { CLAIM_LEASE_MS, ReleaseCode, type StockService } from '../stock/stock.service.js';
 import { OrderIngest, type PaymentTimeouts } from './order-ingest.service.js';
 import type { OrderWriter } from './order-writer.service.js';
 import type { NewOrder, WriteOutcome } from './order.types.js';
@@ -41,7 +41,10 @@ describe('OrderIngest', () => {
   };
   const orders = { findByRequestId: vi.fn<OrdersService['findByRequestId']>() };
   const stock = {
-    claim: vi.fn<(goodsId: number, purchases: { requestId: string }[]) => Promise<number[]>>(),
+    claim:
+      vi.fn<
+        (goodsId: number, purchases: { requestId: string }[], holder: string) => Promise<number[]>
+      >(),
     complete: vi.fn<StockService['complete']>(),
     release: vi.fn<StockService['release']>(),
     knownShards: vi.fn<StockService['knownShards']>(),
@@ -53,7 +56,7 @@ describe('OrderIngest', () => {
     orders as unknown as OrdersService,
     stock as unknown as StockService,
     timeouts,
-    { crashPoint: vi.fn() } as unknown as FaultInjector,
+    { crashPoint: vi.fn(), pausePoint: vi.fn() } as unknown as FaultInjector,
     { redisDownMode: 'closed' } as AppConfig,
     watchdog as unknown as RedisWatchdog,
   );
@@ -63,7 +66,7 @@ describe('OrderIngest', () => {
     orders as unknown as OrdersService,
     stock as unknown as StockService,
     timeouts,
-    { crashPoint: vi.fn() } as unknown as FaultInjector,
+    { crashPoint: vi.fn(), pausePoint: vi.fn() } as unknown as FaultInjector,
     { redisDownMode: 'database' } as AppConfig,
     watchdog as unknown as RedisWatchdog,
   );
@@ -89,8 +92,8 @@ describe('OrderIngest', () => {
     expect(outcomes.map((outcome) => outcome.kind)).toEqual(['written', 'voided', 'written']);
     expect(writer.writeBatch).toHaveBeenCalledExactlyOnceWith(GOODS, [a, b]);
     expect(stock.complete).toHaveBeenCalledExactlyOnceWith(GOODS, [
-      { requestId: a.requestId, userId: a.userId, orderNo: a.orderNo },
-      { requestId: b.requestId, userId: b.userId, orderNo: b.orderNo },
+      { requestId: a.requestId, userId: a.userId, orderNo: a.orderNo, quantity: 1 },
+      { requestId: b.requestId, userId: b.userId, orderNo: b.orderNo, quantity: 1 },
     ]);
     expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([a, b]);
     expect(stock.release).not.toHaveBeenCalled();
@@ -142,7 +145,7 @@ describe('OrderIngest', () => {
       GOODS,
       taken.requestId,
       'ALREADY_PURCHASED',
-      true,
+      expect.any(String),
       taken.userId,
     );
     expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([dup]);
@@ -176,7 +179,7 @@ describe('OrderIngest', () => {
       GOODS,
       refused.requestId,
       'REJECTED',
-      true,
+      expect.any(String),
       refused.userId,
     );
     expect(timeouts.publishTimeouts.mock.calls).toEqual([[[a]], [[b]]]);
@@ -195,17 +198,56 @@ describe('OrderIngest', () => {
 
     expect(outcomes.map((outcome) => outcome.kind)).toEqual(['completed', 'exhausted']);
     expect(stock.complete).toHaveBeenCalledExactlyOnceWith(GOODS, [
-      { requestId: found.requestId, userId: found.userId, orderNo: found.orderNo },
+      { requestId: found.requestId, userId: found.userId, orderNo: found.orderNo, quantity: 1 },
     ]);
     expect(stock.release).toHaveBeenCalledExactlyOnceWith(
       GOODS,
       lost.requestId,
       'UNDELIVERABLE',
-      true,
+      expect.any(String),
       lost.userId,
     );
     expect(stock.claim).not.toHaveBeenCalled();
     expect(writer.writeBatch).not.toHaveBeenCalled();
+  });
+
+  it('should wait while another consumer holds the claim of an exhausted purchase, and complete it once that one wrote it', async () => {
+    const copy = order();
+    orders.findByRequestId.mockResolvedValueOnce(null).mockResolvedValueOnce({} as never);
+    stock.release.mockResolvedValueOnce(ReleaseCode.Claimed);
+
+    const outcomes = await ingest.ingest(GOODS, [{ order: copy, exhausted: true }]);
+
+    expect(outcomes).toEqual([{ kind: 'completed', order: copy }]);
+    expect(stock.release).toHaveBeenCalledTimes(1);
+    expect(stock.complete).toHaveBeenCalledExactlyOnceWith(GOODS, [
+      { requestId: copy.requestId, userId: copy.userId, orderNo: copy.orderNo, quantity: 1 },
+    ]);
+  });
+
+  it('should give a rejected purchase up as the holder that claimed it, renewing that claim while it writes', async () => {
+    vi.useFakeTimers();
+    try {
+      const taken = order();
+      let commit!: (outcomes: WriteOutcome[]) => void;
+      writer.writeBatch.mockReturnValueOnce(new Promise((resolve) => (commit = resolve)));
+
+      const outcomes = ingest.ingest(GOODS, fresh(taken));
+      await vi.advanceTimersByTimeAsync(CLAIM_LEASE_MS);
+      commit([{ kind: 'rejected', order: taken, reason: 'SOLD_OUT' }]);
+      await outcomes;
+
+      const holders = stock.claim.mock.calls.map(([, , holder]) => holder);
+      expect(holders.length).toBeGreaterThanOrEqual(3);
+      expect(new Set(holders).size).toBe(1);
+      expect(stock.release.mock.calls[0][3]).toBe(holders[0]);
+      // Renewals end with the write.
+      const claims = stock.claim.mock.calls.length;
+      await vi.advanceTimersByTimeAsync(CLAIM_LEASE_MS);
+      expect(stock.claim).toHaveBeenCalledTimes(claims);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('should stop retrying once stopped and defer what is not final, keeping what is', async () => {

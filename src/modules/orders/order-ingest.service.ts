@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isPermanentDataError } from '../../common/database/transient-errors.js';
 import { isDependencyFailure } from '../../common/errors/dependency-errors.js';
@@ -6,7 +7,7 @@ import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
-import { StockService } from '../stock/stock.service.js';
+import { CLAIM_LEASE_MS, ReleaseCode, StockService } from '../stock/stock.service.js';
 import { OrderWriter } from './order-writer.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder, WriteOutcome } from './order.types.js';
 import { OrdersService } from './orders.service.js';
@@ -27,6 +28,13 @@ const MAX_BACKOFF_MS = 5_000;
 /** The service is stopping: what is not settled yet is left to the next consumer. */
 class Stopped extends Error {}
 
+/** Another consumer holds the claim on a request this one would give up: settle it later. */
+class WrittenElsewhere extends Error {
+  constructor(requestId: string) {
+    super(`request ${requestId} is being written by another consumer, its exhausted copy waits`);
+  }
+}
+
 /** Outcomes final so far, by request id. */
 type Settled = Map<string, IngestOutcome>;
 
@@ -35,6 +43,11 @@ type Settled = Map<string, IngestOutcome>;
  * (see OrderWriter), SUCCESS results, payment timeouts; or FAILED with the stock back. Each
  * purchase gets exactly one final outcome, and a step that failed is retried without redoing
  * the steps before it, so nothing is written, released or reported twice.
+ *
+ * Two copies of one request may be in two consumers at once (the sweeper republished it). Each
+ * ingest claims as its own holder and renews the claim while it writes; one giving up its copy
+ * (exhausted, or refused by MySQL) cannot release a request another holder's claim still holds
+ * (lua/seckill-release.lua): that consumer is writing it and settles it.
  */
 @Injectable()
 export class OrderIngest {
@@ -97,16 +110,19 @@ export class OrderIngest {
     stop?: AbortSignal,
   ): Promise<IngestOutcome[]> {
     const settled: Settled = new Map();
+    const holder = randomUUID();
     try {
       const exhausted = purchases.filter((purchase) => purchase.exhausted);
       await this.untilDone(goodsId, exhausted.length, stop, () =>
-        this.settleExhausted(goodsId, exhausted, settled),
+        this.settleExhausted(goodsId, exhausted, settled, holder),
       );
       const fresh = purchases.filter((purchase) => !purchase.exhausted);
       const claimed = await this.untilDone(goodsId, fresh.length, stop, () =>
-        this.claim(goodsId, fresh, settled),
+        this.claim(goodsId, fresh, settled, holder),
       );
-      await this.write(goodsId, claimed, settled, stop);
+      await this.whileClaimed(goodsId, claimed, holder, () =>
+        this.write(goodsId, claimed, settled, stop, holder),
+      );
     } catch (error) {
       if (!(error instanceof Stopped)) throw error;
       this.logger.warn(
@@ -139,30 +155,56 @@ export class OrderIngest {
   }
 
   /**
+   * Renews the claim on `orders` while `work` runs: a claim left to lapse is taken for a
+   * consumer gone, whose purchases another consumer's exhausted copy may then give back.
+   */
+  private async whileClaimed<T>(
+    goodsId: number,
+    orders: NewOrder[],
+    holder: string,
+    work: () => Promise<T>,
+  ): Promise<T> {
+    if (orders.length === 0) return work();
+    const renewal = setInterval(() => {
+      // A renewal that fails only brings the lapse nearer; the next one may pass.
+      this.stock.claim(goodsId, orders, holder).catch(() => undefined);
+    }, CLAIM_LEASE_MS / 3);
+    renewal.unref();
+    try {
+      return await work();
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+
+  /**
    * A valid order whose message keeps coming back (its instances kept dying): it must still end
-   * as an order or as FAILED with its stock back, never vanish into the dead-letter queue.
+   * as an order or as FAILED with its stock back, never vanish into the dead-letter queue. While
+   * another consumer's claim holds the request, it waits (retried): that one is writing it.
    */
   private async settleExhausted(
     goodsId: number,
     purchases: IngestPurchase[],
     settled: Settled,
+    holder: string,
   ): Promise<void> {
     for (const { order } of purchases) {
       if (settled.has(order.requestId)) continue;
       // Through redisStep like the other steps: retried while Redis is down, one exhausted
       // message would hold its batch, hence the consumer's drain and the fallback's barrier.
       if (await this.orders.findByRequestId(order.requestId)) {
-        await this.redisStep(goodsId, () =>
-          this.stock.complete(goodsId, [
-            { requestId: order.requestId, userId: order.userId, orderNo: order.orderNo },
-          ]),
-        );
+        await this.redisStep(goodsId, () => this.stock.complete(goodsId, [completedOf(order)]));
         settled.set(order.requestId, { kind: 'completed', order });
         continue;
       }
-      await this.redisStep(goodsId, () =>
-        this.stock.release(goodsId, order.requestId, 'UNDELIVERABLE', true, order.userId),
+      const released = await this.redisStep(goodsId, () =>
+        this.stock.release(goodsId, order.requestId, 'UNDELIVERABLE', holder, order.userId),
       );
+      if (released === ReleaseCode.Claimed) throw new WrittenElsewhere(order.requestId);
+      if (released === ReleaseCode.Completed) {
+        settled.set(order.requestId, { kind: 'completed', order });
+        continue;
+      }
       this.logger.error(
         `order given up, its message exhausted its deliveries, stock returned: request=${order.requestId} goods=${goodsId} user=${order.userId}`,
       );
@@ -175,6 +217,7 @@ export class OrderIngest {
     goodsId: number,
     purchases: IngestPurchase[],
     settled: Settled,
+    holder: string,
   ): Promise<NewOrder[]> {
     if (purchases.length === 0) return [];
     const claims = await this.redisStep(
@@ -183,6 +226,7 @@ export class OrderIngest {
         this.stock.claim(
           goodsId,
           purchases.map(({ order }) => order),
+          holder,
         ),
       { onlyWhenDown: true },
     );
@@ -208,12 +252,14 @@ export class OrderIngest {
     orders: NewOrder[],
     settled: Settled,
     stop: AbortSignal | undefined,
+    holder: string,
   ): Promise<void> {
     if (orders.length === 0) return;
     let writes: WriteOutcome[] | undefined;
     let isolate = false;
     await this.untilDone(goodsId, orders.length, stop, async () => {
       if (!writes) {
+        await this.faults.pausePoint('before-order-write');
         try {
           writes = await this.writer.writeBatch(goodsId, orders);
         } catch (error) {
@@ -222,25 +268,28 @@ export class OrderIngest {
             isolate = true;
             return;
           }
-          await this.refuse(goodsId, orders[0], error as Error, settled);
+          await this.refuse(goodsId, orders[0], error as Error, settled, holder);
           return;
         }
         this.faults.crashPoint('after-commit');
       }
-      await this.finish(goodsId, writes, settled);
+      await this.finish(goodsId, writes, settled, holder);
     });
     if (isolate) {
-      for (const order of orders) await this.write(goodsId, [order], settled, stop);
+      for (const order of orders) await this.write(goodsId, [order], settled, stop, holder);
     }
   }
 
-  private async finish(goodsId: number, writes: WriteOutcome[], settled: Settled): Promise<void> {
+  private async finish(
+    goodsId: number,
+    writes: WriteOutcome[],
+    settled: Settled,
+    holder: string,
+  ): Promise<void> {
     for (const outcome of writes) {
       if (outcome.kind !== 'rejected' || settled.has(outcome.order.requestId)) continue;
       const { order, reason } = outcome;
-      await this.redisStep(goodsId, () =>
-        this.stock.release(goodsId, order.requestId, reason, true, order.userId),
-      );
+      await this.giveUp(goodsId, order, reason, holder);
       this.logger.warn(
         `purchase failed: request=${order.requestId} goods=${goodsId} user=${order.userId} reason=${reason}`,
       );
@@ -251,11 +300,7 @@ export class OrderIngest {
     await this.redisStep(goodsId, () =>
       this.stock.complete(
         goodsId,
-        done.map(({ order }) => ({
-          requestId: order.requestId,
-          userId: order.userId,
-          orderNo: order.orderNo,
-        })),
+        done.map(({ order }) => completedOf(order)),
       ),
     );
     // The payment clock starts now. A duplicate gets its timeout again too: the first attempt
@@ -266,20 +311,45 @@ export class OrderIngest {
     for (const outcome of done) settled.set(outcome.order.requestId, outcome);
   }
 
+  /**
+   * This consumer's copy of a claimed purchase will not become an order: its stock goes back,
+   * unless another consumer's claim holds the request (a copy of it that may still be written:
+   * that consumer settles it).
+   */
+  private async giveUp(
+    goodsId: number,
+    order: NewOrder,
+    reason: string,
+    holder: string,
+  ): Promise<void> {
+    // Through redisStep: see settleExhausted.
+    const released = await this.redisStep(goodsId, () =>
+      this.stock.release(goodsId, order.requestId, reason, holder, order.userId),
+    );
+    if (released === ReleaseCode.Claimed) {
+      this.logger.warn(
+        `purchase left to the consumer writing another copy of it: request=${order.requestId} goods=${goodsId}`,
+      );
+    }
+  }
+
   /** MySQL refuses this order on every try: FAILED with its stock back, the rest go on. */
   private async refuse(
     goodsId: number,
     order: NewOrder,
     error: Error,
     settled: Settled,
+    holder: string,
   ): Promise<void> {
-    // Through redisStep: see settleExhausted.
-    await this.redisStep(goodsId, () =>
-      this.stock.release(goodsId, order.requestId, 'REJECTED', true, order.userId),
-    );
+    await this.giveUp(goodsId, order, 'REJECTED', holder);
     this.logger.error(
       `order refused by MySQL, stock returned: request=${order.requestId} goods=${goodsId} user=${order.userId} ${error.message}`,
     );
     settled.set(order.requestId, { kind: 'refused', order });
   }
+}
+
+function completedOf(order: NewOrder) {
+  const { requestId, userId, orderNo, quantity } = order;
+  return { requestId, userId, orderNo, quantity };
 }

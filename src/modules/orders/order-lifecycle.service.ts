@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, LessThan, Repository } from 'typeorm';
+import { DataSource, Raw, Repository } from 'typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
 import { DomainError } from '../../common/errors/domain-error.js';
@@ -12,14 +12,26 @@ import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { RestockCode, StockService } from '../stock/stock.service.js';
 import { OrderWriter } from './order-writer.service.js';
+import { OrdersService } from './orders.service.js';
 
 export type CancelReason = 'USER' | 'EXPIRED';
 export type ExpireOutcome = 'cancelled' | 'already_cancelled' | 'paid' | 'not_found' | 'not_due';
+/** An expiry's outcome; an order not due yet says in how long it is, by MySQL's clock. */
+export type ExpireResult =
+  { outcome: Exclude<ExpireOutcome, 'not_due'> } | { outcome: 'not_due'; dueInMs: number };
 
 const MAX_TRANSIENT_RETRIES = 10;
 
-/** The payment deadline is judged with this much slack for clocks that disagree a little. */
-const CLOCK_SKEW_MS = 1_000;
+/**
+ * What a transition asks of the payment deadline, judged by MySQL's clock in the conditional
+ * UPDATE itself: one clock for every instance, whichever host wrote `expire_at` or reads it.
+ */
+const DEADLINE = {
+  PAID: ' AND expire_at > NOW(3)',
+  EXPIRED: ' AND expire_at <= NOW(3)',
+  USER: '',
+} as const;
+type Transition = keyof typeof DEADLINE;
 
 /**
  * The order state machine: PENDING_PAYMENT → PAID and PENDING_PAYMENT → CANCELLED, nothing
@@ -38,6 +50,7 @@ export class OrderLifecycleService {
     private readonly metrics: MetricsService,
     private readonly faults: FaultInjector,
     private readonly writer: OrderWriter,
+    private readonly ordersByNo: OrdersService,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
@@ -48,17 +61,22 @@ export class OrderLifecycleService {
       if (order.status === 'CANCELLED') {
         throw new DomainError('ORDER_CANCELLED', 'This order was cancelled and cannot be paid');
       }
-      if (order.expireAt.getTime() <= Date.now()) {
-        // Past the deadline the order is cancelled, even if its timeout message is late.
-        if ((await this.cancel(order, 'EXPIRED')) === 'PAID') return { orderNo, status: 'PAID' };
-        throw new DomainError('ORDER_CANCELLED', 'The payment deadline has passed');
-      }
       if (await this.transition(order, 'PAID')) {
         this.logger.log(`order paid: order=${orderNo} user=${userId} goods=${order.goodsId}`);
         this.metrics.orderTransitions.inc({ to: 'PAID' });
         return { orderNo, status: 'PAID' };
       }
-      order = await this.reload(order);
+      const current = await this.reload(order);
+      if (current.version === order.version) {
+        // Unchanged, so the deadline refused it: past it the order is cancelled, even if its
+        // timeout message is late.
+        const final = await this.cancel(current, 'EXPIRED');
+        if (final === 'PAID') return { orderNo, status: 'PAID' };
+        if (final === 'CANCELLED') {
+          throw new DomainError('ORDER_CANCELLED', 'The payment deadline has passed');
+        }
+      }
+      order = current;
     }
   }
 
@@ -73,30 +91,44 @@ export class OrderLifecycleService {
     return { orderNo, status: 'CANCELLED' };
   }
 
-  /** The payment timeout fired for this order. Idempotent. */
-  async expire(orderNo: string): Promise<ExpireOutcome> {
+  /**
+   * The payment timeout fired for this order. Idempotent. Whether it is due is MySQL's call (the
+   * cancel's UPDATE); one not due yet says in how long it is.
+   */
+  async expire(orderNo: string): Promise<ExpireResult> {
     const order = await this.orders.findOne({ where: { orderNo } });
-    if (!order) return 'not_found';
-    if (order.status === 'PAID') return 'paid';
-    if (
-      order.status === 'PENDING_PAYMENT' &&
-      order.expireAt.getTime() > Date.now() + CLOCK_SKEW_MS
-    ) {
-      return 'not_due';
-    }
+    if (!order) return { outcome: 'not_found' };
+    if (order.status === 'PAID') return { outcome: 'paid' };
     const wasPending = order.status === 'PENDING_PAYMENT';
     const final = await this.cancel(order, 'EXPIRED', true);
-    if (final === 'PAID') return 'paid';
-    return wasPending ? 'cancelled' : 'already_cancelled';
+    if (final === 'PAID') return { outcome: 'paid' };
+    if (final === 'PENDING_PAYMENT') {
+      return { outcome: 'not_due', dueInMs: await this.dueInMs(order) };
+    }
+    return { outcome: wasPending ? 'cancelled' : 'already_cancelled' };
+  }
+
+  /** How long until the order's deadline, by MySQL's clock; 0 once it has passed. */
+  private async dueInMs(order: OrderEntity): Promise<number> {
+    const [row] = await this.dataSource.query<{ dueInUs: string | number | null }[]>(
+      'SELECT TIMESTAMPDIFF(MICROSECOND, NOW(3), expire_at) AS dueInUs FROM seckill_order WHERE id = ?',
+      [order.id],
+    );
+    return Math.max(0, Math.ceil(Number(row?.dueInUs ?? 0) / 1_000));
   }
 
   /**
-   * Cancels orders whose deadline passed more than `graceMs` ago: a backstop for timeout
-   * messages that never arrived. Returns how many it cancelled.
+   * Cancels orders whose deadline passed more than `graceMs` ago (by MySQL's clock): a backstop
+   * for timeout messages that never arrived. Returns how many it cancelled.
    */
   async expireOverdue(graceMs: number, limit: number): Promise<number> {
     const overdue = await this.orders.find({
-      where: { status: 'PENDING_PAYMENT', expireAt: LessThan(new Date(Date.now() - graceMs)) },
+      where: {
+        status: 'PENDING_PAYMENT',
+        expireAt: Raw((column) => `${column} < NOW(3) - INTERVAL :graceUs MICROSECOND`, {
+          graceUs: graceMs * 1_000,
+        }),
+      },
       order: { expireAt: 'ASC' },
       take: limit,
     });
@@ -113,12 +145,17 @@ export class OrderLifecycleService {
    * in. MySQL's stock comes back in the same transaction as the status change; Redis's after
    * the commit, idempotently by order number, so calling this again for a cancelled order
    * finishes a stock return that a crash interrupted. With `strict`, a failed Redis step throws
-   * (the timeout consumer then retries); otherwise it is logged for the reconciler.
+   * (the timeout consumer then retries); otherwise it is logged for the reconciler. An expiry
+   * of an order whose deadline MySQL's clock has not reached changes nothing: PENDING_PAYMENT.
    */
-  private async cancel(order: OrderEntity, reason: CancelReason, strict = false) {
+  private async cancel(
+    order: OrderEntity,
+    reason: CancelReason,
+    strict = false,
+  ): Promise<OrderStatus> {
     let current = order;
     while (current.status === 'PENDING_PAYMENT') {
-      if (await this.transition(current, 'CANCELLED')) {
+      if (await this.transition(current, reason)) {
         current = { ...current, status: 'CANCELLED' };
         this.logger.log(
           `order cancelled: order=${current.orderNo} user=${current.userId} goods=${current.goodsId} reason=${reason}`,
@@ -127,7 +164,10 @@ export class OrderLifecycleService {
         this.faults.crashPoint('after-cancel-commit');
         break;
       }
-      current = await this.reload(current);
+      const reloaded = await this.reload(current);
+      // Unchanged, so the deadline refused it (only an expiry has one): not due yet.
+      if (reloaded.version === current.version) return reloaded.status;
+      current = reloaded;
     }
     if (current.status === 'CANCELLED') {
       await this.returnStockToRedis(current).catch(async (error: Error) => {
@@ -163,13 +203,10 @@ export class OrderLifecycleService {
    * One conditional UPDATE; for a cancel, MySQL's stock comes back in the same transaction.
    * A deadlock or lock timeout rolls the transaction back whole, so it is simply run again.
    */
-  private async transition(
-    order: OrderEntity,
-    to: Exclude<OrderStatus, 'PENDING_PAYMENT'>,
-  ): Promise<boolean> {
+  private async transition(order: OrderEntity, transition: Transition): Promise<boolean> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.transitionOnce(order, to);
+        return await this.transitionOnce(order, transition);
       } catch (error) {
         if (!isTransientDbError(error) || attempt >= MAX_TRANSIENT_RETRIES) throw error;
         await sleep(backoffWithJitter(attempt, 5, 200));
@@ -177,11 +214,12 @@ export class OrderLifecycleService {
     }
   }
 
-  private transitionOnce(order: OrderEntity, to: Exclude<OrderStatus, 'PENDING_PAYMENT'>) {
+  private transitionOnce(order: OrderEntity, transition: Transition) {
+    const to = transition === 'PAID' ? 'PAID' : 'CANCELLED';
     return this.dataSource.transaction(async (manager) => {
       const runner = manager.queryRunner!;
       const result = await runner.query(
-        "UPDATE seckill_order SET status = ?, version = version + 1 WHERE id = ? AND status = 'PENDING_PAYMENT' AND version = ?",
+        `UPDATE seckill_order SET status = ?, version = version + 1 WHERE id = ? AND status = 'PENDING_PAYMENT' AND version = ?${DEADLINE[transition]}`,
         [to, order.id, order.version],
         true,
       );
@@ -202,10 +240,7 @@ export class OrderLifecycleService {
   }
 
   private async findOwned(orderNo: string, userId: number): Promise<OrderEntity> {
-    const order = /^[A-Za-z0-9]{1,32}$/.test(orderNo)
-      ? await this.orders.findOne({ where: { orderNo } })
-      : null;
-    if (!order) throw new DomainError('ORDER_NOT_FOUND', `Order ${orderNo} not found`);
+    const order = await this.ordersByNo.byOrderNo(orderNo);
     if (order.userId !== userId) {
       throw new DomainError('FORBIDDEN', 'This order belongs to another user');
     }

@@ -129,27 +129,34 @@ export class OrderWriter {
     }
 
     const accepted: NewOrder[] = [];
+    const refused: NewOrder[] = [];
     let taken = 0;
     for (const order of fresh) {
       if (taken + order.quantity <= goods.stock) {
         accepted.push(order);
         taken += order.quantity;
       } else {
-        // Redis sells only what it holds, so MySQL running short means the stores drifted.
-        this.logger.error(
-          `order rejected: goods ${goodsId} has no stock in MySQL for request ${order.requestId}`,
-        );
-        outcomes.push({ kind: 'rejected', order, reason: 'SOLD_OUT' });
+        refused.push(order);
       }
     }
-    if (accepted.length === 0) return outcomes;
 
+    // Also when every order is refused (taken = 0): the refusals rest on the stock read above,
+    // which a cancel committed since (it bumps the version) may have made stale; the batch is
+    // then retried on a fresh read instead of failing purchases MySQL can now take.
     const update = await runner.query(
       'UPDATE seckill_goods SET stock = stock - ?, version = version + 1 WHERE id = ? AND version = ? AND stock >= ?',
       [taken, goodsId, goods.version, taken],
       true,
     );
     if (update.affected !== 1) throw new VersionConflict();
+    for (const order of refused) {
+      // Redis sells only what it holds, so MySQL running short means the stores drifted.
+      this.logger.error(
+        `order rejected: goods ${goodsId} has no stock in MySQL for request ${order.requestId}`,
+      );
+      outcomes.push({ kind: 'rejected', order, reason: 'SOLD_OUT' });
+    }
+    if (accepted.length === 0) return outcomes;
 
     const timeoutMs = this.config.orderPaymentTimeoutMs;
     await runner.query(

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { MoreThanOrEqual, Repository } from 'typeorm';
+import { Raw, Repository } from 'typeorm';
 import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
-import { DomainError } from '../../common/errors/domain-error.js';
+import { DomainError, echoed } from '../../common/errors/domain-error.js';
 
 /** Anything else cannot be an order number: answered 404 without a query. */
 const ORDER_NO_SHAPE = /^[A-Za-z0-9]{1,32}$/;
@@ -40,14 +40,20 @@ export class OrdersService {
 
   /** Only the owner or an admin sees an order; anyone else learns only that it is not theirs. */
   async getForViewer(orderNo: string, viewer: Viewer): Promise<OrderView> {
-    const order = ORDER_NO_SHAPE.test(orderNo)
-      ? await this.orders.findOne({ where: { orderNo } })
-      : null;
-    if (!order) throw new DomainError('ORDER_NOT_FOUND', `Order ${orderNo} not found`);
+    const order = await this.byOrderNo(orderNo);
     if (!viewer.admin && order.userId !== viewer.userId) {
       throw new DomainError('FORBIDDEN', 'This order belongs to another user');
     }
     return toOrderView(order);
+  }
+
+  /** The order a client names by its number (a path segment, any text), or 404 ORDER_NOT_FOUND. */
+  async byOrderNo(orderNo: string): Promise<OrderEntity> {
+    const order = ORDER_NO_SHAPE.test(orderNo)
+      ? await this.orders.findOne({ where: { orderNo } })
+      : null;
+    if (!order) throw new DomainError('ORDER_NOT_FOUND', `Order ${echoed(orderNo)} not found`);
+    return order;
   }
 
   findByRequestId(requestId: string): Promise<OrderEntity | null> {
@@ -122,17 +128,25 @@ export class OrdersService {
     return (await this.orders.count({ where: { goodsId }, take: 1 })) > 0;
   }
 
-  /** Orders of the goods cancelled in the last `withinMs` (their Redis restock may lag). */
+  /**
+   * Orders of the goods cancelled in the last `withinMs` (their Redis restock may lag), and at
+   * least `olderThanMs` ago. By MySQL's clock, which stamped `updated_at` at the cancel.
+   */
   async recentlyCancelled(
     goodsId: number,
     withinMs: number,
-  ): Promise<{ orderNo: string; userId: number; quantity: number; updatedAt: Date }[]> {
+    olderThanMs = 0,
+  ): Promise<{ orderNo: string; userId: number; quantity: number }[]> {
     return this.orders.find({
-      select: { orderNo: true, userId: true, quantity: true, updatedAt: true },
+      select: { orderNo: true, userId: true, quantity: true },
       where: {
         goodsId,
         status: 'CANCELLED',
-        updatedAt: MoreThanOrEqual(new Date(Date.now() - withinMs)),
+        updatedAt: Raw(
+          (column) =>
+            `${column} >= NOW(3) - INTERVAL :withinUs MICROSECOND AND ${column} <= NOW(3) - INTERVAL :olderThanUs MICROSECOND`,
+          { withinUs: withinMs * 1_000, olderThanUs: olderThanMs * 1_000 },
+        ),
       },
     });
   }

@@ -190,9 +190,10 @@ export class ReconcileService {
    * their stock back now (restock is idempotent per order number).
    */
   private async finishStalledRestocks(goodsId: number): Promise<void> {
-    const stalledBefore = Date.now() - STALLED_RESTOCK_MS;
-    const recent = (await this.orders.recentlyCancelled(goodsId, RECENT_CANCEL_WINDOW_MS)).filter(
-      (order) => order.updatedAt.getTime() < stalledBefore,
+    const recent = await this.orders.recentlyCancelled(
+      goodsId,
+      RECENT_CANCEL_WINDOW_MS,
+      STALLED_RESTOCK_MS,
     );
     if (recent.length === 0) return;
     const pending = await this.stock.notYetRestocked(

@@ -1,6 +1,6 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { DomainError } from '../../common/errors/domain-error.js';
+import { DomainError, echoed } from '../../common/errors/domain-error.js';
 
 export class PurchaseBodyDto {
   @ApiPropertyOptional({ minimum: 1, default: 1, description: 'At most the sale’s perUserLimit' })
@@ -26,7 +26,7 @@ export class PurchaseBodyPipe implements PipeTransform<unknown, number> {
     const fields = Object.keys(body);
     const unknown = fields.filter((field) => field !== 'quantity');
     if (unknown.length > 0) {
-      throw new DomainError('VALIDATION_FAILED', `Unknown field(s): ${unknown.join(', ')}`);
+      throw new DomainError('VALIDATION_FAILED', `Unknown field(s): ${echoed(unknown.join(', '))}`);
     }
     const { quantity } = body as { quantity?: unknown };
     if (quantity === undefined) return 1;

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { OrdersService } from '../orders/orders.service.js';
+import { SaleRecovery } from '../preheat/sale-recovery.service.js';
 import { StockService } from '../stock/stock.service.js';
 import type { PurchaseResultView } from './purchase.types.js';
 
@@ -12,11 +13,14 @@ export class PurchaseResultService {
     private readonly stock: StockService,
     private readonly orders: OrdersService,
     private readonly goods: GoodsService,
+    private readonly recovery: SaleRecovery,
   ) {}
 
   /**
    * Redis answers first; MySQL is the truth when Redis has no word (or only QUEUED for an order
-   * the consumer has just committed).
+   * the consumer has just committed). NONE only when neither store may still hear of one: not
+   * while Redis is down, nor while the sale is rebuilt after a restart (Redis's record is gone,
+   * and a purchase whose message is still in the queue is written before the rebuild ends).
    */
   async result(goodsId: number, userId: number): Promise<PurchaseResultView> {
     let redisDown = false;
@@ -36,6 +40,11 @@ export class PurchaseResultService {
     await this.goods.findOrThrow(goodsId);
     // Without Redis a purchase still on its way cannot be told from none at all.
     if (redisDown) throw new UnavailableError('Redis is unavailable; try again shortly');
+    if (this.recovery.closed(goodsId)) {
+      throw new UnavailableError(
+        'This sale is being rebuilt after a Redis restart; try again shortly',
+      );
+    }
     return { status: 'NONE' };
   }
 }

@@ -3,7 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { InjectConfig } from '../../config/app-config.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import type { AppConfig } from '../../config/env.validation.js';
-import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
+import { neverSent } from '../../common/errors/dependency-errors.js';
+import {
+  DomainError,
+  orUnavailable,
+  UnavailableError,
+  UnknownOutcomeError,
+} from '../../common/errors/domain-error.js';
 import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { encodeOrderMessage } from '../messaging/order-message.js';
@@ -146,23 +152,17 @@ export class PurchaseService {
     try {
       released = await this.stock.release(goodsId, order.requestId, 'UNAVAILABLE', false, userId);
     } catch (error) {
-      if (this.config.redisDownMode === 'database') {
-        // Neither voided nor confirmed, and the message may be only in Redis's outbox: the
-        // fallback's barrier does not wait for it (it never reached the broker), MySQL may sell
-        // the stock, and the sale's return wipes the outbox. A 202 would be a promise lost with
-        // it, so nothing is promised; a message that did reach the broker makes an order after
-        // this 503 (see the README's fallback section).
-        this.logger.warn(
-          `purchase neither confirmed nor voided, answered 503: request=${order.requestId} goods=${goodsId} user=${userId}`,
-        );
-        throw new UnavailableError(
-          'The order queue did not confirm and Redis is unavailable; the purchase is not confirmed',
-          error,
-        );
-      }
-      // Neither voided nor confirmed: the outbox holds it and the sweeper will deliver it.
-      this.logger.warn(`purchase left to the outbox sweeper: request=${order.requestId}`);
-      return { accepted, confirmed: false };
+      // Neither voided nor confirmed. The message may be in the broker (an order after all), or
+      // only in Redis's outbox, which a Redis restart or the fallback's return wipes before the
+      // sweeper resends it: nothing can be promised, and "nothing was taken" may be untrue.
+      this.logger.warn(
+        `purchase neither confirmed nor voided, outcome unknown: request=${order.requestId} goods=${goodsId} user=${userId}`,
+      );
+      throw new UnknownOutcomeError(
+        order.requestId,
+        'The order queue did not confirm and Redis did not answer: this purchase may still become an order; its result will tell',
+        error,
+      );
     }
     if (released === ReleaseCode.Claimed || released === ReleaseCode.Completed) {
       // The message did arrive after all and a consumer took it: it is (becoming) an order.
@@ -177,7 +177,8 @@ export class PurchaseService {
   /**
    * The deduct command failed on its way (a timeout, a reset connection): the script may or may
    * not have run. Voiding the request settles it either way: a script that ran is given back, one
-   * still on its way is refused when it arrives.
+   * still on its way is refused when it arrives. Without the void, only a command that never left
+   * this process is known to have taken nothing.
    */
   private async afterFailedDeduct(order: NewOrder, error: unknown): Promise<PurchaseAccepted> {
     let released: ReleaseCode;
@@ -190,7 +191,16 @@ export class PurchaseService {
         order.userId,
       );
     } catch {
-      throw new UnavailableError('Redis is unavailable; nothing was taken', error);
+      if (neverSent(error))
+        throw new UnavailableError('Redis is unavailable; nothing was taken', error);
+      this.logger.warn(
+        `purchase neither answered nor voided, outcome unknown: request=${order.requestId} goods=${order.goodsId} user=${order.userId}`,
+      );
+      throw new UnknownOutcomeError(
+        order.requestId,
+        'Redis did not answer this purchase nor its void: it may have been taken; its result will tell',
+        error,
+      );
     }
     if (released === ReleaseCode.Claimed || released === ReleaseCode.Completed) {
       return { status: 'QUEUED', requestId: order.requestId };

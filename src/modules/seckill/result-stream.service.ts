@@ -1,4 +1,5 @@
 import { BeforeApplicationShutdown, Inject, Injectable, type MessageEvent } from '@nestjs/common';
+import { normalizeIp } from '@nestjs/throttler';
 import type { Redis } from 'ioredis';
 import { randomUUID } from 'node:crypto';
 import { Observable } from 'rxjs';
@@ -6,7 +7,10 @@ import { DomainError, orUnavailable } from '../../common/errors/domain-error.js'
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
-import { resultStreamSlotsKey } from '../../infra/redis/seckill-keys.js';
+import {
+  resultStreamAddressSlotsKey,
+  resultStreamSlotsKey,
+} from '../../infra/redis/seckill-keys.js';
 import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { StockService } from '../stock/stock.service.js';
@@ -115,9 +119,11 @@ class ResultFeed {
 
 /**
  * GET /api/v1/seckill/:goodsId/result/stream. A stream holds a slot of its user's (at most
- * RESULT_STREAM_MAX_PER_USER across instances, in Redis) and one of this instance's (at most
- * RESULT_STREAM_MAX_PER_INSTANCE); beyond either it is 429. While open it costs no query: a read
- * of the user's result in Redis per change announced on its channel (ResultEvents).
+ * RESULT_STREAM_MAX_PER_USER across instances, in Redis), one of its client address's (at most
+ * RESULT_STREAM_MAX_PER_IP, likewise: many accounts behind one address cannot hold thousands)
+ * and one of this instance's (at most RESULT_STREAM_MAX_PER_INSTANCE); beyond any, it is 429.
+ * While open it costs no query: a read of the user's result in Redis per change announced on its
+ * channel (ResultEvents).
  */
 @Injectable()
 export class ResultStreams implements BeforeApplicationShutdown {
@@ -137,17 +143,32 @@ export class ResultStreams implements BeforeApplicationShutdown {
   /**
    * Sets a stream up: its slots, its channel, its first result. `ended` aborts however the
    * response ends (the client left, the feed completed, setup failed), which gives it all back.
+   * `clientIp` is the request's (Fastify's `request.ip`), keyed as the rate limiter keys it (an
+   * IPv6 client by its /64).
    */
   async open(
     goodsId: number,
     userId: number,
+    clientIp: string,
     ended: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
+    const { maxPerUser, maxPerIp } = this.config.resultStream;
     const teardown = new Teardown();
     ended.addEventListener('abort', () => teardown.run(), { once: true });
     try {
       this.takeInstanceSlot(teardown);
-      await this.takeUserSlot(userId, teardown);
+      await this.takeSharedSlot(
+        resultStreamSlotsKey(userId),
+        maxPerUser,
+        `You have ${maxPerUser} result streams open already; close one first`,
+        teardown,
+      );
+      await this.takeSharedSlot(
+        resultStreamAddressSlotsKey(normalizeIp(clientIp)),
+        maxPerIp,
+        `Your address has ${maxPerIp} result streams open already; try again shortly`,
+        teardown,
+      );
       const feed = new ResultFeed(
         () => this.stock.result(goodsId, userId),
         this.config.resultStream,
@@ -176,16 +197,19 @@ export class ResultStreams implements BeforeApplicationShutdown {
     });
   }
 
-  private async takeUserSlot(userId: number, teardown: Teardown): Promise<void> {
-    const { maxPerUser, lifetimeMs } = this.config.resultStream;
-    const key = resultStreamSlotsKey(userId);
+  /** One of the slots a user or an address holds across instances (lua/result-stream-slot.lua). */
+  private async takeSharedSlot(
+    key: string,
+    limit: number,
+    refusal: string,
+    teardown: Teardown,
+  ): Promise<void> {
     const streamId = randomUUID();
+    const slotTtlMs = this.config.resultStream.lifetimeMs + SLOT_MARGIN_MS;
     const taken = await orUnavailable('Redis', () =>
-      this.scripts.takeResultStreamSlot(key, streamId, maxPerUser, lifetimeMs + SLOT_MARGIN_MS),
+      this.scripts.takeResultStreamSlot(key, streamId, limit, slotTtlMs),
     );
-    if (!taken) {
-      throw tooMany(`You have ${maxPerUser} result streams open already; close one first`, 5);
-    }
+    if (!taken) throw tooMany(refusal, 5);
     // Best effort: a slot not given back lapses after the stream's lifetime.
     teardown.add(() => void this.redis.zrem(key, streamId).catch(() => undefined));
   }

@@ -4,6 +4,7 @@ import {
   Get,
   Headers,
   HttpCode,
+  Ip,
   Param,
   Post,
   Sse,
@@ -19,6 +20,7 @@ import {
   ApiProduces,
   ApiProperty,
   ApiPropertyOptional,
+  ApiServiceUnavailableResponse,
   ApiTags,
   ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
@@ -42,6 +44,18 @@ import { ResultStreams } from './result-stream.service.js';
 class PurchaseAcceptedDto {
   @ApiProperty({ enum: ['QUEUED'] }) status: string;
   @ApiProperty({ format: 'uuid' }) requestId: string;
+}
+
+class PurchaseUnavailableDto {
+  @ApiProperty({ enum: [503] }) statusCode: number;
+  @ApiProperty({ enum: ['UNAVAILABLE'] }) code: string;
+  @ApiProperty() message: string;
+  @ApiPropertyOptional({
+    format: 'uuid',
+    description:
+      'Only when the outcome is unknown (a reply lost on its way from Redis or MySQL): this purchase may still become an order. GET /api/v1/seckill/{goodsId}/result tells its outcome once known (SUCCESS with this requestId, or FAILED/NONE). Without it, nothing was taken.',
+  })
+  requestId?: string;
 }
 
 class PurchaseTokenDto {
@@ -116,7 +130,7 @@ export class SeckillController {
   @ApiOperation({
     summary: 'Buy: takes stock at once and queues the order (poll the result)',
     description:
-      "Errors: 409 SOLD_OUT, ALREADY_PURCHASED, DUPLICATE_REQUEST, SALE_NOT_STARTED, SALE_ENDED, NOT_PREHEATED; 403 FORBIDDEN (purchase token missing, invalid, another user's or used); 413 PAYLOAD_TOO_LARGE (a body over 1 KiB); 429 TOO_MANY_REQUESTS (Retry-After); 503 UNAVAILABLE (nothing taken).",
+      "Errors: 409 SOLD_OUT, ALREADY_PURCHASED, DUPLICATE_REQUEST, SALE_NOT_STARTED, SALE_ENDED, NOT_PREHEATED; 403 FORBIDDEN (purchase token missing, invalid, another user's or used); 413 PAYLOAD_TOO_LARGE (a body over 1 KiB); 429 TOO_MANY_REQUESTS (Retry-After); 503 UNAVAILABLE: nothing taken, unless the body carries a requestId (the outcome is unknown: poll the result).",
   })
   @ApiHeader({
     name: 'X-Seckill-Token',
@@ -132,6 +146,11 @@ export class SeckillController {
   })
   @ApiBody({ type: PurchaseBodyDto, required: false })
   @ApiAcceptedResponse({ type: PurchaseAcceptedDto })
+  @ApiServiceUnavailableResponse({
+    type: PurchaseUnavailableDto,
+    description:
+      'A dependency is down. Nothing was taken, unless `requestId` is present: then the outcome is unknown and the result route tells it.',
+  })
   purchase(
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @Body(PurchaseBodyPipe) quantity: number,
@@ -147,7 +166,11 @@ export class SeckillController {
 
   @Get(':goodsId/result')
   @RateLimit('read')
-  @ApiOperation({ summary: 'The outcome of your latest purchase of this goods' })
+  @ApiOperation({
+    summary: 'The outcome of your latest purchase of this goods',
+    description:
+      "After a purchase's 503 carrying a requestId: SUCCESS with that requestId once it became an order; FAILED, NONE or another purchase's result once it surely did not. 503 UNAVAILABLE while Redis is unreachable, or the sale is being rebuilt after a Redis restart, and MySQL holds no order of yours.",
+  })
   @ApiOkResponse({ type: PurchaseResultDto })
   result(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {
     return this.results.result(goodsId, user.userId);
@@ -158,7 +181,7 @@ export class SeckillController {
   @ApiOperation({
     summary: 'The outcome of your latest purchase of this goods, pushed as it changes (SSE)',
     description:
-      'text/event-stream. The current result at once, then each change, each as an event whose data is the JSON of GET /result; the stream ends after a final one (SUCCESS with orderNo, or FAILED): close your EventSource then, or it reconnects and gets the final result again. Without a final result it ends after RESULT_STREAM_LIFETIME_MS (10 min; reconnect), and a comment line (": heartbeat") comes every RESULT_STREAM_HEARTBEAT_MS (15 s). At most RESULT_STREAM_MAX_PER_USER (2) streams per user at once, across instances, and RESULT_STREAM_MAX_PER_INSTANCE (10,000) per instance: beyond either, 429 TOO_MANY_REQUESTS with Retry-After. Counts against the read rate limit when it opens. 401 without a token, 404 GOODS_NOT_FOUND, 503 UNAVAILABLE while Redis is unreachable.',
+      'text/event-stream. The current result at once, then each change, each as an event whose data is the JSON of GET /result; the stream ends after a final one (SUCCESS with orderNo, or FAILED): close your EventSource then, or it reconnects and gets the final result again. Without a final result it ends after RESULT_STREAM_LIFETIME_MS (10 min; reconnect), and a comment line (": heartbeat") comes every RESULT_STREAM_HEARTBEAT_MS (15 s). At most RESULT_STREAM_MAX_PER_USER (2) streams per user and RESULT_STREAM_MAX_PER_IP (100) per client address at once, across instances, and RESULT_STREAM_MAX_PER_INSTANCE (10,000) per instance: beyond any, 429 TOO_MANY_REQUESTS with Retry-After. Counts against the read rate limit when it opens. 401 without a token, 404 GOODS_NOT_FOUND, 503 UNAVAILABLE while Redis is unreachable or the sale is being rebuilt after a Redis restart.',
   })
   @ApiProduces('text/event-stream')
   @ApiOkResponse({
@@ -170,8 +193,9 @@ export class SeckillController {
   resultStream(
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @CurrentUser() user: AuthUser,
+    @Ip() ip: string,
     @SseSignal() ended: AbortSignal,
   ) {
-    return this.streams.open(goodsId, user.userId, ended);
+    return this.streams.open(goodsId, user.userId, ip, ended);
   }
 }

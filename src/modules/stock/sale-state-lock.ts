@@ -43,7 +43,7 @@ export class SaleStateLock {
     path: SaleStatePath,
     work: (held: SaleStateHold) => Promise<T>,
   ): Promise<T> {
-    await this.faults.pause('before-sale-lock', goodsId, path);
+    await this.faults.pausePoint('before-sale-lock', { goodsId, path });
     let lock = await this.locks.tryLockJob(`sale-state:${goodsId}`, SALE_STATE_LOCK_TTL_MS);
     // Most holds last a few milliseconds (a preheat that finds the sale loaded, a rebuild that
     // finds its barrier not passed): an operator's preheat is not refused for one of those.

@@ -14,6 +14,7 @@ import {
   RestockCode,
   SeckillScripts,
   type RedisSaleSnapshot,
+  type ReleaseForce,
 } from '../../infra/redis/seckill-scripts.js';
 import {
   allBucketKeys,
@@ -29,7 +30,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { SoldOutMemo } from './sold-out-memo.js';
 
 export { DeductCode, ReleaseCode, RestockCode };
-export type { ActiveOrderRef, CompletedOrder };
+export type { ActiveOrderRef, CompletedOrder, ReleaseForce };
 
 /** A purchase, as the consumers know it: enough to find the buyer's home bucket. */
 interface BuyerRef {
@@ -69,6 +70,13 @@ const VOIDED_RETENTION_MS = 24 * 60 * 60 * 1000;
 const REPAIR_FREEZE_MS = 30_000;
 /** Runs of a frozen repair before it gives up (each outlasting REPAIR_FREEZE_MS). */
 const REPAIR_ATTEMPTS = 3;
+
+/**
+ * How long a consumer's claim on the purchases it writes holds unless renewed (lua/seckill-
+ * claim.lua). Its holder renews it while it writes (OrderIngest); only a holder that died or
+ * lost Redis lets it lapse, and only then may another consumer's forced release take it over.
+ */
+export const CLAIM_LEASE_MS = 30_000;
 
 /**
  * The sale's live state in Redis: stock, buyers, in-flight purchases, results.
@@ -182,7 +190,8 @@ export class StockService {
         continue;
       }
       this.metrics.stockLoans.inc({ event: 'taken' });
-      return this.recordBorrowed(goodsId, homeKeys, lender, userId, quantity, requestId, message);
+      const borrowed = { keys: lender, bucket };
+      return this.recordBorrowed(goodsId, homeKeys, borrowed, userId, quantity, requestId, message);
     }
     // A bucket Redis does not hold (its master restarted empty, not yet noticed) may have stock:
     // not SOLD_OUT, a final answer, but what a sale not loaded gets.
@@ -194,7 +203,7 @@ export class StockService {
   private async recordBorrowed(
     goodsId: number,
     homeKeys: SaleKeys,
-    lender: SaleKeys,
+    { keys: lender, bucket }: { keys: SaleKeys; bucket: number },
     userId: number,
     quantity: number,
     requestId: string,
@@ -202,9 +211,9 @@ export class StockService {
   ): Promise<{ code: DeductCode; remaining: number }> {
     let recorded: { code: DeductCode; remaining: number };
     try {
-      recorded = await this.scripts.deduct(homeKeys, userId, quantity, requestId, message, true);
+      recorded = await this.scripts.deduct(homeKeys, userId, quantity, requestId, message, bucket);
     } catch (error) {
-      await this.voidUnrecordedLoan(goodsId, homeKeys, lender, requestId, userId, quantity).catch(
+      await this.voidUnrecordedLoan(goodsId, homeKeys, lender, requestId, userId).catch(
         () => undefined,
       );
       throw error;
@@ -235,7 +244,6 @@ export class StockService {
     lender: SaleKeys,
     requestId: string,
     userId: number,
-    quantity: number,
   ): Promise<boolean> {
     const code = await this.scripts.release(
       homeKeys,
@@ -243,9 +251,10 @@ export class StockService {
       false,
       'UNAVAILABLE',
       userId,
-      quantity,
+      true,
     );
-    // In flight, completed, or released at home (its stock went back there): the loan is only
+    // Recorded at home (the home bucket's record of it on a loan outlives whatever became of the
+    // purchase: an order, a cancel, a release there), claimed or completed: the loan is only
     // dropped. Only a request never recorded gives the loan back.
     const recorded = code !== ReleaseCode.NotInFlight;
     const closed = await this.scripts.settleLoan(lender, requestId, !recorded);
@@ -258,9 +267,10 @@ export class StockService {
   }
 
   /**
-   * Gives back the loans older than `olderThan` (on each lending bucket's Redis clock) whose
-   * purchase was never recorded, and drops those whose purchase was. Returns how many it gave
-   * back.
+   * Gives back the loans older than `ageMs` (on each lending bucket's Redis clock) whose
+   * purchase was never recorded, and drops those whose purchase was: the home bucket's record of
+   * each purchase taken on a loan (`borrowed`, written with the purchase) tells, for as long as
+   * the sale is in Redis. Returns how many it gave back.
    */
   async sweepLoans(goodsId: number, ageMs: number, at?: number): Promise<number> {
     const shards = await this.shardsOf(goodsId);
@@ -281,9 +291,7 @@ export class StockService {
         if (loan.at > now - ageMs) continue;
         const homeKeys = bucketKeys(goodsId, shards, loan.home);
         const userId = Number(loan.userId);
-        if (
-          await this.voidUnrecordedLoan(goodsId, homeKeys, lender, requestId, userId, loan.quantity)
-        ) {
+        if (await this.voidUnrecordedLoan(goodsId, homeKeys, lender, requestId, userId)) {
           returned++;
           this.metrics.stockLoans.inc({ event: 'swept' });
           this.logger.warn(
@@ -296,14 +304,15 @@ export class StockService {
   }
 
   /**
-   * Gives an accepted purchase back unless a consumer already owns it (`force` skips that) or it
-   * is an order already (told by the user's result, when `userId` is given).
+   * Gives an accepted purchase back unless a consumer owns it or it is an order already (told by
+   * the user's result). `force`: a consumer gives up its own copy of the request, by its claim
+   * holder (see ReleaseForce): refused all the same (Claimed) while another consumer's claim holds.
    */
   async release(
     goodsId: number,
     requestId: string,
     reason: string,
-    force: boolean,
+    force: ReleaseForce,
     userId: number,
   ) {
     const code = await this.scripts.release(
@@ -317,26 +326,38 @@ export class StockService {
     return code;
   }
 
-  /** Per purchase, in order: true when it may be written, false when it was voided. */
-  async claim(goodsId: number, purchases: BuyerRef[]): Promise<boolean[]> {
+  /**
+   * Per purchase, in order: true when it may be written, false when it was voided. Claims them
+   * for `holder` for CLAIM_LEASE_MS; run again, renews the lease.
+   */
+  async claim(goodsId: number, purchases: BuyerRef[], holder: string): Promise<boolean[]> {
     const flags = new Array<boolean>(purchases.length);
     await this.perHomeBucket(goodsId, purchases, async (keys, indexes) => {
       const claimed = await this.scripts.claim(
         keys,
         indexes.map((index) => purchases[index].requestId),
+        holder,
+        CLAIM_LEASE_MS,
       );
       indexes.forEach((index, i) => (flags[index] = claimed[i]));
     });
     return flags;
   }
 
+  /** Returns how many were still in flight. */
   async complete(goodsId: number, orders: CompletedOrder[]): Promise<number> {
     let completed = 0;
     await this.perHomeBucket(goodsId, orders, async (keys, indexes) => {
-      completed += await this.scripts.complete(
+      const done = await this.scripts.complete(
         keys,
         indexes.map((index) => orders[index]),
       );
+      completed += done.completed;
+      for (const requestId of done.retaken) {
+        this.logger.error(
+          `order landed after its purchase was released, its stock taken again: request=${requestId} goods=${goodsId}`,
+        );
+      }
     });
     return completed;
   }
@@ -400,7 +421,7 @@ export class StockService {
         }
       }
     }
-    await this.faults.pause('preheat-before-stock', goodsId);
+    await this.faults.pausePoint('preheat-before-stock', { goodsId });
     let loaded = false;
     let stock = 0;
     for (const [bucket, keys] of buckets.entries()) {
@@ -453,8 +474,9 @@ export class StockService {
   /**
    * The sale's Redis side summed over its buckets (each read atomically, one after the other).
    * A loan not recorded at home yet is stock taken but not yet any purchase: it is counted in
-   * flight (it becomes one, or goes back to its bucket). A recorded loan whose record is already
-   * in flight at home is not counted again.
+   * flight (it becomes one, or goes back to its bucket). A recorded one is not counted again:
+   * its purchase is counted where it is now (in flight at home, an order, or its stock back at
+   * home), only its drop is outstanding.
    */
   async snapshot(goodsId: number): Promise<Omit<RedisSaleSnapshot, 'loans'>> {
     const buckets = await this.bucketsOf(goodsId);
@@ -480,7 +502,7 @@ export class StockService {
       total.inFlightQuantity += part.inFlightQuantity;
       total.inFlightCount += part.inFlightCount;
       for (const loan of part.loans) {
-        const recorded = await this.redis.hexists(buckets[loan.home].inflight, loan.requestId);
+        const recorded = await this.redis.hexists(buckets[loan.home].borrowed, loan.requestId);
         if (recorded === 0) total.inFlightQuantity += loan.quantity;
       }
     }
