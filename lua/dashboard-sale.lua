@@ -13,13 +13,16 @@
                     claim is held, this caller takes it (SET NX PX) and is told to refresh
 
   Returns {stock, inFlightQuantity, inFlightCount, verdict, claimed, rate1, rate2, …}:
-  stock is -1 when Redis does not hold the sale; verdict is the stored JSON or '' when none;
+  stock is -1 when Redis does not hold the sale (no stock or no meta); verdict is the stored JSON or '' when none;
   claimed is 1 when this caller must refresh the verdict; each rate is a flat
   {outcome, count, outcome, count, …} list (empty for a second without answers).
   The in-flight quantity is the number of in-flight purchases when each buys one unit (the sale's
   per-user limit is 1), without reading them; otherwise each message's quantity is summed.
 ]]
 local stock = tonumber(redis.call('GET', KEYS[1]) or '-1')
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  stock = -1
+end
 local count = redis.call('HLEN', KEYS[3])
 local quantity = count
 if count > 0 and redis.call('HGET', KEYS[2], 'limit') ~= '1' then

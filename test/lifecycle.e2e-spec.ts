@@ -275,6 +275,7 @@ describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
       totalStock: 10,
       dbStock: 7,
       redisStock: 7,
+      redisState: 'LOADED',
       buyers: 3,
       orders: { pendingPayment: 0, paid: 3, cancelled: 5 },
       inFlight: 0,

@@ -294,8 +294,8 @@
     const when = `checked ${age} s ago`;
     if (verdict.consistent) return verdict.settling ? `restocks settling · ${when}` : when;
     const redis =
-      verdict.drift.redis === null
-        ? 'Redis: sale missing'
+      verdict.redisState === 'NOT_LOADED' || verdict.drift.redis === null
+        ? 'Redis: sale not loaded'
         : `Redis: ${signed(verdict.drift.redis)}`;
     return `drift ${redis}, MySQL: ${signed(verdict.drift.db)} · ${when}`;
   }

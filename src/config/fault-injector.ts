@@ -3,23 +3,42 @@ import { InjectConfig } from './app-config.js';
 import type { AppConfig, FaultPoint } from './env.validation.js';
 
 /**
- * Points a test may hold a step at (holdAt), to force an interleaving of two consumers:
- * `before-order-write`, a consumer has claimed its purchases and not yet written them.
+ * Points a test may hold a step at (holdAt), to force an interleaving:
+ * - `before-order-write`: a consumer has claimed its purchases and not yet written them;
+ * - `before-sale-lock`: a path that wipes or loads a sale is about to take the goods' sale-state
+ *   lock (its premise not read under it yet);
+ * - `fallback-return-stale-read`: the fallback's return read `redis_stale = 1`, before it wipes;
+ * - `preheat-before-stock`: a load wrote the buyers and restocked orders, not yet the stock.
  */
-export type PausePoint = 'before-order-write';
+export type PausePoint =
+  'before-order-write' | 'before-sale-lock' | 'fallback-return-stale-read' | 'preheat-before-stock';
+
+/** Where a step is reached: the goods, and the path (SaleStatePath) where there are several. */
+export interface PauseAt {
+  goodsId: number;
+  path?: string;
+}
+
+interface Hold {
+  arrived: () => void;
+  gate: Promise<void>;
+  /** Only the first call for this goods (on this path) is held; the others go on. */
+  only?: PauseAt;
+  taken: boolean;
+}
 
 /**
  * Crash tests need the process to die at an exact point: only the Redis outbox knows a
  * purchase (after-deduct); an order is committed but its message not acked (after-commit); a
  * cancel is committed in MySQL but its stock not yet back in Redis (after-cancel-commit). Off unless FAULT_CRASH_POINT is set, which
  * the config refuses in production. Pause points do nothing unless a test in the same process
- * holds them.
+ * holds them (refused in production too).
  */
 @Injectable()
 export class FaultInjector {
   private readonly logger = new Logger(FaultInjector.name);
   private reached = 0;
-  private readonly holds = new Map<PausePoint, { arrived: () => void; gate: Promise<void> }>();
+  private readonly holds = new Map<PausePoint, Hold>();
 
   constructor(@InjectConfig() private readonly config: AppConfig) {}
 
@@ -30,29 +49,40 @@ export class FaultInjector {
     process.kill(process.pid, 'SIGKILL');
   }
 
-  /** Waits while a test holds `point`; at once otherwise. */
-  async pausePoint(point: PausePoint): Promise<void> {
+  /** Waits while a test holds `point` (for this goods and path, if the hold names one). */
+  async pausePoint(point: PausePoint, at?: PauseAt): Promise<void> {
     const hold = this.holds.get(point);
     if (!hold) return;
-    this.logger.warn(`fault injection: held at ${point}`);
+    if (hold.only) {
+      const { goodsId, path } = hold.only;
+      if (hold.taken || at?.goodsId !== goodsId || (path !== undefined && path !== at.path)) return;
+      hold.taken = true;
+    }
+    this.logger.warn(
+      `fault injection: held at ${point}${at ? ` goods=${at.goodsId} ${at.path ?? ''}` : ''}`,
+    );
     hold.arrived();
     await hold.gate;
   }
 
   /**
-   * Holds the next steps that reach `point` until `release` is called; `reached` resolves when
-   * the first one arrives.
+   * Holds the next steps that reach `point` until `release` is called (with `only`, the first
+   * one for that goods and path alone); `reached` resolves when the first one arrives.
    */
-  holdAt(point: PausePoint): { reached: Promise<void>; release: () => void } {
+  holdAt(point: PausePoint, only?: PauseAt): { reached: Promise<void>; release: () => void } {
+    if (this.config.nodeEnv === 'production') {
+      throw new Error('fault injection pauses are for tests and refused in production');
+    }
     let arrived!: () => void;
     let open!: () => void;
     const reached = new Promise<void>((resolve) => (arrived = resolve));
     const gate = new Promise<void>((resolve) => (open = resolve));
-    this.holds.set(point, { arrived, gate });
+    const hold: Hold = { arrived, gate, only, taken: false };
+    this.holds.set(point, hold);
     return {
       reached,
       release: () => {
-        this.holds.delete(point);
+        if (this.holds.get(point) === hold) this.holds.delete(point);
         open();
       },
     };

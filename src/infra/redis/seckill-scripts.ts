@@ -15,7 +15,7 @@ const SCRIPTS = {
   seckillComplete: { file: 'seckill-complete.lua', keys: 8 },
   seckillPreheat: { file: 'seckill-preheat.lua', keys: 2 },
   seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
-  seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 4 },
+  seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 5 },
   seckillRebuild: { file: 'seckill-rebuild.lua', keys: 7 },
   seckillLoan: { file: 'seckill-loan.lua', keys: 4 },
   seckillLoanSettle: { file: 'seckill-loan-settle.lua', keys: 3 },
@@ -355,6 +355,7 @@ export class SeckillScripts implements OnModuleInit {
       keys.buyers,
       keys.inflight,
       keys.loans,
+      keys.meta,
     )) as [number, number, number, number, (string | number)[], number];
     const loans: OpenLoan[] = [];
     for (let i = 0; i < lent.length; i += 3) {

@@ -11,7 +11,7 @@ import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
 import { statusOf } from '../goods/goods.service.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
-import { parseVerdict } from '../reconcile/reconcile-verdicts.js';
+import { parseVerdict, type SaleVerdict } from '../reconcile/reconcile-verdicts.js';
 import { ReconcileService } from '../reconcile/reconcile.service.js';
 import { StockService } from '../stock/stock.service.js';
 import type { ByStatus, DashboardSnapshot, QueueFigures, SaleFigures } from './dashboard.types.js';
@@ -247,8 +247,24 @@ function figures(sale: SaleLedger, redis: RedisSide | null, now: number): SaleFi
     dbStock: sale.dbStock,
     orders: sale.orders,
     units: sale.units,
-    verdict: redis?.verdict ?? null,
+    verdict: redis ? verdictNow(redis.verdict, redis.stock !== null) : null,
     rates: redis?.rates ?? { start: 0, codes: {} },
+  };
+}
+
+/**
+ * The stored verdict, unless Redis does not hold the sale now (read in the same call): then no
+ * reading of it is consistent, whatever an earlier one found (taken before the loss, or saved
+ * after the server came back empty).
+ */
+function verdictNow(verdict: SaleVerdict | null, loaded: boolean): SaleVerdict | null {
+  if (loaded || verdict === null) return verdict;
+  return {
+    ...verdict,
+    consistent: false,
+    settling: false,
+    redisState: 'NOT_LOADED',
+    drift: { ...verdict.drift, redis: null },
   };
 }
 

@@ -4,24 +4,24 @@ import type { DataSource } from 'typeorm';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
-import { RedisLocks } from '../../infra/redis/redis-locks.js';
+import { FaultInjector } from '../../config/fault-injector.js';
 import { PreheatService } from '../preheat/preheat.service.js';
-import { StockService } from '../stock/stock.service.js';
+import { SaleStateLock } from '../stock/sale-state-lock.js';
 import { DatabaseBarrier } from './database-barrier.service.js';
 
 const EVERY_MS = 500;
-const LOCK_TTL_MS = 30_000;
 /** Rows of old barriers and beats are dropped this often. */
 const PRUNE_EVERY_MS = 600_000;
 
 /**
  * Brings back to Redis each sale MySQL marks `redis_stale` (sold by the fallback, or written by a
- * consumer without Redis), once Redis answers: what Redis holds of it is wiped, then it is
- * rebuilt from MySQL as after a restart (PreheatService: after the order barrier, in the
- * transaction that closes the fallback and clears the mark). The wipe comes first so that no
+ * consumer without Redis), once Redis answers: it is rebuilt from MySQL as after a restart
+ * (PreheatService: what Redis holds of it wiped first, then the order barrier, then the load, in
+ * the transaction that closes the fallback and clears the mark). The wipe comes first so that no
  * instance sells the old copy meanwhile (they hold the Redis path until the sale is loaded; see
- * FallbackGate). Cluster-wide work, run where the consumers run (the rebuild waits for their
- * drain), one instance per sale at a time.
+ * FallbackGate). Under the goods' sale-state lock, the mark read again once it is held: a rebuild
+ * by another path (the restart's, a preheat) that cleared it meanwhile is left alone.
+ * Cluster-wide work, run where the consumers run (the rebuild waits for their drain).
  */
 @Injectable()
 export class FallbackReturn implements OnModuleInit, OnApplicationShutdown {
@@ -29,14 +29,12 @@ export class FallbackReturn implements OnModuleInit, OnApplicationShutdown {
   private timer?: NodeJS.Timeout;
   private running = false;
   private prunedAt = 0;
-  /** When each stale sale was first wiped here (the rebuild waits for what Redis took before). */
-  private readonly wipedAt = new Map<number, number>();
 
   constructor(
     @InjectDataSource() private readonly db: DataSource,
-    private readonly stock: StockService,
     private readonly preheat: PreheatService,
-    private readonly locks: RedisLocks,
+    private readonly saleLock: SaleStateLock,
+    private readonly faults: FaultInjector,
     private readonly barriers: DatabaseBarrier,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
@@ -67,30 +65,24 @@ export class FallbackReturn implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async bringBack(goodsId: number): Promise<void> {
-    const lock = await this.locks.tryLockJob(`fallback-return:${goodsId}`, LOCK_TTL_MS);
-    if (!lock) return;
     try {
-      // Read again under the lock: another instance may have rebuilt it since.
-      const [row] = await this.db.query<{ stale: number }[]>(
-        'SELECT redis_stale AS stale FROM seckill_goods WHERE id = ?',
-        [goodsId],
-      );
-      if (Number(row?.stale) !== 1) {
-        this.wipedAt.delete(goodsId);
-        return;
-      }
-      await this.stock.forget(goodsId);
-      if (!this.wipedAt.has(goodsId)) this.wipedAt.set(goodsId, Date.now());
-      const result = await this.preheat.rebuildFromMysql(goodsId, this.wipedAt.get(goodsId)!);
-      this.wipedAt.delete(goodsId);
-      this.logger.warn(
-        `sale brought back to redis from mysql: goods=${goodsId} stock=${result.stock}`,
-      );
+      await this.saleLock.hold(goodsId, 'fallback-return', async (held) => {
+        // Read again under the lock: another path may have rebuilt it since (its history read
+        // cleared the mark), and what it loaded must not be wiped.
+        const [row] = await this.db.query<{ stale: number }[]>(
+          'SELECT redis_stale AS stale FROM seckill_goods WHERE id = ?',
+          [goodsId],
+        );
+        if (Number(row?.stale) !== 1) return;
+        await this.faults.pausePoint('fallback-return-stale-read', { goodsId });
+        const result = await this.preheat.rebuildFromMysql(held);
+        this.logger.warn(
+          `sale brought back to redis from mysql: goods=${goodsId} stock=${result.stock}`,
+        );
+      });
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       this.logger.log(`sale not brought back yet: goods=${goodsId} ${error.message}`);
-    } finally {
-      await lock.release();
     }
   }
 

@@ -122,6 +122,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly saleStateLockBusy = new Counter({
+    name: 'seckill_sale_state_lock_busy_total',
+    help: "Wipes, loads and repairs of a sale's Redis keys put off because another path held the goods' sale-state lock",
+    labelNames: ['path'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

@@ -112,6 +112,18 @@ export class OrdersService {
     });
   }
 
+  /**
+   * Which rebuild of the goods into Redis was the last (history() stamps it): an opaque token,
+   * only compared for equality, so no clock is read. null before the first rebuild.
+   */
+  async lastRebuild(goodsId: number): Promise<string | null> {
+    const [row] = await this.orders.manager.query<{ rebuilt: string | null }[]>(
+      "SELECT DATE_FORMAT(rebuilt_at, '%Y-%m-%d %H:%i:%s.%f') AS rebuilt FROM seckill_goods WHERE id = ?",
+      [goodsId],
+    );
+    return row?.rebuilt ?? null;
+  }
+
   async hasOrders(goodsId: number): Promise<boolean> {
     return (await this.orders.count({ where: { goodsId }, take: 1 })) > 0;
   }

@@ -6,7 +6,7 @@ import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js'
 import { GoodsService } from '../goods/goods.service.js';
 import { OrderBarrier, type OpenBarrier } from '../messaging/order-barrier.service.js';
 import { OrdersService } from '../orders/orders.service.js';
-import { RedisLocks } from '../../infra/redis/redis-locks.js';
+import { SaleStateLock, type SaleStateHold } from '../stock/sale-state-lock.js';
 import { StockService } from '../stock/stock.service.js';
 
 export interface PreheatResult {
@@ -15,14 +15,19 @@ export interface PreheatResult {
   loaded: boolean;
 }
 
-const REBUILD_LOCK_TTL_MS = 30_000;
+/** A rebuild of a sale this instance began and has not finished yet. */
+interface PendingRebuild {
+  /** When what Redis held of the sale was wiped: nothing was sold on that copy after it. */
+  wipedAt: number;
+  /** The goods' last rebuild then (OrdersService.lastRebuild): another one since began anew. */
+  after: string | null;
+}
 
 @Injectable()
 export class PreheatService {
   private readonly logger = new Logger(PreheatService.name);
-  /** When each sale being rebuilt was known lost, at the latest. */
-  private readonly lostBy = new Map<number, number>();
-  /** The order barrier rebuilds wait for (one serves every sale lost before it opened). */
+  private readonly pending = new Map<number, PendingRebuild>();
+  /** The order barrier rebuilds wait for (one serves every rebuild that began before it opened). */
   private barrier?: OpenBarrier;
 
   constructor(
@@ -30,70 +35,85 @@ export class PreheatService {
     private readonly orders: OrdersService,
     private readonly stock: StockService,
     private readonly barriers: OrderBarrier,
-    private readonly locks: RedisLocks,
+    private readonly saleLock: SaleStateLock,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
   /**
-   * Copies the sale into Redis. Idempotent: once Redis holds the sale's stock it is left alone
-   * (only the window and limit are refreshed), so a live sale never has its sales reset.
-   * `lostBy`: when Redis is known to have lost the sale, if the caller knows (a restart's
-   * detection); else the sale is taken as lost now, when it is found missing.
+   * Copies the sale into Redis. Idempotent: once Redis holds the sale it is left alone (only the
+   * window and limit are refreshed), so a live sale never has its sales reset. Under the goods'
+   * sale-state lock (503 while another path holds it).
    */
-  async preheat(goodsId: number, lostBy = Date.now()): Promise<PreheatResult> {
-    const goods = await this.goods.findOrThrow(goodsId);
-    if (await this.stock.isPreheated(goodsId)) return this.load(goods, goods.stock, undefined);
-    if (goods.stock === goods.totalStock && (await this.orders.hasOrders(goodsId)) === false) {
+  async preheat(goodsId: number): Promise<PreheatResult> {
+    return this.saleLock.hold(goodsId, 'preheat', (held) => this.preheatHeld(held));
+  }
+
+  /** preheat, for a caller that holds the goods' sale-state lock already (a repair). */
+  async preheatHeld(held: SaleStateHold): Promise<PreheatResult> {
+    // Read under the lock: another path may have loaded (or wiped) the sale since the caller
+    // found it missing.
+    const goods = await this.goods.findOrThrow(held.goodsId);
+    if (await this.stock.isPreheated(goods.id)) {
+      // Whatever rebuild this instance had begun, another finished it.
+      this.pending.delete(goods.id);
       return this.load(goods, goods.stock, undefined);
     }
-    return this.rebuild(goods, lostBy);
-  }
-
-  /**
-   * Loads the sale into Redis from MySQL's stock and orders, whatever Redis holds of it (the
-   * caller wiped it): for a sale MySQL sold while Redis was down (fallback/).
-   */
-  async rebuildFromMysql(goodsId: number, lostBy: number): Promise<PreheatResult> {
-    return this.rebuild(await this.goods.findOrThrow(goodsId), lostBy);
-  }
-
-  /**
-   * Redis lost a sale that has already sold. Its stock and buyers come back from MySQL, once the
-   * order messages the lost Redis had accepted are written there: until then MySQL's stock is
-   * too high by them, and the sale stays closed (503 UNAVAILABLE, nothing taken).
-   */
-  private async rebuild(goods: GoodsEntity, lostBy: number): Promise<PreheatResult> {
-    const lock = await this.locks.tryLockJob(`rebuild:${goods.id}`, REBUILD_LOCK_TTL_MS);
-    if (!lock) throw new UnavailableError('The sale is being rebuilt; try again shortly');
-    try {
-      await this.ensureOrdersSettled(goods.id, lostBy);
-      // Buckets that survived hold stock counted again from MySQL now (the sale is closed and
-      // its orders are settled): dropped, so that every bucket is rebuilt from the same count.
-      if (goods.stockShards > 1) await this.stock.forget(goods.id);
-      const history = await this.orders.history(goods.id);
-      const result = await this.load(goods, history.stock, history);
-      this.lostBy.delete(goods.id);
-      this.logger.warn(
-        `rebuilt from mysql: goods=${goods.id} stock=${result.stock} buyers=${history.buyers.length} cancelled=${history.cancelledOrderNos.length}`,
-      );
-      return result;
-    } finally {
-      await lock.release();
+    if (goods.stock === goods.totalStock && (await this.orders.hasOrders(goods.id)) === false) {
+      return this.load(goods, goods.stock, undefined);
     }
+    return this.rebuild(goods);
   }
 
   /**
-   * Every order message the lost Redis had accepted must be written (or dropped for good) before
+   * Loads the sale into Redis from MySQL's stock and orders, whatever Redis holds of it: for a
+   * sale MySQL sold while Redis was down (fallback/), whose caller read that mark under the lock.
+   */
+  async rebuildFromMysql(held: SaleStateHold): Promise<PreheatResult> {
+    return this.rebuild(await this.goods.findOrThrow(held.goodsId));
+  }
+
+  /**
+   * Redis lost a sale that has already sold, or holds a copy of it that MySQL's sales outdate.
+   * Its stock and buyers come back from MySQL, once the order messages that copy had accepted are
+   * written there: until then MySQL's stock is too high by them, and the sale stays closed (503
+   * UNAVAILABLE, nothing taken). Called under the goods' sale-state lock.
+   *
+   * A rebuild begins by wiping what Redis holds of the sale (what survived a restart, a stale
+   * copy, a load cut short): from then on nothing is sold on it, and the barrier it waits for is
+   * opened after that. A rebuild that finds the goods rebuilt elsewhere since it began (whose
+   * copy may have sold and been lost again) begins anew: it never trusts a barrier opened before
+   * its own wipe.
+   */
+  private async rebuild(goods: GoodsEntity): Promise<PreheatResult> {
+    const after = await this.orders.lastRebuild(goods.id);
+    let pending = this.pending.get(goods.id);
+    if (pending === undefined || pending.after !== after) {
+      await this.stock.forget(goods.id, { keepVoided: true });
+      pending = { wipedAt: Date.now(), after };
+      this.pending.set(goods.id, pending);
+    }
+    await this.ensureOrdersSettled(pending.wipedAt);
+    // Its barrier is spent, whatever comes next: a load cut short is wiped by the next rebuild,
+    // which waits for a barrier of its own.
+    this.pending.delete(goods.id);
+    const history = await this.orders.history(goods.id);
+    const result = await this.load(goods, history.stock, history);
+    this.logger.warn(
+      `rebuilt from mysql: goods=${goods.id} stock=${result.stock} buyers=${history.buyers.length} cancelled=${history.cancelledOrderNos.length}`,
+    );
+    return result;
+  }
+
+  /**
+   * Every order message the wiped copy had accepted must be written (or dropped for good) before
    * the sale is counted from MySQL. An order barrier (OrderBarrier) proves it for every message
    * the broker took before the barrier's own, so the barrier is opened once every such message
-   * is in the broker: a purchase Redis accepted before the loss (`lostBy` at the latest) had its
+   * is in the broker: a purchase Redis accepted before the wipe (or the loss before it) had its
    * publish confirmed within PUBLISH_CONFIRM_TIMEOUT_MS, or it was answered 503 and voided. Only
    * that wait is fixed; the rest is the consumers settling what they hold.
    */
-  private async ensureOrdersSettled(goodsId: number, lostBy: number): Promise<void> {
-    const since = Math.min(this.lostBy.get(goodsId) ?? lostBy, lostBy);
-    this.lostBy.set(goodsId, since);
-    const openAt = since + this.config.publishConfirmTimeoutMs;
+  private async ensureOrdersSettled(wipedAt: number): Promise<void> {
+    const openAt = wipedAt + this.config.publishConfirmTimeoutMs;
     if (Date.now() < openAt) {
       throw new UnavailableError(
         `Waiting ${openAt - Date.now()} ms more for purchases accepted before the loss to reach the broker`,

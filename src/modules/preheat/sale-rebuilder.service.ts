@@ -7,8 +7,8 @@ import { SurvivorWipe } from './survivor-wipe.service.js';
 
 /**
  * After Redis restarts or fails over, rebuilds every open or upcoming sale it held (on a cluster,
- * those in the restarted master's slots) from MySQL once what survived is wiped (PreheatService.rebuild: one instance per sale, under a lock, once the orders
- * queue has drained). Cluster-wide work, run where the consumers run: the rebuild waits for their
+ * those in the restarted master's slots) from MySQL once what survived is wiped (PreheatService.rebuild: one path at a time per sale, under its sale-state
+ * lock, once the orders queue has drained). Cluster-wide work, run where the consumers run: the rebuild waits for their
  * drain. Instances that sell watch for it (SaleRecovery). A worker started after the restart
  * missed it, but its preheat job rebuilds a sale missing from Redis too.
  */
@@ -37,11 +37,11 @@ export class SaleRebuilder implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Preheats (rebuilds) each sale a restart concerns; returns how many are not back yet. */
-  private async pendingSales(restart: RedisRestart): Promise<number> {
+  private async pendingSales({ slots }: RedisRestart): Promise<number> {
     let pending = 0;
-    for (const sale of await this.wipe.salesToRecover(restart.slots)) {
+    for (const sale of await this.wipe.salesToRecover(slots)) {
       try {
-        await this.preheat.preheat(sale.id, restart.detectedAt);
+        await this.preheat.preheat(sale.id);
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
         pending++;

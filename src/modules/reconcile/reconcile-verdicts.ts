@@ -3,6 +3,9 @@ import type { Redis } from 'ioredis';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
 
+/** Whether Redis holds the sale: its stock and meta in every bucket (what a purchase needs). */
+export type RedisSaleState = 'LOADED' | 'NOT_LOADED';
+
 /** A confirmed reconcile verdict, as every instance's dashboard shows it. */
 export interface SaleVerdict {
   consistent: boolean;
@@ -11,6 +14,8 @@ export interface SaleVerdict {
    * counted as consistent.
    */
   settling: boolean;
+  /** NOT_LOADED: Redis does not hold the sale (never consistent). */
+  redisState: RedisSaleState;
   /** Units unaccounted for per store; 0 when consistent, redis null when Redis lacks the sale. */
   drift: { redis: number | null; db: number };
   /** Epoch ms of the reading. */
@@ -44,9 +49,10 @@ export function parseVerdict(raw: string | null | undefined): SaleVerdict | null
   if (!raw) return null;
   try {
     const value = JSON.parse(raw) as SaleVerdict;
-    return typeof value.consistent === 'boolean' && typeof value.checkedAt === 'number'
-      ? value
-      : null;
+    if (typeof value.consistent !== 'boolean' || typeof value.checkedAt !== 'number') return null;
+    // Stored by an instance that did not write the field yet.
+    value.redisState ??= value.drift?.redis === null ? 'NOT_LOADED' : 'LOADED';
+    return value;
   } catch {
     return null;
   }

@@ -28,6 +28,12 @@ class ReconcileReportDto {
   @ApiProperty() dbStock: number;
   @ApiPropertyOptional({ nullable: true, description: 'null when Redis does not hold the sale' })
   redisStock: number | null;
+  @ApiProperty({
+    enum: ['LOADED', 'NOT_LOADED'],
+    description:
+      'Whether Redis holds the sale (stock and meta of every bucket); NOT_LOADED is never consistent',
+  })
+  redisState: 'LOADED' | 'NOT_LOADED';
   @ApiProperty({ description: 'Quantity Redis holds as bought' }) buyers: number;
   @ApiProperty({ type: OrderQuantitiesDto }) orders: OrderQuantitiesDto;
   @ApiProperty({ description: 'Accepted (202) but not yet written to MySQL' }) inFlight: number;

@@ -6,8 +6,9 @@ import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OrdersService } from '../orders/orders.service.js';
 import { PreheatService } from '../preheat/preheat.service.js';
+import { SaleStateLock } from '../stock/sale-state-lock.js';
 import { StockService } from '../stock/stock.service.js';
-import { ReconcileVerdicts, type SaleVerdict } from './reconcile-verdicts.js';
+import { ReconcileVerdicts, type RedisSaleState, type SaleVerdict } from './reconcile-verdicts.js';
 
 export interface ReconcileReport {
   goodsId: number;
@@ -15,6 +16,11 @@ export interface ReconcileReport {
   dbStock: number;
   /** null when Redis does not hold the sale */
   redisStock: number | null;
+  /**
+   * Whether Redis holds the sale (stock and meta of every bucket, what a purchase needs): a sale
+   * NOT_LOADED (lost, wiped for a rebuild, never preheated) is never consistent.
+   */
+  redisState: RedisSaleState;
   buyers: number;
   orders: { pendingPayment: number; paid: number; cancelled: number };
   inFlight: number;
@@ -52,6 +58,7 @@ export class ReconcileService {
     private readonly publisher: OrderPublisher,
     private readonly metrics: MetricsService,
     private readonly verdicts: ReconcileVerdicts,
+    private readonly saleLock: SaleStateLock,
   ) {}
 
   /**
@@ -68,11 +75,13 @@ export class ReconcileService {
     const redisDrift =
       redis.stock === null ? null : totalStock - (redis.stock + active + redis.inFlightQuantity);
     const dbDrift = totalStock - (dbStock + active);
+    const redisState: RedisSaleState = redis.stock === null ? 'NOT_LOADED' : 'LOADED';
     return {
       goodsId,
       totalStock,
       dbStock,
       redisStock: redis.stock,
+      redisState,
       buyers: redis.buyersQuantity,
       orders: {
         pendingPayment: quantities.PENDING_PAYMENT,
@@ -80,7 +89,7 @@ export class ReconcileService {
         cancelled: quantities.CANCELLED,
       },
       inFlight: redis.inFlightQuantity,
-      consistent: redisDrift === 0 && dbDrift === 0,
+      consistent: redisState === 'LOADED' && redisDrift === 0 && dbDrift === 0,
       drift: { redis: redisDrift, db: dbDrift },
     };
   }
@@ -109,7 +118,7 @@ export class ReconcileService {
       this.logger.debug(`reconcile: goods=${goodsId} restocks under way, not drift`);
     } else if (!report.consistent) {
       this.logger.error(
-        `reconcile drift: goods=${goodsId} redisDrift=${report.drift.redis} dbDrift=${report.drift.db} ` +
+        `reconcile drift: goods=${goodsId} redis=${report.redisState} redisDrift=${report.drift.redis} dbDrift=${report.drift.db} ` +
           `redisStock=${report.redisStock} dbStock=${report.dbStock} inFlight=${report.inFlight} ` +
           `active=${report.orders.pendingPayment + report.orders.paid} total=${report.totalStock}`,
       );
@@ -147,6 +156,7 @@ export class ReconcileService {
     const verdict: SaleVerdict = {
       consistent: report.consistent || settling,
       settling,
+      redisState: report.redisState,
       drift: report.drift,
       checkedAt: Date.now(),
     };
@@ -212,22 +222,26 @@ export class ReconcileService {
    * Rebuilds the sale's Redis stock and buyers from MySQL's active orders plus what is still in
    * flight (see lua/seckill-rebuild.lua: safe while the sale runs). A goods split over several
    * buckets answers 503 to its purchases for the moment its buckets are rebuilt
-   * (StockService.rebuild).
+   * (StockService.rebuild). Under the goods' sale-state lock: 503 while a rebuild, a wipe or the
+   * fallback's return of the sale holds it.
    */
   async repair(goodsId: number): Promise<RepairReport> {
     const before = await this.reconcile(goodsId);
-    const goods = await this.goods.findOrThrow(goodsId);
-    // Makes sure the window and limit are in Redis (and the stock, if Redis lost the sale).
-    await this.preheat.preheat(goodsId);
-    const since = await this.stock.serverTimeMs(goodsId);
-    const history = await this.orders.history(goodsId);
-    const rebuilt = await this.stock.rebuild(
-      goodsId,
-      goods.totalStock,
-      since,
-      history.activeOrders,
-      history.cancelledOrderNos,
-    );
+    const rebuilt = await this.saleLock.hold(goodsId, 'repair', async (held) => {
+      const goods = await this.goods.findOrThrow(goodsId);
+      // Makes sure the window and limit are in Redis (and the stock, if Redis lost the sale),
+      // under the lock the rebuild below needs too: no wipe or rebuild runs in between.
+      await this.preheat.preheatHeld(held);
+      const since = await this.stock.serverTimeMs(goodsId);
+      const history = await this.orders.history(goodsId);
+      return this.stock.rebuild(
+        goodsId,
+        goods.totalStock,
+        since,
+        history.activeOrders,
+        history.cancelledOrderNos,
+      );
+    });
     if (!rebuilt) throw new DomainError('NOT_PREHEATED', 'The sale could not be loaded into Redis');
     this.logger.warn(
       `redis rebuilt from mysql: goods=${goodsId} stock ${String(before.redisStock)} -> ${rebuilt.stock} buyers=${rebuilt.buyerCount}`,

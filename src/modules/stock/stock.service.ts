@@ -25,6 +25,7 @@ import {
 } from '../../infra/redis/seckill-keys.js';
 import { homeBucket } from '../../infra/redis/stock-buckets.js';
 import { UnavailableError } from '../../common/errors/domain-error.js';
+import { FaultInjector } from '../../config/fault-injector.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { SoldOutMemo } from './sold-out-memo.js';
 
@@ -98,6 +99,7 @@ export class StockService {
     private readonly soldOut: SoldOutMemo,
     private readonly metrics: MetricsService,
     @InjectRepository(GoodsEntity) private readonly goods: Repository<GoodsEntity>,
+    private readonly faults: FaultInjector,
   ) {}
 
   /**
@@ -419,6 +421,7 @@ export class StockService {
         }
       }
     }
+    await this.faults.pausePoint('preheat-before-stock', { goodsId });
     let loaded = false;
     let stock = 0;
     for (const [bucket, keys] of buckets.entries()) {
@@ -432,10 +435,13 @@ export class StockService {
     return { loaded, stock };
   }
 
-  /** True when Redis holds the stock of every bucket of the sale. */
+  /**
+   * True when Redis holds the sale: the stock and the meta (window, limit) of every bucket, what
+   * a purchase needs (without either it is NOT_PREHEATED).
+   */
   async isPreheated(goodsId: number): Promise<boolean> {
     for (const keys of await this.bucketsOf(goodsId)) {
-      if ((await this.redis.exists(keys.stock)) !== 1) return false;
+      if ((await this.redis.exists(keys.stock, keys.meta)) !== 2) return false;
     }
     return true;
   }
@@ -697,8 +703,16 @@ export class StockService {
    * while it is at it, and once it is done. The claim is a lease: if its holder dies mid-wipe, the
    * claim lapses and another instance wipes.
    */
-  async claimRecovery(marker: string, leaseMs: number): Promise<boolean> {
-    return (await this.redis.set(marker, 'wiping', 'PX', leaseMs, 'NX')) === 'OK';
+  async claimRecovery(marker: string, token: string, leaseMs: number): Promise<boolean> {
+    if ((await this.redis.set(marker, token, 'PX', leaseMs, 'NX')) === 'OK') return true;
+    // Its holder's next attempt renews it.
+    if ((await this.redis.get(marker)) !== token) return false;
+    return (await this.redis.pexpire(marker, leaseMs)) === 1;
+  }
+
+  /** Whether the claim `token` made on the restart's wipe is still held (not lapsed, not done). */
+  async holdsRecovery(marker: string, token: string): Promise<boolean> {
+    return (await this.redis.get(marker)) === token;
   }
 
   /** The survivors of this Redis server are wiped: sales may be rebuilt and sold again. */
@@ -725,12 +739,18 @@ export class StockService {
     }
   }
 
-  /** Drops a sale's keys unconditionally (they are about to be rebuilt from MySQL). */
-  async forget(goodsId: number): Promise<void> {
+  /**
+   * Drops a sale's keys unconditionally (they are about to be rebuilt from MySQL). `keepVoided`:
+   * the request ids given up stay (a void is final: the late message of a purchase answered 503
+   * is still dropped after the rebuild).
+   */
+  async forget(goodsId: number, { keepVoided = false } = {}): Promise<void> {
     const buckets = await this.bucketsOf(goodsId);
     const sets = buckets.length === 1 ? buckets : [saleKeys(goodsId), ...buckets];
     for (const keys of sets) {
-      const names = Object.values(keys).filter((key): key is string => typeof key === 'string');
+      const names = Object.values(keys).filter(
+        (key): key is string => typeof key === 'string' && !(keepVoided && key === keys.voided),
+      );
       // One DEL per bucket: a cluster refuses a DEL whose keys are in different slots.
       await this.redis.del(...names);
     }

@@ -1,0 +1,130 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { AppConfig } from '../../config/env.validation.js';
+import type { GoodsService } from '../goods/goods.service.js';
+import type { OrderBarrier } from '../messaging/order-barrier.service.js';
+import type { OrdersService } from '../orders/orders.service.js';
+import type { SaleStateHold, SaleStateLock } from '../stock/sale-state-lock.js';
+import type { StockService } from '../stock/stock.service.js';
+import { PreheatService } from './preheat.service.js';
+
+const CONFIRM_MS = 1_000;
+
+/** A sale that has sold (MySQL has orders), on fakes whose state the test changes. */
+function setup() {
+  const state = { preheated: false, lastRebuild: null as string | null, rebuilds: 0 };
+  const goods = {
+    findOrThrow: vi.fn(async () => ({
+      id: 1,
+      stock: 7,
+      totalStock: 10,
+      startAt: new Date(0),
+      endAt: new Date(8.64e15),
+      perUserLimit: 1,
+      stockShards: 4,
+    })),
+  };
+  const orders = {
+    hasOrders: vi.fn(async () => true),
+    lastRebuild: vi.fn(async () => state.lastRebuild),
+    history: vi.fn(async () => {
+      state.lastRebuild = `here-${++state.rebuilds}`;
+      return { stock: 7, activeOrders: [], buyers: [], cancelledOrderNos: [] };
+    }),
+  };
+  const stock = {
+    isPreheated: vi.fn(async () => state.preheated),
+    forget: vi.fn(async () => undefined),
+    preheat: vi.fn(async () => {
+      state.preheated = true;
+      return { loaded: true, stock: 7 };
+    }),
+  };
+  let barriers = 0;
+  const barrier = {
+    open: vi.fn(async () => ({ id: `b${++barriers}`, openedAt: Date.now(), seen: new Set() })),
+    check: vi.fn(async () => 'passed' as const),
+  };
+  const lock = {
+    hold: (goodsId: number, _path: string, work: (held: SaleStateHold) => Promise<unknown>) =>
+      work({ goodsId } as SaleStateHold),
+  };
+  const preheat = new PreheatService(
+    goods as unknown as GoodsService,
+    orders as unknown as OrdersService,
+    stock as unknown as StockService,
+    barrier as unknown as OrderBarrier,
+    lock as unknown as SaleStateLock,
+    { publishConfirmTimeoutMs: CONFIRM_MS } as AppConfig,
+  );
+  return { state, orders, stock, barrier, preheat };
+}
+
+describe('PreheatService: the rebuild of a sale that has sold', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.setSystemTime(100_000);
+  });
+  afterEach(() => vi.useRealTimers());
+
+  const later = (ms: number) => vi.setSystemTime(Date.now() + ms);
+
+  it('should wipe first and count MySQL only after a barrier opened once every purchase of the wiped copy is in the broker', async () => {
+    const { orders, stock, barrier, preheat } = setup();
+    await expect(preheat.preheat(1)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(stock.forget).toHaveBeenCalledTimes(1);
+    expect(barrier.open).not.toHaveBeenCalled();
+
+    later(CONFIRM_MS);
+    await expect(preheat.preheat(1)).resolves.toMatchObject({ loaded: true, stock: 7 });
+    // Nothing was loaded since its wipe: it is not wiped again.
+    expect(stock.forget).toHaveBeenCalledTimes(1);
+    expect(barrier.open).toHaveBeenCalledTimes(1);
+    expect(orders.history).toHaveBeenCalledTimes(1);
+  });
+
+  it('should not reuse a barrier that passed before, once the sale was lost again', async () => {
+    const { state, orders, stock, barrier, preheat } = setup();
+    await preheat.preheat(1).catch(() => undefined);
+    later(CONFIRM_MS);
+    await preheat.preheat(1);
+    expect(barrier.open).toHaveBeenCalledTimes(1);
+
+    // The rebuilt copy sells, then Redis loses it again.
+    later(5_000);
+    state.preheated = false;
+    await expect(preheat.preheat(1)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(stock.forget).toHaveBeenCalledTimes(2);
+    expect(orders.history).toHaveBeenCalledTimes(1);
+    later(CONFIRM_MS);
+    await preheat.preheat(1);
+    expect(barrier.open).toHaveBeenCalledTimes(2);
+    expect(orders.history).toHaveBeenCalledTimes(2);
+  });
+
+  it('should begin anew, with a wipe of its own, when the goods was rebuilt elsewhere since it began', async () => {
+    const { state, orders, stock, barrier, preheat } = setup();
+    await preheat.preheat(1).catch(() => undefined);
+    // Another instance rebuilt it (its copy may have sold), and it was lost again.
+    state.lastRebuild = 'elsewhere';
+    later(CONFIRM_MS);
+    await expect(preheat.preheat(1)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(stock.forget).toHaveBeenCalledTimes(2);
+    expect(barrier.open).not.toHaveBeenCalled();
+    expect(orders.history).not.toHaveBeenCalled();
+  });
+
+  it('should leave alone a sale another path loaded while this one waited for the lock', async () => {
+    const { state, orders, stock, preheat } = setup();
+    await preheat.preheat(1).catch(() => undefined);
+    state.preheated = true;
+    later(CONFIRM_MS);
+    await expect(preheat.preheat(1)).resolves.toMatchObject({ loaded: true });
+    expect(stock.forget).toHaveBeenCalledTimes(1);
+    expect(orders.history).not.toHaveBeenCalled();
+    // Only the window and limit are refreshed, from no history.
+    expect(stock.preheat).toHaveBeenCalledWith(1, expect.objectContaining({ stock: 7 }), {
+      buyers: [],
+      cancelledOrderNos: [],
+    });
+  });
+});

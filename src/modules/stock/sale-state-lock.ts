@@ -1,0 +1,66 @@
+import { Injectable } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { UnavailableError } from '../../common/errors/domain-error.js';
+import { FaultInjector } from '../../config/fault-injector.js';
+import { RedisLocks } from '../../infra/redis/redis-locks.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+
+/** Longer than a rebuild of a large sale takes (its history read and load), short if one dies. */
+const SALE_STATE_LOCK_TTL_MS = 30_000;
+const BUSY_RETRIES = 3;
+const BUSY_RETRY_MS = 100;
+
+/** The paths that wipe or load a sale's Redis keys, as the busy-lock metric names them. */
+export type SaleStatePath = 'preheat' | 'fallback-return' | 'repair' | 'survivor-wipe';
+
+declare const heldBrand: unique symbol;
+
+/** Proof, for work that needs it, that its caller holds the goods' sale-state lock. */
+export interface SaleStateHold {
+  readonly goodsId: number;
+  readonly [heldBrand]: true;
+}
+
+/**
+ * The one per-goods lock held by every path that wipes or loads a sale's Redis keys: preheat and
+ * rebuild (PreheatService), the fallback's return (FallbackReturn), the repair (ReconcileService)
+ * and the survivor wipe after a restart (SurvivorWipe). Each reads its premise (is the sale
+ * loaded? is it still marked stale? is this wipe still the restart's?) after taking it: a premise
+ * read before could be undone by another path's work in between. A lock still held after a few
+ * short retries answers UNAVAILABLE (503, nothing changed), and the scheduled paths try again
+ * later.
+ */
+@Injectable()
+export class SaleStateLock {
+  constructor(
+    private readonly locks: RedisLocks,
+    private readonly faults: FaultInjector,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async hold<T>(
+    goodsId: number,
+    path: SaleStatePath,
+    work: (held: SaleStateHold) => Promise<T>,
+  ): Promise<T> {
+    await this.faults.pausePoint('before-sale-lock', { goodsId, path });
+    let lock = await this.locks.tryLockJob(`sale-state:${goodsId}`, SALE_STATE_LOCK_TTL_MS);
+    // Most holds last a few milliseconds (a preheat that finds the sale loaded, a rebuild that
+    // finds its barrier not passed): an operator's preheat is not refused for one of those.
+    for (let attempt = 1; !lock && attempt <= BUSY_RETRIES; attempt++) {
+      await sleep(BUSY_RETRY_MS);
+      lock = await this.locks.tryLockJob(`sale-state:${goodsId}`, SALE_STATE_LOCK_TTL_MS);
+    }
+    if (!lock) {
+      this.metrics.saleStateLockBusy.inc({ path });
+      throw new UnavailableError(
+        `Another rebuild, wipe or repair of goods ${goodsId} is under way; try again shortly`,
+      );
+    }
+    try {
+      return await work({ goodsId } as SaleStateHold);
+    } finally {
+      await lock.release();
+    }
+  }
+}
