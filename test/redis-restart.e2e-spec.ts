@@ -9,6 +9,7 @@ import {
   bearer,
   consistentReconcile,
   createSale,
+  purchaseResult,
   startApp,
   Stores,
   waitFor,
@@ -20,6 +21,7 @@ import {
   restartFromStaleSnapshot,
 } from './support/private-redis.js';
 import { bucketStocks, usersHomed } from './support/stock-buckets.js';
+import { FaultInjector } from '../src/config/fault-injector.js';
 import { bucketKeys } from '../src/infra/redis/seckill-keys.js';
 
 describe('faults: Redis restarts empty during a sale', () => {
@@ -164,6 +166,82 @@ describe('faults: Redis comes back with a stale snapshot', () => {
       requests: requests + 1,
       accepted: 6,
       recoveredSeconds: secondsSince(healedAt),
+    });
+  });
+});
+
+describe('faults: Redis restarts empty before any order of the sale is written', () => {
+  let redis: PrivateRedis;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start();
+    t = await startApp({
+      REDIS_URL: redis.url,
+      REDIS_WATCH_INTERVAL_MS: '200',
+      REDIS_DOWN_MODE: 'closed',
+      PUBLISH_CONFIRM_TIMEOUT_MS: '1000',
+    });
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await redis.kill();
+  });
+
+  it('should not load the full stock again while the orders the lost Redis accepted are on their way to MySQL', async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    const buy = (userId: number) =>
+      t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+    const preheat = () =>
+      t.http.post(`/api/v1/admin/goods/${goodsId}/preheat`).set('Authorization', adminAuth());
+    // Every consumer batch waits before its write: MySQL has no order of the sale.
+    const writes = t.app.get(FaultInjector).holdAt('before-order-write');
+    try {
+      await buy(611).expect(202);
+      await buy(612).expect(202);
+      await writes.reached;
+
+      await redis.kill();
+      await redis.up(); // empty: MySQL still says 2 of 2 left, and no orders
+      // Once the restart is noticed, the preheat answers 200 (loaded) or what its rebuild waits for.
+      const answer = await waitFor(
+        async () => {
+          const response = await preheat();
+          return response.status === 200 || /on their way to MySQL/.test(response.body.message)
+            ? response
+            : null;
+        },
+        { what: 'the preheat after the restart to load the sale or wait for its orders' },
+      );
+      expect(answer.status).toBe(503);
+      expect((await buy(613)).status).toBe(503);
+    } finally {
+      writes.release();
+    }
+
+    await waitFor(async () => (await preheat()).status === 200, { what: 'the sale rebuilt' });
+    for (const userId of [611, 612]) {
+      await waitFor(
+        async () => (await purchaseResult(t.http, goodsId, userId)).status === 'SUCCESS',
+        {
+          what: `buyer ${userId}'s order`,
+        },
+      );
+    }
+    // The purchase path reopens once this instance sees every open sale back.
+    const after = await waitFor(
+      async () => {
+        const response = await buy(613);
+        return response.status === 503 ? null : response;
+      },
+      { intervalMs: 300, what: 'purchases to reopen' },
+    );
+    expect([after.status, after.body.code]).toEqual([409, 'SOLD_OUT']);
+    expect(await consistentReconcile(t.http, goodsId)).toMatchObject({
+      redisStock: 0,
+      dbStock: 0,
+      inFlight: 0,
     });
   });
 });

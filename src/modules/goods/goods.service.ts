@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { In, Repository } from 'typeorm';
+import { In, IsNull, Repository } from 'typeorm';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { DomainError } from '../../common/errors/domain-error.js';
@@ -60,6 +60,18 @@ export class GoodsService {
     const goods = await this.goods.findOne({ where: { id: goodsId } });
     if (!goods) throw new DomainError('GOODS_NOT_FOUND', `Goods ${goodsId} not found`);
     return goods;
+  }
+
+  /**
+   * Marks the sale as loaded into Redis, before its first load; false when it was marked already
+   * (Redis may have sold it since, and lost it). By MySQL's clock.
+   */
+  async markFirstLoad(goodsId: number): Promise<boolean> {
+    const result = await this.goods.update(
+      { id: goodsId, redisLoadedAt: IsNull() },
+      { redisLoadedAt: () => 'NOW(3)' },
+    );
+    return result.affected === 1;
   }
 
   /** Sales whose window opens before `until` and has not closed yet. */

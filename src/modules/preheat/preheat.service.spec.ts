@@ -9,13 +9,26 @@ import { PreheatService } from './preheat.service.js';
 
 const CONFIRM_MS = 1_000;
 
-/** A sale that has sold (MySQL has orders), on fakes whose state the test changes. */
-function setup() {
-  const state = { preheated: false, lastRebuild: null as string | null, rebuilds: 0 };
+/**
+ * A sale that has sold (MySQL has orders), or with `unsold` one MySQL has no orders of, on fakes
+ * whose state the test changes.
+ */
+function setup({ unsold = false } = {}) {
+  const state = {
+    preheated: false,
+    lastRebuild: null as string | null,
+    rebuilds: 0,
+    loadedBefore: false,
+  };
   const goods = {
+    markFirstLoad: vi.fn(async () => {
+      const first = !state.loadedBefore;
+      state.loadedBefore = true;
+      return first;
+    }),
     findOrThrow: vi.fn(async () => ({
       id: 1,
-      stock: 7,
+      stock: unsold ? 10 : 7,
       totalStock: 10,
       startAt: new Date(0),
       endAt: new Date(8.64e15),
@@ -24,11 +37,11 @@ function setup() {
     })),
   };
   const orders = {
-    hasOrders: vi.fn(async () => true),
+    hasOrders: vi.fn(async () => !unsold),
     lastRebuild: vi.fn(async () => state.lastRebuild),
     history: vi.fn(async () => {
       state.lastRebuild = `here-${++state.rebuilds}`;
-      return { stock: 7, activeOrders: [], buyers: [], cancelledOrderNos: [] };
+      return { stock: unsold ? 10 : 7, activeOrders: [], buyers: [], cancelledOrderNos: [] };
     }),
   };
   const stock = {
@@ -36,7 +49,7 @@ function setup() {
     forget: vi.fn(async () => undefined),
     preheat: vi.fn(async () => {
       state.preheated = true;
-      return { loaded: true, stock: 7 };
+      return { loaded: true, stock: unsold ? 10 : 7 };
     }),
   };
   let barriers = 0;
@@ -56,7 +69,7 @@ function setup() {
     lock as unknown as SaleStateLock,
     { publishConfirmTimeoutMs: CONFIRM_MS } as AppConfig,
   );
-  return { state, orders, stock, barrier, preheat };
+  return { state, goods, orders, stock, barrier, preheat };
 }
 
 describe('PreheatService: the rebuild of a sale that has sold', () => {
@@ -126,5 +139,34 @@ describe('PreheatService: the rebuild of a sale that has sold', () => {
       buyers: [],
       cancelledOrderNos: [],
     });
+  });
+});
+
+describe('PreheatService: a sale MySQL has no orders of', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+    vi.setSystemTime(100_000);
+  });
+  afterEach(() => vi.useRealTimers());
+
+  it('should load its full stock at once on its first load, marked in MySQL before', async () => {
+    const { goods, stock, barrier, preheat } = setup({ unsold: true });
+    await expect(preheat.preheat(1)).resolves.toMatchObject({ loaded: true, stock: 10 });
+    expect(goods.markFirstLoad).toHaveBeenCalledTimes(1);
+    expect(stock.forget).not.toHaveBeenCalled();
+    expect(barrier.open).not.toHaveBeenCalled();
+  });
+
+  it('should rebuild it after a barrier once Redis lost it: its orders may all be on their way', async () => {
+    const { state, stock, barrier, orders, preheat } = setup({ unsold: true });
+    await preheat.preheat(1);
+    // Redis sold it, then restarted empty before any order was written.
+    state.preheated = false;
+    await expect(preheat.preheat(1)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(stock.forget).toHaveBeenCalledTimes(1);
+    vi.setSystemTime(Date.now() + CONFIRM_MS);
+    await expect(preheat.preheat(1)).resolves.toMatchObject({ loaded: true });
+    expect(barrier.open).toHaveBeenCalledTimes(1);
+    expect(orders.history).toHaveBeenCalledTimes(1);
   });
 });

@@ -58,7 +58,14 @@ export class PreheatService {
       this.pending.delete(goods.id);
       return this.load(goods, goods.stock, undefined);
     }
-    if (goods.stock === goods.totalStock && (await this.orders.hasOrders(goods.id)) === false) {
+    // Its full stock at once only on its first load: a sale Redis held before may have accepted
+    // purchases whose orders are still on their way to MySQL (Redis restarted empty before any
+    // was written), which only a rebuild's order barrier waits for.
+    if (
+      goods.stock === goods.totalStock &&
+      (await this.orders.hasOrders(goods.id)) === false &&
+      (await this.goods.markFirstLoad(goods.id))
+    ) {
       return this.load(goods, goods.stock, undefined);
     }
     return this.rebuild(goods);

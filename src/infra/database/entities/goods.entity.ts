@@ -41,6 +41,10 @@ export class GoodsEntity {
   @Column({ name: 'stock_shards', type: 'tinyint', unsigned: true, default: 1 })
   stockShards: number;
 
+  /** When the sale was first loaded into Redis (see migrations/1764400000004-GoodsRedisLoaded). */
+  @Column({ name: 'redis_loaded_at', type: 'datetime', precision: 3, nullable: true })
+  redisLoadedAt: Date | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt: Date;
 
