@@ -241,6 +241,8 @@ describe('a fallback purchase whose COMMIT MySQL never answered (Redis down, RED
       DATABASE_URL: through.url,
       REDIS_WATCH_INTERVAL_MS: '200',
       PUBLISH_CONFIRM_TIMEOUT_MS: '1000',
+      // One buyer asks every 100 ms until the fallback opens.
+      THROTTLE_PURCHASE_USER_LIMIT: '0',
     });
   });
 
