@@ -9,7 +9,8 @@ import { promisify } from 'node:util';
 import { expect } from 'vitest';
 import { keySlot } from '../../src/infra/redis/redis-client.js';
 import { ephemeralRedisArgs } from '../../scripts/lib/redis-server.js';
-import { waitFor, type Stores } from './harness.js';
+import type { Stores } from './harness.js';
+import { waitFor } from './wait-for.js';
 
 /** Resolves once something accepts TCP connections on the port. */
 export function listening(port: number): Promise<boolean> {
@@ -82,6 +83,20 @@ export class PrivateRedis {
   /** Kills it outright, as a crash would. */
   async kill(): Promise<void> {
     await killChild(this.process);
+  }
+
+  /** Freezes the process (SIGSTOP), as a long stall would: connections stay open, nothing answers. */
+  pause(): void {
+    this.process?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.process?.kill('SIGCONT');
+  }
+
+  /** Drops the snapshot in `dir`, so that the next `up()` starts empty. */
+  forgetSnapshot(): void {
+    if (this.dir) rmSync(join(this.dir, 'snapshot.rdb'), { force: true });
   }
 }
 
