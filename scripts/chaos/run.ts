@@ -22,7 +22,7 @@ import { openSales, saleProfiles, Workload } from './workload.js';
 
 const PAYMENT_TIMEOUT_MS = 10_000;
 const PREFIX = 'seckill_chaos';
-const LANES_PER_SERVING_INSTANCE = 4;
+const LANES_PER_SERVING_INSTANCE = 6;
 const REPAIR_EVERY_MS: readonly [number, number] = [15_000, 40_000];
 
 /** Every instance's settings: short timers, so that expiries and sweeps happen during faults. */

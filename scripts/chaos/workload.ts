@@ -13,6 +13,12 @@ import type { Rng } from './random.js';
 
 /** Longer than any wait the service itself allows (publish confirm, Redis command timeout). */
 export const CLIENT_TIMEOUT_MS = 10_000;
+/**
+ * Some buyers give up sooner than the service answers under a fault: their purchases are the
+ * unknown outcomes (the server may still take them) that the checker has to account for.
+ */
+const IMPATIENT_TIMEOUT_MS = 2_500;
+const IMPATIENT_SHARE = 0.3;
 const RESULT_POLL_MS = 300;
 const RESULT_POLLS = 20;
 const RETRIES = 2;
@@ -53,6 +59,13 @@ export function saleProfiles(minutes: number): SaleProfile[] {
 export interface Endpoint {
   name: string;
   baseUrl: string;
+}
+
+interface HttpCall {
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+  timeoutMs?: number;
 }
 
 interface Answer {
@@ -112,7 +125,7 @@ export class Workload {
 
   /** A purchase by a buyer of its own after the heal; true once the answer is a decided one. */
   async probe(sale: Sale, endpoint: Endpoint): Promise<HistoryEntry> {
-    return this.purchase(sale, this.newBuyer(sale), endpoint, undefined, true);
+    return this.purchase(sale, this.newBuyer(sale), endpoint, { probe: true });
   }
 
   private get rng(): Rng {
@@ -139,11 +152,14 @@ export class Workload {
     const buyer =
       known.length > 0 && this.rng.chance(0.2) ? this.rng.pick(known) : this.newBuyer(sale);
     const key = this.rng.chance(0.4) ? `chaos-${buyer}-${this.sessions}` : undefined;
+    const timeoutMs = this.rng.chance(IMPATIENT_SHARE) ? IMPATIENT_TIMEOUT_MS : CLIENT_TIMEOUT_MS;
     let orderNo: string | undefined;
     for (let attempt = 0; attempt <= RETRIES && !this.stopping; attempt++) {
       const clicks = this.rng.chance(0.3) ? 2 : 1;
       const answers = await Promise.all(
-        Array.from({ length: clicks }, () => this.purchase(sale, buyer, this.endpoint(), key)),
+        Array.from({ length: clicks }, () =>
+          this.purchase(sale, buyer, this.endpoint(), { key, timeoutMs }),
+        ),
       );
       const taken = answers.find((answer) => answer.outcome === 'taken');
       const unknown = answers.find((answer) => answer.outcome === 'unknown');
@@ -155,7 +171,7 @@ export class Workload {
       } else if (!answers.some((answer) => answer.status === 503 || answer.status === 0)) {
         break;
       }
-      await sleep(this.rng.int(200, 1_000));
+      await sleep(this.rng.int(100, 500));
     }
     if (orderNo !== undefined && !this.stopping) await this.settle(sale, buyer, orderNo);
     await sleep(this.rng.int(20, 200));
@@ -163,7 +179,7 @@ export class Workload {
 
   /** Pays, cancels or leaves the order to expire; now and then tries the other one after. */
   private async settle(sale: Sale, buyer: number, orderNo: string): Promise<void> {
-    await sleep(this.rng.int(0, 1_500));
+    await sleep(this.rng.int(0, 500));
     const draw = this.rng.next();
     const first = draw < sale.pay ? 'pay' : draw < sale.pay + sale.cancel ? 'cancel' : undefined;
     if (first === undefined) return;
@@ -207,9 +223,9 @@ export class Workload {
     sale: Sale,
     buyer: number,
     endpoint: Endpoint,
-    key: string | undefined,
-    probe = false,
+    options: { key?: string | undefined; timeoutMs?: number; probe?: boolean },
   ): Promise<HistoryEntry> {
+    const { key, probe } = options;
     const headers = this.headers(buyer);
     if (key !== undefined) headers['idempotency-key'] = key;
     return this.send(
@@ -217,7 +233,12 @@ export class Workload {
       buyer,
       sale.goodsId,
       endpoint,
-      { method: 'POST', path: `/api/v1/seckill/${sale.goodsId}`, headers },
+      {
+        method: 'POST',
+        path: `/api/v1/seckill/${sale.goodsId}`,
+        headers,
+        timeoutMs: options.timeoutMs ?? CLIENT_TIMEOUT_MS,
+      },
       (entry) => {
         if (key !== undefined) entry.idempotencyKey = key;
         if (probe) entry.probe = true;
@@ -262,7 +283,7 @@ export class Workload {
     buyer: number,
     goodsId: number,
     endpoint: Endpoint,
-    request: { method: 'GET' | 'POST'; path: string; headers: Record<string, string> },
+    request: HttpCall,
     annotate?: (entry: HistoryEntry) => void,
   ): Promise<HistoryEntry> {
     const id = this.options.history.take();
@@ -300,15 +321,12 @@ export class Workload {
   }
 }
 
-async function call(
-  endpoint: Endpoint,
-  request: { method: string; path: string; headers: Record<string, string> },
-): Promise<Answer> {
+async function call(endpoint: Endpoint, request: HttpCall): Promise<Answer> {
   try {
     const response = await fetch(`${endpoint.baseUrl}${request.path}`, {
       method: request.method,
       headers: request.headers,
-      signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS),
+      signal: AbortSignal.timeout(request.timeoutMs ?? CLIENT_TIMEOUT_MS),
     });
     const text = await response.text();
     let body: unknown;
