@@ -21,6 +21,20 @@ describe('the fault schedule', () => {
     expect(generateSchedule(43, 120_000, INSTANCES).faults).not.toEqual(first.faults);
   });
 
+  it('should draw the Redis-down mode from the seed: both modes, the same for a seed', () => {
+    const modes = Array.from({ length: 20 }, (_, seed) =>
+      generateSchedule(seed, 30_000, INSTANCES),
+    );
+    expect(new Set(modes.map((schedule) => schedule.redisDownMode))).toEqual(
+      new Set(['database', 'closed']),
+    );
+    for (const [seed, schedule] of modes.entries()) {
+      expect(generateSchedule(seed, 120_000, topology(2, 'all')).redisDownMode).toBe(
+        schedule.redisDownMode,
+      );
+    }
+  });
+
   it('should hold every fault within the run and heal it before the workload stops', () => {
     for (let seed = 1; seed <= 20; seed++) {
       for (const fault of generateSchedule(seed, 60_000, INSTANCES).faults) {
@@ -110,6 +124,7 @@ describe('the nemesis timeline', () => {
       seed: 1,
       durationMs: 1_000,
       instances: INSTANCES,
+      redisDownMode: 'database',
       faults: [
         { id: 1, kind: 'app-pause', instance: 'api-1', atMs: 0, holdMs: 60 },
         // Scheduled inside the first one's hold (a late heal): it waits for that heal.
@@ -143,6 +158,7 @@ describe('the nemesis timeline', () => {
       seed: 1,
       durationMs: 120_000,
       instances: INSTANCES,
+      redisDownMode: 'database',
       faults: [
         { id: 1, kind: 'proxy-cut', instance: 'all', service: 'mysql', atMs: 0, holdMs: 60_000 },
         { id: 2, kind: 'redis-kill', atMs: 90_000, holdMs: 1_000 },

@@ -17,13 +17,17 @@ export interface Schedule {
   /** How long faults are injected for (the workload runs as long). */
   durationMs: number;
   instances: InstanceSpec[];
+  /** REDIS_DOWN_MODE of every instance: each mode has paths of its own for Redis faults. */
+  redisDownMode: 'database' | 'closed';
   faults: Fault[];
 }
 
 /** At most this many faults at once: more and the run is one long outage, which shows little. */
 export const MAX_CONCURRENT_FAULTS = 3;
 const FIRST_FAULT_MS: readonly [number, number] = [2_000, 5_000];
-const GAP_MS: readonly [number, number] = [1_500, 7_000];
+const GAP_MS: readonly [number, number] = [2_000, 9_000];
+/** How often a run's instances decide purchases in MySQL while Redis is down (else: 503). */
+const DATABASE_MODE_SHARE = 2 / 3;
 /** The last fault is healed this long before the workload stops. */
 const END_MARGIN_MS = 1_000;
 const DRAWS_PER_SLOT = 8;
@@ -68,7 +72,10 @@ export function generateSchedule(
       break;
     }
   }
-  return { seed, durationMs, instances, faults };
+  const redisDownMode = new Rng(seed).fork('settings').chance(DATABASE_MODE_SHARE)
+    ? 'database'
+    : 'closed';
+  return { seed, durationMs, instances, redisDownMode, faults };
 }
 
 /** What the nemesis did, when: the report's timeline (and the faults around a violation). */

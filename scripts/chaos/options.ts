@@ -19,7 +19,8 @@ export const USAGE = `usage: npm run chaos -- --random [options]
   --roles all        every instance APP_ROLE=all instead
   --out <dir>        where schedule.json, history.jsonl, report.html and the logs go
                      (default chaos-results/seed-<seed>)
-  --schedule <file>  replay a schedule.json: its seed, minutes, instances and faults
+  --schedule <file>  replay a schedule.json: its seed, minutes, instances, REDIS_DOWN_MODE and
+                     faults (the seed draws the mode: database two runs in three, else closed)
   --help             show this help
 
 Needs MariaDB/MySQL on 127.0.0.1:3306 (root), RabbitMQ on 127.0.0.1:5672 with rabbitmqctl, and
@@ -78,7 +79,10 @@ export function readSchedule(path: string): Schedule {
         (fault.instance === undefined || fault.instance === 'all' || names.has(fault.instance)),
     );
   if (!valid) throw new UsageError(`--schedule ${path}: not a schedule this run wrote`);
-  return schedule;
+  return {
+    ...schedule,
+    redisDownMode: schedule.redisDownMode === 'closed' ? 'closed' : 'database',
+  };
 }
 
 export function parseChaosOptions(argv: string[]): ChaosOptions | 'help' {

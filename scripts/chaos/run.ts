@@ -75,7 +75,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     instances: schedule.instances,
     jwtSecret,
     now,
-    env: APP_ENV,
+    env: { ...APP_ENV, REDIS_DOWN_MODE: schedule.redisDownMode },
   });
   onCleanup(() => system.stop());
   const admin = signToken({ userId: 1, admin: true, secret: jwtSecret });

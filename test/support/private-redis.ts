@@ -55,7 +55,10 @@ export class PrivateRedis {
 
   /** With `dir`, a `SAVE` writes a snapshot there that the next `up()` loads (a stale restart). */
   static async start(options: { dir?: string } = {}): Promise<PrivateRedis> {
-    const redis = new PrivateRedis(21_000 + Math.floor(Math.random() * 8_000), options.dir);
+    let port = 0;
+    // A port something else listens on would pass the readiness check with that server.
+    while (port === 0 || !(await free(port))) port = 21_000 + Math.floor(Math.random() * 8_000);
+    const redis = new PrivateRedis(port, options.dir);
     await redis.up();
     return redis;
   }
