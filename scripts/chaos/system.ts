@@ -1,7 +1,8 @@
 // The system under test: a private redis-server, a fresh database and vhost, and K app instances
 // (child processes of the built server), each reaching Redis, RabbitMQ and MySQL through proxies
 // of its own, so that one can be cut off while the others are not. Implements what faults act on.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -143,6 +144,7 @@ export class ChaosSystem implements FaultSurface {
   private constructor(
     private readonly options: SystemOptions,
     readonly redis: PrivateRedis,
+    private readonly redisDir: string,
     readonly instances: AppInstance[],
   ) {
     this.redisClient = new Redis(redis.url, { maxRetriesPerRequest: 1, lazyConnect: true });
@@ -154,13 +156,13 @@ export class ChaosSystem implements FaultSurface {
     if (!options.name.includes('chaos')) throw new Error(`not a chaos store name: ${options.name}`);
     const logDir = join(options.outDir, 'logs');
     mkdirSync(logDir, { recursive: true });
-    const redisDir = join(options.outDir, 'redis');
-    mkdirSync(redisDir, { recursive: true });
+    // A new folder for the snapshot a restart with data starts from: an earlier run's must not load.
+    const redisDir = mkdtempSync(join(tmpdir(), 'seckill-chaos-redis-'));
     await freshDatabase(options.name, join(options.repoRoot, 'dist', 'migrations', '*.js'));
     await freshVhost(options.name);
     const redis = await PrivateRedis.start({ dir: redisDir });
     const instances: AppInstance[] = [];
-    const system = new ChaosSystem(options, redis, instances);
+    const system = new ChaosSystem(options, redis, redisDir, instances);
     for (const spec of options.instances) {
       const proxies = {} as Record<Service, TcpProxy>;
       const urls = {} as Record<Service, string>;
@@ -243,7 +245,9 @@ export class ChaosSystem implements FaultSurface {
 
   async killRedis(keepData: boolean): Promise<void> {
     this.redisDown = true;
-    if (keepData) await this.redisClient.save();
+    // A SAVE that fails (the client still reconnecting) leaves an older snapshot or none: still a
+    // restart, from a staler copy.
+    if (keepData) await this.redisClient.save().catch(() => undefined);
     else this.redis.forgetSnapshot();
     await this.redis.kill();
   }
@@ -308,6 +312,7 @@ export class ChaosSystem implements FaultSurface {
     this.redisClient.disconnect();
     await this.mysql.end();
     await this.redis.kill();
+    rmSync(this.redisDir, { recursive: true, force: true });
     await deleteVhost(this.options.name).catch(() => undefined);
     await dropDatabase(this.options.name).catch(() => undefined);
   }

@@ -69,6 +69,8 @@ export class PrivateRedis {
 
   /** Starts the server (empty, or from its snapshot if it has one) and waits until it answers. */
   async up(): Promise<void> {
+    // A second server on the port would fail to bind, and this one would lose track of the first.
+    if (this.process && this.process.exitCode === null && this.process.signalCode === null) return;
     this.process = spawn(
       'redis-server',
       [
