@@ -21,13 +21,17 @@ function methodFrame(channel: number, classId: number, methodId: number, args = 
 /** The two calls the breaker makes on its proxy: a tap on the client's bytes, and a send. */
 function fakeProxy() {
   const sent: Buffer[] = [];
-  let tap: (chunk: Buffer, upstream: Socket) => void = () => undefined;
+  const sentOn: Socket[] = [];
+  let tap: (chunk: Buffer, client: Socket, upstream: Socket) => void = () => undefined;
   const proxy = {
     tapClient: (fn: typeof tap) => (tap = fn),
-    sendToServer: (_upstream: Socket, chunk: Buffer) => sent.push(chunk),
+    sendToServer: (on: Socket, chunk: Buffer) => {
+      sentOn.push(on);
+      sent.push(chunk);
+    },
   } as unknown as TcpProxy;
-  const upstream = new EventEmitter() as unknown as Socket;
-  return { proxy, sent, feed: (chunk: Buffer) => tap(chunk, upstream), upstream };
+  const [client, upstream] = [new EventEmitter(), new EventEmitter()] as unknown as Socket[];
+  return { proxy, sent, sentOn, feed: (chunk: Buffer) => tap(chunk, client, upstream), upstream };
 }
 
 const HEADER = Buffer.from('AMQP\x00\x00\x09\x01', 'latin1');
@@ -35,7 +39,7 @@ const consume = methodFrame(2, 60, 20, Buffer.from('queue and consumer tag'));
 
 describe('the consumer channel breaker', () => {
   it('should send an ack with an unknown tag on a consuming channel, between two frames only', () => {
-    const { proxy, sent, feed } = fakeProxy();
+    const { proxy, sent, sentOn, feed, upstream } = fakeProxy();
     const breaker = new ChannelBreaker(proxy);
     feed(HEADER);
     feed(methodFrame(1, 20, 10));
@@ -46,6 +50,8 @@ describe('the consumer channel breaker', () => {
     feed(consume.subarray(9));
     expect(breaker.break(() => 0)).toBe(true);
     expect(sent).toEqual([bogusAckFrame(2, 2n ** 62n)]);
+    // To the broker, on the connection that consumes: not back to the app.
+    expect(sentOn).toEqual([upstream]);
   });
 
   it('should forget a channel once it is closed, and a connection once it closes', () => {

@@ -41,7 +41,7 @@ export class ChannelBreaker {
 
   /** Follows what the app sends through `proxy`: the frames' ends and which channels consume. */
   constructor(private readonly proxy: TcpProxy) {
-    proxy.tapClient((chunk, upstream) => this.feed(chunk, upstream));
+    proxy.tapClient((chunk, _client, upstream) => this.feed(chunk, upstream));
   }
 
   private feed(chunk: Buffer, upstream: Socket): void {
