@@ -63,7 +63,8 @@ export interface CheckInput {
 export const INVARIANTS = {
   'accepted-is-one-order':
     'every 202 and every SUCCESS result has exactly one order with its request id (the order the result named)',
-  'accepted-never-failed': 'no purchase answered 202 ends FAILED',
+  'accepted-never-failed':
+    'no purchase answered 202 ends FAILED, and no FAILED result is for a purchase that became an order',
   'refused-took-nothing':
     'every order comes from a purchase answered 202 or left unknown (a timeout, a 503 with a request id): none from one answered "nothing taken" (503, 409, 429, 403…)',
   'no-oversell': "a sale's active orders hold at most its stock",
