@@ -137,12 +137,21 @@ function invariantRows(check: CheckReport): string[][] {
   ]);
 }
 
-function faultRows(all: readonly Span[]): string[][] {
+/** Seconds from a fault's heal to the next purchase answered 202 (another fault may still be held). */
+function nextAcceptance(history: readonly HistoryEntry[], span: Span): string {
+  const next = history.find(
+    (entry) => entry.op === 'purchase' && entry.status === 202 && entry.sentMs >= span.to,
+  );
+  return next === undefined ? '-' : ((next.answeredMs - span.to) / 1000).toFixed(1);
+}
+
+function faultRows(all: readonly Span[], history: readonly HistoryEntry[]): string[][] {
   return all.map((s) => [
     `#${s.faultId}`,
     s.what,
     (s.from / 1000).toFixed(1),
     ((s.to - s.from) / 1000).toFixed(1),
+    nextAcceptance(history, s),
     s.error ?? '',
   ]);
 }
@@ -211,7 +220,7 @@ ${violations.length === 0 ? '<p>None.</p>' : htmlTable(['invariant', 'what', 're
 ${record.reopenBoundMs / 1000} s.</p>
 ${htmlTable(['goods', 'instance', 'seconds', 'answer'], reopenRows(record))}
 <h2>Faults played</h2>
-${htmlTable(['fault', 'what', 'at (s)', 'held (s)', 'error'], faultRows(all))}
+${htmlTable(['fault', 'what', 'at (s)', 'held (s)', 'next 202 after its heal (s)', 'error'], faultRows(all, record.history))}
 <p>Started ${escapeXml(record.startedAt)} at commit ${escapeXml(record.commit)}; every answer is in
 history.jsonl, the schedule in schedule.json, the stores as checked in snapshot.json.</p>`,
   );
