@@ -43,8 +43,11 @@ export interface FaultSurface {
   stallProxies(instance: string, service: Service): void;
   resumeProxies(instance: string, service: Service): void;
   closeBrokerConnections(): Promise<void>;
-  /** Makes the broker close one consuming channel of the instance; false when it has none. */
-  breakConsumerChannel(instance: string): boolean;
+  /**
+   * Makes the broker close one consuming channel of the instance; false when it had none for a
+   * few seconds (its connection down, or not consuming again yet).
+   */
+  breakConsumerChannel(instance: string): Promise<boolean>;
 }
 
 interface FaultKind {
@@ -173,8 +176,8 @@ export const FAULT_KINDS = {
     holdMs: [0, 0],
     targets: consumers,
     resources: (target) => [`channel:${target.instance}`],
-    inject: (surface, target) => {
-      if (!surface.breakConsumerChannel(instanceOf(target))) {
+    inject: async (surface, target) => {
+      if (!(await surface.breakConsumerChannel(instanceOf(target)))) {
         throw new Error('no consuming channel to break');
       }
     },

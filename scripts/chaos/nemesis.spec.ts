@@ -113,7 +113,7 @@ function recordingSurface(calls: string[]): FaultSurface {
     stallProxies: note('stall'),
     resumeProxies: note('resume-proxy'),
     closeBrokerConnections: async () => note('close-broker')(),
-    breakConsumerChannel: (name) => (note('break')(name), false),
+    breakConsumerChannel: async (name) => (note('break')(name), false),
   };
 }
 

@@ -27,6 +27,8 @@ import { SERVICES, type FaultSurface, type InstanceSpec, type Service } from './
 
 const READY_POLL_MS = 250;
 const RESTART_AFTER_EXIT_MS = 1_000;
+/** How long a channel break waits for the instance to consume (again) before it gives up. */
+const CHANNEL_WAIT_MS = 3_000;
 
 /** Something the run did not ask for: an instance that exited by itself, a failed restart. */
 export interface SystemEvent {
@@ -285,8 +287,14 @@ export class ChaosSystem implements FaultSurface {
     return closeVhostConnections(this.options.name, 'chaos: broker connections closed');
   }
 
-  breakConsumerChannel(name: string): boolean {
-    return this.instance(name).breaker.break((count) => Math.floor(Math.random() * count));
+  async breakConsumerChannel(name: string): Promise<boolean> {
+    const breaker = this.instance(name).breaker;
+    const deadline = Date.now() + CHANNEL_WAIT_MS;
+    do {
+      if (breaker.break((count) => Math.floor(Math.random() * count))) return true;
+      await sleep(READY_POLL_MS);
+    } while (Date.now() < deadline);
+    return false;
   }
 
   /** Undoes whatever a fault may have left (the nemesis heals its own; this is the safety net). */
