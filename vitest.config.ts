@@ -5,7 +5,12 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   plugins: [swc.vite({ module: { type: 'es6' } })],
   test: {
-    include: ['src/**/*.spec.ts', 'test/**/*.e2e-spec.ts', 'bench/**/*.spec.ts'],
+    include: [
+      'src/**/*.spec.ts',
+      'test/**/*.e2e-spec.ts',
+      'bench/**/*.spec.ts',
+      'scripts/**/*.spec.ts',
+    ],
     // e2e files share one MySQL database, one Redis db and one broker: run files one at a time.
     fileParallelism: false,
     testTimeout: 60_000,

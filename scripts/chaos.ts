@@ -1,5 +1,7 @@
-// Fault scenarios against real MySQL, Redis and RabbitMQ, with a table per scenario: the fault
-// injected, requests, accepted, orders, lost, duplicated, and how long recovery took. Runs the
+// Without flags: fault scenarios against real MySQL, Redis and RabbitMQ, with a table per
+// scenario: the fault injected, requests, accepted, orders, lost, duplicated, and how long
+// recovery took. With --random (or --schedule): one run of random, overlapping faults from a
+// seed against a workload of buyers, checked afterwards (scripts/chaos/). The scenarios run the
 // fault tests (test/faults, crash, redis-restart, redis-down-fallback, redis-cluster, messaging,
 // shutdown), which cut and stall connections through a TCP proxy, kill a private redis-server and
 // SIGKILL server processes; the services themselves are never touched. Point DATABASE_URL (a database whose name contains
@@ -11,6 +13,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Table from 'cli-table3';
 import type { ChaosRow } from '../test/support/chaos-report.js';
+import { parseChaosOptions, USAGE } from './chaos/options.js';
+import { runChaos } from './chaos/run.js';
+import { runScript } from './lib/main.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SCENARIO_FILES = [
@@ -23,7 +28,7 @@ const SCENARIO_FILES = [
   'test/shutdown.e2e-spec.ts',
 ];
 
-function main(): number {
+function runNamedScenarios(): number {
   const report = join(mkdtempSync(join(tmpdir(), 'seckill-chaos-')), 'report.jsonl');
   console.error('running the fault scenarios (about a minute)…');
   const run = spawnSync('npx', ['vitest', 'run', '--reporter=dot', ...SCENARIO_FILES], {
@@ -69,4 +74,8 @@ function main(): number {
   return 1;
 }
 
-process.exit(main());
+if (process.argv.length > 2) {
+  await runScript(parseChaosOptions, USAGE, (options) => runChaos(options, ROOT));
+} else {
+  process.exit(runNamedScenarios());
+}

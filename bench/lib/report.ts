@@ -279,7 +279,7 @@ function latencyChart(summary: ScenarioSummary): string {
   });
 }
 
-function htmlTable(head: string[], rows: string[][]): string {
+export function htmlTable(head: string[], rows: string[][]): string {
   const cell = (tag: string, text: string) => `<${tag}>${escapeXml(text)}</${tag}>`;
   return (
     `<table><thead><tr>${head.map((h) => cell('th', h)).join('')}</tr></thead><tbody>` +
@@ -343,15 +343,9 @@ export function buildHtml(input: ReportInput): string {
         '</details></section>',
     )
     .join('');
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>seckill bench: project vs baseline</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222}
-table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:right}
-td:first-child,th:first-child{text-align:left}.charts svg{max-width:100%;height:auto;margin:.5rem 0}
-pre{background:#f6f6f6;padding:.5rem;overflow:auto}
-</style></head><body>
-<h1>seckill bench: project vs baseline</h1>
+  return htmlPage(
+    'seckill bench: project vs baseline',
+    `<h1>seckill bench: project vs baseline</h1>
 <p>The baseline (<code>bench/baseline/</code>) is a plain Fastify service with the same purchase
 contract, the same Lua deduct script and the same MySQL writes, but none of the project's
 defences. Both ran alternately in one run on the same machine; a ratio is project ÷ baseline
@@ -365,7 +359,21 @@ ${
       htmlTable(['', 'project', 'baseline', 'ratio'], roundTripRows(input.roundTrips))
 }
 <pre>${escapeXml(JSON.stringify(input.meta, null, 2))}</pre>
-${sections}
+${sections}`,
+  );
+}
+
+/** One self-contained page: the body's charts are inline SVG, the style is inline too. */
+export function htmlPage(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escapeXml(title)}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ddd;padding:.2rem .5rem;text-align:right}
+td:first-child,th:first-child{text-align:left}.charts svg{max-width:100%;height:auto;margin:.5rem 0}
+pre{background:#f6f6f6;padding:.5rem;overflow:auto}
+</style></head><body>
+${body}
 </body></html>
 `;
 }

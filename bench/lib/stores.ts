@@ -1,5 +1,6 @@
-// Each side's own stores, made fresh for every bench: a MySQL database with the project's schema,
-// a RabbitMQ vhost, and a private redis-server (so that INFO commandstats counts that side alone).
+// Each side's own stores, made fresh for every bench (and every chaos run): a MySQL database with
+// the project's schema, a RabbitMQ vhost, and a private redis-server (so that INFO commandstats
+// counts that side alone).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -24,14 +25,29 @@ export function rabbitUrl(vhost: string): string {
   return `amqp://guest:guest@${RABBIT_HOST}/${encodeURIComponent(vhost)}`;
 }
 
-/** Drops and recreates the database; names without "bench" are refused, to spare real data. */
-export async function freshDatabase(name: string, migrationsGlob: string): Promise<void> {
-  if (!/^[a-z0-9_]*bench[a-z0-9_]*$/.test(name)) {
-    throw new ScriptError(`refusing to recreate database ${name}`);
+/** Only a throwaway store's name (one with "bench" or "chaos" in it) may be dropped: spares real data. */
+function assertThrowaway(what: string, name: string): void {
+  if (!/^[a-z0-9_]*(bench|chaos)[a-z0-9_]*$/.test(name)) {
+    throw new ScriptError(`refusing to recreate or delete ${what} ${name}`);
   }
+}
+
+export async function dropDatabase(name: string): Promise<void> {
+  assertThrowaway('database', name);
   const root = await createConnection(MYSQL_ROOT);
   try {
     await root.query(`DROP DATABASE IF EXISTS \`${name}\``);
+  } finally {
+    await root.end();
+  }
+}
+
+/** Drops and recreates the database, with the project's migrations applied. */
+export async function freshDatabase(name: string, migrationsGlob: string): Promise<void> {
+  assertThrowaway('database', name);
+  await dropDatabase(name);
+  const root = await createConnection(MYSQL_ROOT);
+  try {
     await root.query(
       `CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
     );
@@ -55,9 +71,28 @@ export async function freshDatabase(name: string, migrationsGlob: string): Promi
 
 /** A new, empty vhost: queues left by an earlier bench would hold stale messages. */
 export async function freshVhost(vhost: string): Promise<void> {
-  await run('rabbitmqctl', ['-q', 'delete_vhost', vhost]).catch(() => undefined);
+  await deleteVhost(vhost).catch(() => undefined);
   await run('rabbitmqctl', ['-q', 'add_vhost', vhost]);
   await run('rabbitmqctl', ['-q', 'set_permissions', '-p', vhost, 'guest', '.*', '.*', '.*']);
+}
+
+export async function deleteVhost(vhost: string): Promise<void> {
+  assertThrowaway('vhost', vhost);
+  await run('rabbitmqctl', ['-q', 'delete_vhost', vhost]);
+}
+
+/** The broker drops every client connection of this vhost (and of no other). */
+export async function closeVhostConnections(vhost: string, reason: string): Promise<void> {
+  assertThrowaway('vhost', vhost);
+  await run('rabbitmqctl', [
+    '-q',
+    'close_all_connections',
+    '--vhost',
+    vhost,
+    '--limit',
+    '1000',
+    reason,
+  ]);
 }
 
 export interface RedisServer {

@@ -9,11 +9,22 @@ export interface Series {
   dashed?: boolean;
 }
 
+/** A span of the x axis to mark behind the lines (a fault while it lasted), in a lane of its own. */
+export interface Band {
+  from: number;
+  to: number;
+  label: string;
+  color: string;
+  /** Overlapping bands go in different lanes: thin bars stacked under the top of the plot. */
+  lane: number;
+}
+
 export interface LineChartOptions {
   title: string;
   xLabel: string;
   yLabel: string;
   series: readonly Series[];
+  bands?: readonly Band[];
   width?: number;
   height?: number;
 }
@@ -119,7 +130,8 @@ export function lineChart(options: LineChartOptions): string {
   const plotW = width - MARGIN.left - MARGIN.right;
   const plotH = height - MARGIN.top - MARGIN.bottom;
   const all = options.series.flatMap((s) => s.points);
-  const xMax = Math.max(1, ...all.map(([x]) => x));
+  const bands = options.bands ?? [];
+  const xMax = Math.max(1, ...all.map(([x]) => x), ...bands.map((b) => b.to));
   const yTicks = niceTicks(Math.max(0, ...all.map(([, y]) => y)));
   const yMax = yTicks.at(-1) ?? 1;
   const x = (v: number) => +(MARGIN.left + (v / xMax) * plotW).toFixed(1);
@@ -142,11 +154,22 @@ export function lineChart(options: LineChartOptions): string {
       return `<path d="${d}" fill="none" stroke="${s.color}" stroke-width="2"${dash}/>`;
     })
     .join('');
+  const marks = bands
+    .map((b) => {
+      const [bx, bw] = [x(b.from), Math.max(1, +(x(b.to) - x(b.from)).toFixed(1))];
+      const title = `<title>${escapeXml(b.label)}</title>`;
+      return (
+        `<rect x="${bx}" y="${MARGIN.top}" width="${bw}" height="${plotH}" fill="${b.color}" fill-opacity="0.08"/>` +
+        `<rect x="${bx}" y="${MARGIN.top + b.lane * 7}" width="${bw}" height="5" fill="${b.color}">${title}</rect>`
+      );
+    })
+    .join('');
   return frame(
     width,
     height,
     options.title,
-    yAxis(yTicks, y, MARGIN.left, MARGIN.left + plotW, options.yLabel) +
+    marks +
+      yAxis(yTicks, y, MARGIN.left, MARGIN.left + plotW, options.yLabel) +
       xAxis +
       lines +
       legend(options.series, MARGIN.left),

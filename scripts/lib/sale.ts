@@ -6,6 +6,8 @@ export interface SaleSpec {
   name: string;
   price: number;
   stock: number;
+  /** Redis buckets the stock is split over; the server's STOCK_SHARDS when left out. */
+  stockShards?: number;
 }
 
 /** Creates the goods, on sale from a second ago for an hour; returns its id. */

@@ -1,6 +1,5 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createHmac, randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createPool, type Pool, type RowDataPacket } from 'mysql2/promise';
 import request from 'supertest';
@@ -14,6 +13,9 @@ import { newOrderNo } from '../../src/modules/orders/order-no.js';
 import { DeductCode, StockService } from '../../src/modules/stock/stock.service.js';
 import type { RedisClient } from '../../src/infra/redis/redis-client.js';
 import { proxyInFront, type TcpProxy } from './tcp-proxy.js';
+import { waitFor } from './wait-for.js';
+
+export { waitFor };
 
 export interface TestApp {
   app: NestFastifyApplication;
@@ -158,21 +160,6 @@ export async function createSale(http: TestAgent, options: SaleOptions = {}): Pr
       .expect(200);
   }
   return goodsId;
-}
-
-/** Polls until `check` returns a truthy value; fails with the last value after `timeoutMs`. */
-export async function waitFor<T>(
-  check: () => Promise<T> | T,
-  { timeoutMs = 15_000, intervalMs = 50, what = 'condition' } = {},
-): Promise<Exclude<T, null | undefined | false>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  while (Date.now() < deadline) {
-    last = await check();
-    if (last) return last as Exclude<T, null | undefined | false>;
-    await sleep(intervalMs);
-  }
-  throw new Error(`timed out waiting for ${what}; last value: ${JSON.stringify(last)}`);
 }
 
 /** Direct read access to the stores, for asserting invariants from outside the app. */

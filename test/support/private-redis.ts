@@ -9,7 +9,8 @@ import { promisify } from 'node:util';
 import { expect } from 'vitest';
 import { keySlot } from '../../src/infra/redis/redis-client.js';
 import { ephemeralRedisArgs } from '../../scripts/lib/redis-server.js';
-import { waitFor, type Stores } from './harness.js';
+import type { Stores } from './harness.js';
+import { waitFor } from './wait-for.js';
 
 /** Resolves once something accepts TCP connections on the port. */
 export function listening(port: number): Promise<boolean> {
@@ -54,7 +55,10 @@ export class PrivateRedis {
 
   /** With `dir`, a `SAVE` writes a snapshot there that the next `up()` loads (a stale restart). */
   static async start(options: { dir?: string } = {}): Promise<PrivateRedis> {
-    const redis = new PrivateRedis(21_000 + Math.floor(Math.random() * 8_000), options.dir);
+    let port = 0;
+    // A port something else listens on would pass the readiness check with that server.
+    while (port === 0 || !(await free(port))) port = 21_000 + Math.floor(Math.random() * 8_000);
+    const redis = new PrivateRedis(port, options.dir);
     await redis.up();
     return redis;
   }
@@ -65,6 +69,8 @@ export class PrivateRedis {
 
   /** Starts the server (empty, or from its snapshot if it has one) and waits until it answers. */
   async up(): Promise<void> {
+    // A second server on the port would fail to bind, and this one would lose track of the first.
+    if (this.process && this.process.exitCode === null && this.process.signalCode === null) return;
     this.process = spawn(
       'redis-server',
       [
@@ -82,6 +88,20 @@ export class PrivateRedis {
   /** Kills it outright, as a crash would. */
   async kill(): Promise<void> {
     await killChild(this.process);
+  }
+
+  /** Freezes the process (SIGSTOP), as a long stall would: connections stay open, nothing answers. */
+  pause(): void {
+    this.process?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.process?.kill('SIGCONT');
+  }
+
+  /** Drops the snapshot in `dir`, so that the next `up()` starts empty. */
+  forgetSnapshot(): void {
+    if (this.dir) rmSync(join(this.dir, 'snapshot.rdb'), { force: true });
   }
 }
 

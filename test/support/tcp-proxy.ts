@@ -17,7 +17,7 @@ export class TcpProxy {
   private refusing = false;
   private held: [Socket, Buffer][] = [];
   private readonly serverTaps: ((chunk: Buffer, upstream: Socket) => void)[] = [];
-  private readonly clientTaps: ((chunk: Buffer, client: Socket) => void)[] = [];
+  private readonly clientTaps: ((chunk: Buffer, client: Socket, upstream: Socket) => void)[] = [];
 
   private constructor(
     private readonly targetHost: string,
@@ -45,7 +45,9 @@ export class TcpProxy {
     const pair: [Socket, Socket] = [client, upstream];
     this.pairs.add(pair);
     // Before the bytes are forwarded: a tap that cuts the service (down()) keeps them from it.
-    client.on('data', (chunk: Buffer) => this.clientTaps.forEach((tap) => tap(chunk, client)));
+    client.on('data', (chunk: Buffer) =>
+      this.clientTaps.forEach((tap) => tap(chunk, client, upstream)),
+    );
     this.forward(client, upstream, 'both');
     this.forward(upstream, client, 'to-client');
     upstream.on('data', (chunk: Buffer) => this.serverTaps.forEach((tap) => tap(chunk, upstream)));
@@ -60,12 +62,23 @@ export class TcpProxy {
 
   /** Copies bytes in order; while stalled they wait in `held` and go out on resume. */
   private forward(from: Socket, to: Socket, direction: 'both' | 'to-client'): void {
-    from.on('data', (chunk: Buffer) => {
-      const held = this.stalled === 'both' || this.stalled === direction;
-      if (to.destroyed) return;
-      if (held || this.held.some(([target]) => target === to)) this.held.push([to, chunk]);
-      else to.write(chunk);
-    });
+    from.on('data', (chunk: Buffer) => this.send(to, chunk, direction));
+  }
+
+  private send(to: Socket, chunk: Buffer, direction: 'both' | 'to-client'): void {
+    const held = this.stalled === 'both' || this.stalled === direction;
+    if (to.destroyed) return;
+    if (held || this.held.some(([target]) => target === to)) this.held.push([to, chunk]);
+    else to.write(chunk);
+  }
+
+  /**
+   * Sends bytes of the proxy's own to the server on `upstream` (a connection a tap was shown),
+   * in order with the client's: held like them while stalled. The caller keeps to the protocol's
+   * framing (see the AMQP channel breaker of the chaos run).
+   */
+  sendToServer(upstream: Socket, chunk: Buffer): void {
+    this.send(upstream, chunk, 'both');
   }
 
   /**
@@ -103,9 +116,10 @@ export class TcpProxy {
 
   /**
    * Shows `tap` every byte a client sends, as it arrives (before it is forwarded), with the
-   * client's connection (to follow one connection's statements).
+   * client's connection (to follow one connection's statements) and its upstream one (to send
+   * bytes of the proxy's own on it, `sendToServer`).
    */
-  tapClient(tap: (chunk: Buffer, client: Socket) => void): void {
+  tapClient(tap: (chunk: Buffer, client: Socket, upstream: Socket) => void): void {
     this.clientTaps.push(tap);
   }
 

@@ -1,0 +1,313 @@
+import { describe, expect, it } from 'vitest';
+
+import { check, type CheckInput, type InvariantName, type OrderRow } from './checker.js';
+import type { HistoryEntry } from './history.js';
+
+const START = 1_760_000_000_000;
+const GOODS = 7;
+let nextId = 1;
+
+function entry(fields: Partial<HistoryEntry> & Pick<HistoryEntry, 'op' | 'buyer'>): HistoryEntry {
+  return {
+    id: nextId++,
+    goodsId: GOODS,
+    instance: 'api-1',
+    sentMs: 1_000,
+    answeredMs: 1_050,
+    status: 200,
+    outcome: 'taken',
+    ...fields,
+  };
+}
+
+const orderNo = (acceptedMs: number, suffix: string) => `SK${START + acceptedMs}${suffix}`;
+
+/**
+ * A clean run by hand, on one sale of 3: buyer 11 bought (202) and paid; buyer 12 double-clicked
+ * (one 202, one DUPLICATE_REQUEST) and cancelled; buyer 13 timed out and the purchase did land
+ * (an unknown outcome that ended as an order, expired since); buyer 14 got a 503, nothing taken;
+ * buyer 15 got a 503 carrying its request id, which ended FAILED without an order.
+ */
+function cleanRun(): CheckInput & { history: HistoryEntry[] } {
+  nextId = 1;
+  const orders: OrderRow[] = [
+    { orderNo: orderNo(1_010, 'A1'), requestId: 'r-11', userId: 11, quantity: 1, status: 'PAID' },
+    {
+      orderNo: orderNo(1_020, 'B2'),
+      requestId: 'r-12',
+      userId: 12,
+      quantity: 1,
+      status: 'CANCELLED',
+    },
+    {
+      orderNo: orderNo(2_500, 'C3'),
+      requestId: 'r-13',
+      userId: 13,
+      quantity: 1,
+      status: 'CANCELLED',
+    },
+  ];
+  const history: HistoryEntry[] = [
+    entry({ op: 'purchase', buyer: 11, status: 202, requestId: 'r-11' }),
+    entry({
+      op: 'result',
+      buyer: 11,
+      resultStatus: 'SUCCESS',
+      requestId: 'r-11',
+      orderNo: orders[0].orderNo,
+    }),
+    entry({ op: 'pay', buyer: 11, orderNo: orders[0].orderNo, sentMs: 3_000 }),
+    entry({ op: 'purchase', buyer: 12, status: 202, requestId: 'r-12' }),
+    entry({
+      op: 'purchase',
+      buyer: 12,
+      status: 409,
+      code: 'DUPLICATE_REQUEST',
+      outcome: 'refused',
+    }),
+    entry({ op: 'cancel', buyer: 12, orderNo: orders[1].orderNo, sentMs: 3_000 }),
+    entry({
+      op: 'purchase',
+      buyer: 13,
+      sentMs: 2_000,
+      status: 0,
+      code: 'TIMEOUT',
+      outcome: 'unknown',
+    }),
+    entry({ op: 'purchase', buyer: 14, status: 503, code: 'UNAVAILABLE', outcome: 'refused' }),
+    entry({
+      op: 'purchase',
+      buyer: 15,
+      status: 503,
+      code: 'UNAVAILABLE',
+      outcome: 'unknown',
+      requestId: 'r-15',
+    }),
+    entry({
+      op: 'result',
+      buyer: 15,
+      resultStatus: 'FAILED',
+      requestId: 'r-15',
+      reason: 'UNAVAILABLE',
+    }),
+  ];
+  return {
+    history,
+    startedAtEpochMs: START,
+    liveness: {
+      boundMs: 60_000,
+      reopens: [{ goodsId: GOODS, instance: 'api-1', ms: 1_200, answer: '202' }],
+    },
+    snapshot: {
+      deadLetters: 0,
+      quiet: { reached: true, waitedMs: 4_000, last: 'quiet' },
+      sales: [
+        {
+          goodsId: GOODS,
+          name: 'small',
+          totalStock: 3,
+          mysqlStock: 2,
+          orders,
+          redisStock: 2,
+          redisBuyers: { '11': 1 },
+          restocked: [orders[1].orderNo, orders[2].orderNo],
+          reconcile: { consistent: true },
+        },
+      ],
+    },
+  };
+}
+
+function violated(input: CheckInput): InvariantName[] {
+  return check(input)
+    .invariants.filter((invariant) => invariant.violations.length > 0)
+    .map((invariant) => invariant.name);
+}
+
+function violationsOf(input: CheckInput, name: InvariantName) {
+  return check(input).invariants.find((invariant) => invariant.name === name)!.violations;
+}
+
+const sale = (input: CheckInput) => input.snapshot.sales[0];
+
+describe('the chaos checker', () => {
+  it('should pass a clean history and count the unknown outcomes by how they ended', () => {
+    const report = check(cleanRun());
+    expect(violated(cleanRun())).toEqual([]);
+    expect(report.ok).toBe(true);
+    expect(report.unknown).toEqual({ total: 2, taken: 1, notTaken: 1 });
+    expect(report.invariants.every((invariant) => invariant.checked > 0)).toBe(true);
+  });
+
+  it('should name a 202 without an order, with its request id, as a lost purchase', () => {
+    const input = cleanRun();
+    sale(input).orders.splice(0, 1);
+    const [lost] = violationsOf(input, 'accepted-is-one-order');
+    expect(lost.requestIds).toEqual(['r-11']);
+    expect(lost.message).toContain('answered 202 and has 0 orders');
+    expect(lost.atMs).toBe(1_000);
+  });
+
+  it('should flag a SUCCESS result whose order number is not the stored one', () => {
+    const input = cleanRun();
+    input.history[1].orderNo = orderNo(1_010, 'ZZ');
+    expect(violated(input)).toEqual(['accepted-is-one-order']);
+  });
+
+  it('should flag a FAILED result for a purchase answered 202', () => {
+    const input = cleanRun();
+    input.history.push(
+      entry({
+        op: 'result',
+        buyer: 12,
+        resultStatus: 'FAILED',
+        requestId: 'r-12',
+        reason: 'REJECTED',
+      }),
+    );
+    const [failed] = violationsOf(input, 'accepted-never-failed');
+    expect(failed.requestIds).toEqual(['r-12']);
+    expect(failed.historyIds).toEqual([4, input.history.at(-1)!.id]);
+  });
+
+  it('should flag an order of a buyer every one of whose purchases said nothing was taken', () => {
+    const input = cleanRun();
+    const order: OrderRow = {
+      orderNo: orderNo(1_030, 'D4'),
+      requestId: 'r-14',
+      userId: 14,
+      quantity: 1,
+      status: 'CANCELLED',
+    };
+    sale(input).orders.push(order);
+    sale(input).restocked.push(order.orderNo);
+    const [taken] = violationsOf(input, 'refused-took-nothing');
+    expect(taken.requestIds).toEqual(['r-14']);
+    expect(taken.historyIds).toEqual([8]);
+    expect(taken.message).toContain('503 UNAVAILABLE');
+    expect(taken.atMs).toBe(1_030);
+  });
+
+  /** A second order of buyer 13 (the one who timed out), cancelled, accepted at `acceptedMs`. */
+  function secondOrderOf13(input: CheckInput, acceptedMs: number, first = false) {
+    const order: OrderRow = {
+      orderNo: orderNo(acceptedMs, 'E5'),
+      requestId: 'r-13b',
+      userId: 13,
+      quantity: 1,
+      status: 'CANCELLED',
+    };
+    if (first) sale(input).orders.unshift(order);
+    else sale(input).orders.push(order);
+    sale(input).restocked.push(order.orderNo);
+    return violationsOf(input, 'refused-took-nothing').map((v) => v.requestIds);
+  }
+
+  it('should not let one timed-out purchase explain two orders', () => {
+    expect(secondOrderOf13(cleanRun(), 2_600)).toEqual([['r-13b']]);
+  });
+
+  it('should not let a timed-out purchase explain an order accepted before it was sent', () => {
+    // Listed first, so that only the times tell it from the order the timeout did make.
+    expect(secondOrderOf13(cleanRun(), 500, true)).toEqual([['r-13b']]);
+  });
+
+  it('should flag an order for a request whose answer carried its id and said nothing was taken', () => {
+    const input = cleanRun();
+    input.history.push(
+      entry({
+        op: 'purchase',
+        buyer: 11,
+        status: 409,
+        outcome: 'refused',
+        code: 'SOLD_OUT',
+        requestId: 'r-11',
+      }),
+    );
+    expect(violated(input)).toEqual(['refused-took-nothing']);
+  });
+
+  it('should flag more active quantity than the stock', () => {
+    const input = cleanRun();
+    sale(input).totalStock = 0;
+    expect(violated(input)).toContain('no-oversell');
+  });
+
+  it('should flag a buyer with two active orders, naming both requests', () => {
+    const input = cleanRun();
+    sale(input).orders[1].userId = 11;
+    sale(input).orders[1].status = 'PENDING_PAYMENT';
+    sale(input).restocked = [sale(input).orders[2].orderNo];
+    sale(input).mysqlStock = 1;
+    sale(input).redisStock = 1;
+    sale(input).redisBuyers = { '11': 2 };
+    input.history.splice(5, 1);
+    const [twice] = violationsOf(input, 'one-active-order-per-buyer');
+    expect(twice.requestIds).toEqual(['r-11', 'r-12']);
+    expect(violated(input)).toEqual(['one-active-order-per-buyer']);
+  });
+
+  it('should flag MySQL stock that does not balance the active orders', () => {
+    const input = cleanRun();
+    sale(input).mysqlStock = 1;
+    sale(input).redisStock = 1;
+    expect(violated(input)).toEqual(['mysql-stock-balances']);
+  });
+
+  it('should flag a Redis stock or buyers that differ from MySQL', () => {
+    const stock = cleanRun();
+    sale(stock).redisStock = 3;
+    expect(violated(stock)).toEqual(['redis-matches-mysql']);
+
+    const missing = cleanRun();
+    sale(missing).redisStock = null;
+    expect(violationsOf(missing, 'redis-matches-mysql')[0].message).toContain('no sale in Redis');
+
+    const buyers = cleanRun();
+    sale(buyers).redisBuyers = { '11': 1, '12': 1 };
+    const [extra] = violationsOf(buyers, 'redis-matches-mysql');
+    expect(extra.message).toContain('12: Redis 1, active 0');
+  });
+
+  it('should flag an inconsistent or unreadable reconcile', () => {
+    const inconsistent = cleanRun();
+    sale(inconsistent).reconcile = { consistent: false };
+    expect(violated(inconsistent)).toEqual(['reconcile-consistent']);
+    const unread = cleanRun();
+    sale(unread).reconcile = null;
+    expect(violated(unread)).toEqual(['reconcile-consistent']);
+  });
+
+  it('should flag a paid order that ended cancelled, and a cancelled one that ended paid', () => {
+    const paid = cleanRun();
+    sale(paid).orders[0].status = 'CANCELLED';
+    sale(paid).orders[1].status = 'PAID';
+    const flagged = violationsOf(paid, 'paid-stays-paid');
+    expect(flagged.map((v) => v.historyIds)).toEqual([[3], [6]]);
+    expect(flagged[0].requestIds).toEqual(['r-11']);
+  });
+
+  it('should flag a cancelled order Redis never got back, and an active one it counts as back', () => {
+    const notBack = cleanRun();
+    sale(notBack).restocked = [sale(notBack).orders[1].orderNo];
+    expect(violationsOf(notBack, 'stock-back-once')[0].requestIds).toEqual(['r-13']);
+    const activeBack = cleanRun();
+    sale(activeBack).restocked.push(sale(activeBack).orders[0].orderNo);
+    expect(violationsOf(activeBack, 'stock-back-once')[0].requestIds).toEqual(['r-11']);
+  });
+
+  it('should flag a sale that did not reopen within the bound, dead letters, and no quiet', () => {
+    const input = cleanRun();
+    input.liveness.reopens.push({
+      goodsId: GOODS,
+      instance: 'api-2',
+      ms: null,
+      answer: '503 UNAVAILABLE',
+    });
+    input.liveness.reopens.push({ goodsId: GOODS, instance: 'api-3', ms: 61_000, answer: '202' });
+    input.snapshot.deadLetters = 2;
+    input.snapshot.quiet = { reached: false, waitedMs: 180_000, last: '3 in orders' };
+    expect(violated(input)).toEqual(['sales-reopen', 'no-dead-letters', 'sales-quiet']);
+    expect(violationsOf(input, 'sales-reopen')).toHaveLength(2);
+  });
+});

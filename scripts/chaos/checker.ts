@@ -1,0 +1,439 @@
+// The checker: after the heal, is the history of answers allowed by the promises, given what the
+// stores hold? Pure: a history and a snapshot in, each invariant's verdict out, every violation
+// named with the request ids it is about.
+import type { HistoryEntry } from './history.js';
+
+export type OrderStatus = 'PENDING_PAYMENT' | 'PAID' | 'CANCELLED';
+
+export interface OrderRow {
+  orderNo: string;
+  requestId: string;
+  userId: number;
+  quantity: number;
+  status: OrderStatus;
+}
+
+/** One sale's state once the run went quiet, read straight from MySQL and Redis. */
+export interface SaleSnapshot {
+  goodsId: number;
+  name: string;
+  totalStock: number;
+  mysqlStock: number;
+  orders: OrderRow[];
+  /** Over every bucket; null when Redis does not hold the sale. */
+  redisStock: number | null;
+  /** userId -> quantity Redis holds as bought, over every bucket. */
+  redisBuyers: Record<string, number>;
+  /** Order numbers Redis has given back (every bucket's restocked set). */
+  restocked: string[];
+  /** The reconcile route's answer (no repair run before it); null when it could not be read. */
+  reconcile: { consistent: boolean } | null;
+}
+
+export interface StoreSnapshot {
+  sales: SaleSnapshot[];
+  /** Messages in the dead-letter queue: the run poisons none. */
+  deadLetters: number;
+  /** Whether queues, outbox and in-flight emptied and every order settled after the heal. */
+  quiet: { reached: boolean; waitedMs: number; last: string };
+}
+
+/** How long after the heal a sale answered a purchase on an instance with a decided answer. */
+export interface Reopen {
+  goodsId: number;
+  instance: string;
+  /** null: not within the bound. */
+  ms: number | null;
+  answer: string;
+}
+
+export interface Liveness {
+  boundMs: number;
+  reopens: Reopen[];
+}
+
+export interface CheckInput {
+  history: readonly HistoryEntry[];
+  snapshot: StoreSnapshot;
+  liveness: Liveness;
+  /** The wall clock at the run's start: order numbers carry their acceptance time on it. */
+  startedAtEpochMs: number;
+}
+
+export const INVARIANTS = {
+  'accepted-is-one-order':
+    'every 202 and every SUCCESS result has exactly one order with its request id (the order the result named)',
+  'accepted-never-failed':
+    'no purchase answered 202 ends FAILED, and no FAILED result is for a purchase that became an order',
+  'refused-took-nothing':
+    'every order comes from a purchase answered 202 or left unknown (a timeout, a 503 with a request id): none from one answered "nothing taken" (503, 409, 429, 403…)',
+  'no-oversell': "a sale's active orders hold at most its stock",
+  'one-active-order-per-buyer': 'no buyer holds two active orders of one sale',
+  'mysql-stock-balances': 'MySQL stock + active quantity = total stock',
+  'redis-matches-mysql':
+    "Redis remaining = MySQL stock, and Redis's buyers are exactly the active orders' buyers",
+  'reconcile-consistent': 'the reconcile route says consistent, without a repair run first',
+  'paid-stays-paid': 'an order paid (200) stays PAID; one cancelled (200) stays CANCELLED',
+  'stock-back-once':
+    'every cancelled or expired order is given back in Redis (once: its number marked), no active one is',
+  'sales-reopen': 'after the heal, every sale answers purchases on every instance within the bound',
+  'no-dead-letters': 'no message waits in the dead-letter queue (the run poisons none)',
+  'sales-quiet': 'after the heal, queues, outbox and in-flight empty and every order settles',
+} as const;
+
+export type InvariantName = keyof typeof INVARIANTS;
+
+export interface Violation {
+  invariant: InvariantName;
+  message: string;
+  /** The purchases' server-made ids it is about. */
+  requestIds: string[];
+  /** The history entries it is about. */
+  historyIds: number[];
+  goodsId?: number;
+  /** When it happened (ms since the start), where known: the report shows the faults around it. */
+  atMs?: number;
+}
+
+export interface InvariantResult {
+  name: InvariantName;
+  description: string;
+  checked: number;
+  violations: Violation[];
+}
+
+export interface CheckReport {
+  invariants: InvariantResult[];
+  /** Purchases of unknown outcome (timeouts, resets, 503 with a request id), and how they ended. */
+  unknown: { total: number; taken: number; notTaken: number };
+  ok: boolean;
+}
+
+/** An order accepted on the wall clock may show up to this much before its request was sent. */
+const CLOCK_SLACK_MS = 50;
+const ACTIVE: ReadonlySet<OrderStatus> = new Set(['PENDING_PAYMENT', 'PAID']);
+const MAX_LISTED = 10;
+
+/** The acceptance time an order number carries (`SK<epoch ms><hex>`). */
+export function acceptedAtEpochMs(orderNo: string): number | undefined {
+  const match = /^SK(\d{13})/.exec(orderNo);
+  return match ? Number(match[1]) : undefined;
+}
+
+class Tally {
+  readonly results = new Map<InvariantName, InvariantResult>();
+
+  constructor() {
+    for (const [name, description] of Object.entries(INVARIANTS) as [InvariantName, string][]) {
+      this.results.set(name, { name, description, checked: 0, violations: [] });
+    }
+  }
+
+  checked(name: InvariantName, count = 1): void {
+    this.results.get(name)!.checked += count;
+  }
+
+  violate(violation: Violation): void {
+    this.results.get(violation.invariant)!.violations.push(violation);
+  }
+}
+
+const describeAnswer = (entry: HistoryEntry) =>
+  `#${entry.id} ${entry.status || 'no answer'}${entry.code ? ` ${entry.code}` : ''} at ${entry.sentMs} ms on ${entry.instance}`;
+
+export function check(input: CheckInput): CheckReport {
+  const tally = new Tally();
+  const unknown = checkPurchases(input, tally);
+  for (const sale of input.snapshot.sales) checkSale(sale, tally);
+  checkOrderActions(input, tally);
+  checkLiveness(input, tally);
+  const invariants = [...tally.results.values()];
+  return {
+    invariants,
+    unknown,
+    ok: invariants.every((invariant) => invariant.violations.length === 0),
+  };
+}
+
+/** The answers against the orders: nothing promised is lost, nothing refused was taken. */
+function checkPurchases(input: CheckInput, tally: Tally): CheckReport['unknown'] {
+  const orders = new Map<string, OrderRow[]>();
+  for (const sale of input.snapshot.sales) {
+    for (const order of sale.orders) {
+      orders.set(order.requestId, [...(orders.get(order.requestId) ?? []), order]);
+    }
+  }
+  const purchases = input.history.filter((entry) => entry.op === 'purchase');
+  const promised = new Map<string, HistoryEntry>();
+  for (const entry of purchases) {
+    if (entry.outcome === 'taken' && entry.requestId && !promised.has(entry.requestId)) {
+      promised.set(entry.requestId, entry);
+    }
+  }
+
+  for (const [requestId, entry] of promised) {
+    tally.checked('accepted-is-one-order');
+    const found = orders.get(requestId) ?? [];
+    if (found.length !== 1) {
+      tally.violate({
+        invariant: 'accepted-is-one-order',
+        message: `purchase ${describeAnswer(entry)} by buyer ${entry.buyer} was answered 202 and has ${found.length} orders`,
+        requestIds: [requestId],
+        historyIds: [entry.id],
+        goodsId: entry.goodsId,
+        atMs: entry.sentMs,
+      });
+    }
+  }
+  for (const entry of purchases) {
+    if (entry.outcome !== 'refused' || !entry.requestId) continue;
+    tally.checked('refused-took-nothing');
+    if (!orders.has(entry.requestId)) continue;
+    tally.violate({
+      invariant: 'refused-took-nothing',
+      message: `purchase ${describeAnswer(entry)} by buyer ${entry.buyer} said nothing was taken, and its request has an order`,
+      requestIds: [entry.requestId],
+      historyIds: [entry.id],
+      goodsId: entry.goodsId,
+      atMs: entry.sentMs,
+    });
+  }
+  for (const entry of input.history) {
+    if (entry.op !== 'result' || !entry.requestId) continue;
+    const order = orders.get(entry.requestId)?.[0];
+    if (entry.resultStatus === 'SUCCESS') {
+      tally.checked('accepted-is-one-order');
+      if (!order || order.orderNo !== entry.orderNo) {
+        tally.violate({
+          invariant: 'accepted-is-one-order',
+          message: `result ${describeAnswer(entry)} said SUCCESS, order ${entry.orderNo}, for buyer ${entry.buyer}; the stores have ${order ? `order ${order.orderNo}` : 'no order'} for that request`,
+          requestIds: [entry.requestId],
+          historyIds: [entry.id],
+          goodsId: entry.goodsId,
+          atMs: entry.sentMs,
+        });
+      }
+    } else if (entry.resultStatus === 'FAILED') {
+      tally.checked('accepted-never-failed');
+      const accepted = promised.get(entry.requestId);
+      if (accepted || order) {
+        tally.violate({
+          invariant: 'accepted-never-failed',
+          message: `result ${describeAnswer(entry)} said FAILED (${entry.reason ?? 'no reason'}) for buyer ${entry.buyer}, whose purchase ${accepted ? `was answered 202 (#${accepted.id})` : `has order ${order?.orderNo}`}`,
+          requestIds: [entry.requestId],
+          historyIds: accepted ? [accepted.id, entry.id] : [entry.id],
+          goodsId: entry.goodsId,
+          atMs: entry.sentMs,
+        });
+      }
+    }
+  }
+
+  const unknownWithId = new Set(
+    purchases.filter((e) => e.outcome === 'unknown' && e.requestId).map((e) => e.requestId),
+  );
+  const blind = purchases.filter((e) => e.outcome === 'unknown' && !e.requestId);
+  const used = new Set<number>();
+  let taken = 0;
+  for (const sale of input.snapshot.sales) {
+    for (const order of sale.orders) {
+      tally.checked('refused-took-nothing');
+      if (promised.has(order.requestId)) continue;
+      if (unknownWithId.has(order.requestId)) {
+        taken++;
+        continue;
+      }
+      const epoch = acceptedAtEpochMs(order.orderNo);
+      const at = epoch === undefined ? Infinity : epoch - input.startedAtEpochMs;
+      // A purchase that got no answer may have been taken: one order for each such purchase,
+      // sent before the order was accepted.
+      const explains = blind.find(
+        (e) =>
+          !used.has(e.id) &&
+          e.buyer === order.userId &&
+          e.goodsId === sale.goodsId &&
+          e.sentMs <= at + CLOCK_SLACK_MS,
+      );
+      if (explains) {
+        used.add(explains.id);
+        taken++;
+        continue;
+      }
+      const theirs = purchases.filter(
+        (e) => e.buyer === order.userId && e.goodsId === sale.goodsId,
+      );
+      tally.violate({
+        invariant: 'refused-took-nothing',
+        message: `order ${order.orderNo} (${order.status}) of buyer ${order.userId} in ${sale.name} was never promised: ${
+          theirs.length === 0
+            ? 'the buyer made no purchase'
+            : `every purchase of theirs said nothing was taken: ${theirs.map(describeAnswer).join('; ')}`
+        }`,
+        requestIds: [order.requestId],
+        historyIds: theirs.map((e) => e.id),
+        goodsId: sale.goodsId,
+        ...(Number.isFinite(at) ? { atMs: at } : {}),
+      });
+    }
+  }
+  const total = purchases.filter((e) => e.outcome === 'unknown').length;
+  return { total, taken, notTaken: total - taken };
+}
+
+/** One sale's stores against each other once quiet. */
+function checkSale(sale: SaleSnapshot, tally: Tally): void {
+  const on = { goodsId: sale.goodsId, historyIds: [] as number[] };
+  const active = sale.orders.filter((order) => ACTIVE.has(order.status));
+  const activeQuantity = active.reduce((sum, order) => sum + order.quantity, 0);
+
+  tally.checked('no-oversell');
+  if (activeQuantity > sale.totalStock) {
+    tally.violate({
+      ...on,
+      invariant: 'no-oversell',
+      message: `${sale.name}: active orders hold ${activeQuantity} of a stock of ${sale.totalStock}`,
+      requestIds: active.map((order) => order.requestId),
+    });
+  }
+
+  const byBuyer = new Map<number, OrderRow[]>();
+  for (const order of active)
+    byBuyer.set(order.userId, [...(byBuyer.get(order.userId) ?? []), order]);
+  tally.checked('one-active-order-per-buyer', byBuyer.size);
+  for (const [buyer, held] of byBuyer) {
+    if (held.length < 2) continue;
+    tally.violate({
+      ...on,
+      invariant: 'one-active-order-per-buyer',
+      message: `${sale.name}: buyer ${buyer} holds ${held.length} active orders: ${held.map((o) => o.orderNo).join(', ')}`,
+      requestIds: held.map((order) => order.requestId),
+    });
+  }
+
+  tally.checked('mysql-stock-balances');
+  if (sale.mysqlStock + activeQuantity !== sale.totalStock) {
+    tally.violate({
+      ...on,
+      invariant: 'mysql-stock-balances',
+      message: `${sale.name}: MySQL stock ${sale.mysqlStock} + active ${activeQuantity} = ${sale.mysqlStock + activeQuantity}, not the total ${sale.totalStock}`,
+      requestIds: [],
+    });
+  }
+
+  tally.checked('redis-matches-mysql');
+  if (sale.redisStock !== sale.mysqlStock) {
+    tally.violate({
+      ...on,
+      invariant: 'redis-matches-mysql',
+      message: `${sale.name}: Redis remaining ${sale.redisStock ?? '(no sale in Redis)'}, MySQL stock ${sale.mysqlStock}`,
+      requestIds: [],
+    });
+  }
+  const activeByBuyer = new Map<string, number>();
+  for (const order of active) {
+    const key = String(order.userId);
+    activeByBuyer.set(key, (activeByBuyer.get(key) ?? 0) + order.quantity);
+  }
+  const buyers = new Set([...activeByBuyer.keys(), ...Object.keys(sale.redisBuyers)]);
+  const differ = [...buyers].filter(
+    (buyer) => (activeByBuyer.get(buyer) ?? 0) !== (sale.redisBuyers[buyer] ?? 0),
+  );
+  if (differ.length > 0) {
+    const listed = differ
+      .slice(0, MAX_LISTED)
+      .map((b) => `${b}: Redis ${sale.redisBuyers[b] ?? 0}, active ${activeByBuyer.get(b) ?? 0}`);
+    tally.violate({
+      ...on,
+      invariant: 'redis-matches-mysql',
+      message: `${sale.name}: ${differ.length} buyers differ between Redis and the active orders (${listed.join('; ')}${differ.length > MAX_LISTED ? '; …' : ''})`,
+      requestIds: active.filter((o) => differ.includes(String(o.userId))).map((o) => o.requestId),
+    });
+  }
+
+  tally.checked('reconcile-consistent');
+  if (sale.reconcile?.consistent !== true) {
+    tally.violate({
+      ...on,
+      invariant: 'reconcile-consistent',
+      message: `${sale.name}: reconcile ${sale.reconcile === null ? 'could not be read' : `says inconsistent: ${JSON.stringify(sale.reconcile)}`}`,
+      requestIds: [],
+    });
+  }
+
+  const restocked = new Set(sale.restocked);
+  tally.checked('stock-back-once', sale.orders.length);
+  const notBack = sale.orders.filter((o) => o.status === 'CANCELLED' && !restocked.has(o.orderNo));
+  const backActive = active.filter((order) => restocked.has(order.orderNo));
+  for (const [orders, what] of [
+    [notBack, 'cancelled, and Redis never got their stock back'],
+    [backActive, 'active, yet Redis counts their stock as given back'],
+  ] as const) {
+    if (orders.length === 0) continue;
+    tally.violate({
+      ...on,
+      invariant: 'stock-back-once',
+      message: `${sale.name}: ${orders.length} orders ${what}: ${orders
+        .slice(0, MAX_LISTED)
+        .map((o) => o.orderNo)
+        .join(', ')}${orders.length > MAX_LISTED ? ', …' : ''}`,
+      requestIds: orders.map((order) => order.requestId),
+    });
+  }
+}
+
+/** A pay or cancel the buyer was told succeeded still holds at the end. */
+function checkOrderActions(input: CheckInput, tally: Tally): void {
+  const byNo = new Map(
+    input.snapshot.sales.flatMap((sale) => sale.orders.map((order) => [order.orderNo, order])),
+  );
+  for (const entry of input.history) {
+    if ((entry.op !== 'pay' && entry.op !== 'cancel') || entry.status !== 200 || !entry.orderNo) {
+      continue;
+    }
+    tally.checked('paid-stays-paid');
+    const order = byNo.get(entry.orderNo);
+    const expected: OrderStatus = entry.op === 'pay' ? 'PAID' : 'CANCELLED';
+    if (order?.status === expected) continue;
+    tally.violate({
+      invariant: 'paid-stays-paid',
+      message: `${entry.op} ${describeAnswer(entry)} of order ${entry.orderNo} by buyer ${entry.buyer} was answered 200, and the order is ${order?.status ?? 'missing'}`,
+      requestIds: order ? [order.requestId] : [],
+      historyIds: [entry.id],
+      goodsId: entry.goodsId,
+      atMs: entry.sentMs,
+    });
+  }
+}
+
+function checkLiveness(input: CheckInput, tally: Tally): void {
+  const { liveness, snapshot } = input;
+  for (const reopen of liveness.reopens) {
+    tally.checked('sales-reopen');
+    if (reopen.ms !== null && reopen.ms <= liveness.boundMs) continue;
+    tally.violate({
+      invariant: 'sales-reopen',
+      message: `goods ${reopen.goodsId} on ${reopen.instance}: no decided answer within ${liveness.boundMs} ms of the heal (last: ${reopen.answer})`,
+      requestIds: [],
+      historyIds: [],
+      goodsId: reopen.goodsId,
+    });
+  }
+  tally.checked('no-dead-letters');
+  if (snapshot.deadLetters > 0) {
+    tally.violate({
+      invariant: 'no-dead-letters',
+      message: `${snapshot.deadLetters} messages in the dead-letter queue`,
+      requestIds: [],
+      historyIds: [],
+    });
+  }
+  tally.checked('sales-quiet');
+  if (!snapshot.quiet.reached) {
+    tally.violate({
+      invariant: 'sales-quiet',
+      message: `not quiet after ${snapshot.quiet.waitedMs} ms: ${snapshot.quiet.last}`,
+      requestIds: [],
+      historyIds: [],
+    });
+  }
+}

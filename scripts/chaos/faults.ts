@@ -1,0 +1,199 @@
+// The nemesis's fault kinds, one entry each: which targets it can hit, how long it is held, which
+// resources it holds meanwhile (two faults on one resource never overlap), and how it is injected
+// and healed. A new kind of fault is one more entry here.
+
+export const SERVICES = ['redis', 'rabbitmq', 'mysql'] as const;
+export type Service = (typeof SERVICES)[number];
+
+export type Role = 'api' | 'worker' | 'all';
+
+export interface InstanceSpec {
+  name: string;
+  role: Role;
+}
+
+/** One fault of a schedule: what, on what, when (ms after the start) and for how long. */
+export interface Fault {
+  id: number;
+  kind: FaultKindName;
+  /** The app instance it acts on, `all` for every instance's proxy, absent for Redis or the broker. */
+  instance?: string;
+  service?: Service;
+  atMs: number;
+  /** 0 for a fault that is over once injected (connections closed, a channel broken). */
+  holdMs: number;
+}
+
+export type Target = Pick<Fault, 'instance' | 'service'>;
+
+/** What faults act on: the processes and proxies of the run (ChaosSystem implements it). */
+export interface FaultSurface {
+  killInstance(name: string): Promise<void>;
+  /** Starts it again; it may take a while to be ready (the run waits for that at the heal). */
+  restartInstance(name: string): void;
+  pauseInstance(name: string): void;
+  resumeInstance(name: string): void;
+  /** Kills redis-server outright; with `keepData`, after it wrote a snapshot to start from. */
+  killRedis(keepData: boolean): Promise<void>;
+  startRedis(): Promise<void>;
+  pauseRedis(): void;
+  resumeRedis(): void;
+  cutProxies(instance: string, service: Service): void;
+  restoreProxies(instance: string, service: Service): void;
+  stallProxies(instance: string, service: Service): void;
+  resumeProxies(instance: string, service: Service): void;
+  closeBrokerConnections(): Promise<void>;
+  /**
+   * Makes the broker close one consuming channel of the instance; false when it had none for a
+   * few seconds (its connection down, or not consuming again yet).
+   */
+  breakConsumerChannel(instance: string): Promise<boolean>;
+}
+
+interface FaultKind {
+  /** What it does, for the report. */
+  title: string;
+  /** How often it is drawn, against the other kinds. */
+  weight: number;
+  holdMs: readonly [number, number];
+  targets(instances: readonly InstanceSpec[]): Target[];
+  resources(target: Target, instances: readonly InstanceSpec[]): string[];
+  inject(surface: FaultSurface, target: Target): Promise<unknown> | void;
+  heal(surface: FaultSurface, target: Target): Promise<unknown> | void;
+}
+
+const eachInstance = (instances: readonly InstanceSpec[]) =>
+  instances.map((instance) => ({ instance: instance.name }));
+const consumers = (instances: readonly InstanceSpec[]) =>
+  eachInstance(instances.filter((instance) => instance.role !== 'api'));
+/** Each instance's proxy to each service, and each service's proxies of all instances at once. */
+const proxyTargets = (instances: readonly InstanceSpec[]) =>
+  SERVICES.flatMap((service) =>
+    [...instances.map((instance) => instance.name), 'all'].map((instance) => ({
+      instance,
+      service,
+    })),
+  );
+const proxyResources = (target: Target, instances: readonly InstanceSpec[]) =>
+  (target.instance === 'all' ? instances.map((instance) => instance.name) : [target.instance]).map(
+    (name) => `proxy:${name}:${target.service}`,
+  );
+const processOf = (target: Target) => [`process:${target.instance}`];
+const REDIS_SERVER = () => ['redis-server'];
+const NONE = () => [{}];
+
+/** Both named: a target's instance and service, checked where a kind needs them. */
+function named(target: Target): { instance: string; service: Service } {
+  if (target.instance === undefined || target.service === undefined) {
+    throw new Error(`fault target lacks an instance or a service: ${JSON.stringify(target)}`);
+  }
+  return { instance: target.instance, service: target.service };
+}
+
+function instanceOf(target: Target): string {
+  if (target.instance === undefined) throw new Error('fault target lacks an instance');
+  return target.instance;
+}
+
+export const FAULT_KINDS = {
+  'app-kill': {
+    title: 'app instance SIGKILLed, then started again',
+    weight: 2,
+    holdMs: [2_000, 8_000],
+    targets: eachInstance,
+    resources: processOf,
+    inject: (surface, target) => surface.killInstance(instanceOf(target)),
+    heal: (surface, target) => surface.restartInstance(instanceOf(target)),
+  },
+  'app-pause': {
+    title: 'app instance SIGSTOPped (a long GC pause), then SIGCONT',
+    weight: 2,
+    holdMs: [1_000, 8_000],
+    targets: eachInstance,
+    resources: processOf,
+    inject: (surface, target) => surface.pauseInstance(instanceOf(target)),
+    heal: (surface, target) => surface.resumeInstance(instanceOf(target)),
+  },
+  'redis-kill': {
+    title: 'redis-server SIGKILLed, restarted empty',
+    weight: 1,
+    holdMs: [1_000, 6_000],
+    targets: NONE,
+    resources: REDIS_SERVER,
+    inject: (surface) => surface.killRedis(false),
+    heal: (surface) => surface.startRedis(),
+  },
+  'redis-pause': {
+    title: 'redis-server SIGSTOPped past the 5 s command timeout, then SIGCONT',
+    weight: 1,
+    holdMs: [5_500, 9_000],
+    targets: NONE,
+    resources: REDIS_SERVER,
+    inject: (surface) => surface.pauseRedis(),
+    heal: (surface) => surface.resumeRedis(),
+  },
+  'redis-restart': {
+    title: 'redis-server SIGKILLed after a SAVE, restarted with that data',
+    weight: 1,
+    holdMs: [1_000, 4_000],
+    targets: NONE,
+    resources: REDIS_SERVER,
+    inject: (surface) => surface.killRedis(true),
+    heal: (surface) => surface.startRedis(),
+  },
+  'proxy-cut': {
+    title: "connections to a service cut and refused (one instance's proxy, or all)",
+    weight: 3,
+    holdMs: [1_000, 10_000],
+    targets: proxyTargets,
+    resources: proxyResources,
+    inject: (surface, target) => surface.cutProxies(named(target).instance, named(target).service),
+    heal: (surface, target) =>
+      surface.restoreProxies(named(target).instance, named(target).service),
+  },
+  'proxy-stall': {
+    title: "bytes to and from a service held (one instance's proxy, or all)",
+    weight: 2,
+    holdMs: [1_000, 8_000],
+    targets: proxyTargets,
+    resources: proxyResources,
+    inject: (surface, target) =>
+      surface.stallProxies(named(target).instance, named(target).service),
+    heal: (surface, target) => surface.resumeProxies(named(target).instance, named(target).service),
+  },
+  'broker-close': {
+    title: "the broker closes every connection of the run's vhost",
+    weight: 1,
+    holdMs: [0, 0],
+    targets: NONE,
+    resources: () => ['broker'],
+    inject: (surface) => surface.closeBrokerConnections(),
+    heal: () => undefined,
+  },
+  'channel-break': {
+    title: "the broker closes a consumer's channel (an ack with an unknown delivery tag)",
+    weight: 2,
+    holdMs: [0, 0],
+    targets: consumers,
+    resources: (target) => [`channel:${target.instance}`],
+    inject: async (surface, target) => {
+      if (!(await surface.breakConsumerChannel(instanceOf(target)))) {
+        throw new Error('no consuming channel to break');
+      }
+    },
+    heal: () => undefined,
+  },
+} satisfies Record<string, FaultKind>;
+
+export type FaultKindName = keyof typeof FAULT_KINDS;
+
+export const FAULT_KIND_NAMES = Object.keys(FAULT_KINDS) as FaultKindName[];
+
+export function faultKind(name: FaultKindName): FaultKind {
+  return FAULT_KINDS[name];
+}
+
+/** "proxy-cut api-1 mysql", for logs and the report. */
+export function describeFault(fault: Fault): string {
+  return [fault.kind, fault.instance, fault.service].filter(Boolean).join(' ');
+}

@@ -1,0 +1,150 @@
+// The nemesis: a fault schedule drawn from the seed (faults overlapping, each held for a while
+// and healed), and the timeline that plays it against the run.
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import {
+  describeFault,
+  faultKind,
+  FAULT_KIND_NAMES,
+  type Fault,
+  type FaultSurface,
+  type InstanceSpec,
+} from './faults.js';
+import { Rng } from './random.js';
+
+export interface Schedule {
+  seed: number;
+  /** How long faults are injected for (the workload runs as long). */
+  durationMs: number;
+  instances: InstanceSpec[];
+  /** REDIS_DOWN_MODE of every instance: each mode has paths of its own for Redis faults. */
+  redisDownMode: 'database' | 'closed';
+  faults: Fault[];
+}
+
+/** At most this many faults at once: more and the run is one long outage, which shows little. */
+export const MAX_CONCURRENT_FAULTS = 3;
+const FIRST_FAULT_MS: readonly [number, number] = [2_000, 5_000];
+const GAP_MS: readonly [number, number] = [2_000, 9_000];
+/** How often a run's instances decide purchases in MySQL while Redis is down (else: 503). */
+const DATABASE_MODE_SHARE = 2 / 3;
+/** The last fault is healed this long before the workload stops. */
+const END_MARGIN_MS = 1_000;
+const DRAWS_PER_SLOT = 8;
+
+/** Every fault's resources while it lasts: two faults that share one never overlap in time. */
+export function resourcesOf(fault: Fault, instances: readonly InstanceSpec[]): string[] {
+  return faultKind(fault.kind).resources(fault, instances);
+}
+
+const overlaps = (a: Pick<Fault, 'atMs' | 'holdMs'>, b: Pick<Fault, 'atMs' | 'holdMs'>) =>
+  a.atMs <= b.atMs + b.holdMs && b.atMs <= a.atMs + a.holdMs;
+
+/** The same seed, duration and instances always draw the same schedule. */
+export function generateSchedule(
+  seed: number,
+  durationMs: number,
+  instances: InstanceSpec[],
+): Schedule {
+  const rng = new Rng(seed).fork('nemesis');
+  const weights = FAULT_KIND_NAMES.map((name) => [name, faultKind(name).weight] as const);
+  const end = durationMs - END_MARGIN_MS;
+  const faults: Fault[] = [];
+  for (let at = rng.int(...FIRST_FAULT_MS); at < end; at += rng.int(...GAP_MS)) {
+    for (let draw = 0; draw < DRAWS_PER_SLOT; draw++) {
+      const kind = rng.weighted(weights);
+      const spec = faultKind(kind);
+      const target = rng.pick(spec.targets(instances));
+      const [min, max] = spec.holdMs;
+      const fault: Fault = {
+        id: faults.length + 1,
+        kind,
+        ...target,
+        atMs: at,
+        holdMs: Math.min(rng.int(min, max), end - at),
+      };
+      if (fault.holdMs < min) continue;
+      const during = faults.filter((other) => overlaps(other, fault));
+      if (during.length >= MAX_CONCURRENT_FAULTS) break;
+      const held = new Set(during.flatMap((other) => resourcesOf(other, instances)));
+      if (resourcesOf(fault, instances).some((resource) => held.has(resource))) continue;
+      faults.push(fault);
+      break;
+    }
+  }
+  const redisDownMode = new Rng(seed).fork('settings').chance(DATABASE_MODE_SHARE)
+    ? 'database'
+    : 'closed';
+  return { seed, durationMs, instances, redisDownMode, faults };
+}
+
+/** What the nemesis did, when: the report's timeline (and the faults around a violation). */
+export interface NemesisEvent {
+  faultId: number;
+  what: string;
+  phase: 'inject' | 'heal';
+  atMs: number;
+  error?: string;
+}
+
+export interface Nemesis {
+  events: NemesisEvent[];
+  /** Stops drawing faults and heals each one still held; resolves when all are healed. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Plays the schedule: each fault at its time, held, then healed. A fault waits for the heal of
+ * any earlier one on its resources (an inject or a heal may take longer than the schedule
+ * allowed, e.g. rabbitmqctl), so that two never act on one resource at once.
+ */
+export function startNemesis(
+  surface: FaultSurface,
+  schedule: Schedule,
+  now: () => number,
+): Nemesis {
+  const events: NemesisEvent[] = [];
+  const stopped = new AbortController();
+  const busy = new Map<string, Promise<void>>();
+  const wait = (ms: number) =>
+    sleep(Math.max(0, ms), true, { signal: stopped.signal }).catch(() => false);
+  const step = async (fault: Fault, phase: NemesisEvent['phase']) => {
+    const event: NemesisEvent = { faultId: fault.id, what: describeFault(fault), phase, atMs: 0 };
+    try {
+      event.atMs = Math.round(now());
+      const kind = faultKind(fault.kind);
+      await (phase === 'inject' ? kind.inject(surface, fault) : kind.heal(surface, fault));
+    } catch (error) {
+      event.error = error instanceof Error ? error.message : String(error);
+    }
+    events.push(event);
+  };
+  const play = async (fault: Fault): Promise<void> => {
+    if (!(await wait(fault.atMs - now()))) return;
+    const resources = resourcesOf(fault, schedule.instances);
+    const before = resources.flatMap((resource) => busy.get(resource) ?? []);
+    let release!: () => void;
+    const done = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    for (const resource of resources) busy.set(resource, done);
+    try {
+      await Promise.all(before);
+      if (stopped.signal.aborted) return;
+      await step(fault, 'inject');
+      if (faultKind(fault.kind).holdMs[1] === 0) return;
+      await wait(fault.holdMs);
+      await step(fault, 'heal');
+    } finally {
+      release();
+    }
+  };
+  const plays = Promise.all(schedule.faults.map(play));
+  return {
+    events,
+    stop: async () => {
+      stopped.abort();
+      await plays;
+    },
+  };
+}

@@ -1,0 +1,164 @@
+// One random chaos run: the stores and instances up, the sales open, the workload and the
+// nemesis for the duration, the heal, reopen and quiet measured, the stores read and checked.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { rabbitUrl } from '../../bench/lib/stores.js';
+import { onCleanup } from '../lib/cleanup.js';
+import { signToken } from '../lib/jwt.js';
+import { check } from './checker.js';
+import { describeFault } from './faults.js';
+import { History } from './history.js';
+import { generateSchedule, startNemesis } from './nemesis.js';
+import type { ChaosOptions } from './options.js';
+import { Rng } from './random.js';
+import { buildReport, terminalSummary, type RunRecord } from './report.js';
+import { queueDepths, readSale, type Stores } from './snapshot.js';
+import { measureReopen, REOPEN_BOUND_MS, waitQuiet } from './settle.js';
+import { ChaosSystem } from './system.js';
+import { openSales, saleProfiles, Workload } from './workload.js';
+
+const PAYMENT_TIMEOUT_MS = 10_000;
+const PREFIX = 'seckill_chaos';
+const LANES_PER_SERVING_INSTANCE = 6;
+const REPAIR_EVERY_MS: readonly [number, number] = [15_000, 40_000];
+
+/** Every instance's settings: short timers, so that expiries and sweeps happen during faults. */
+const APP_ENV: Record<string, string> = {
+  NODE_ENV: 'development',
+  LOG_LEVEL: 'log',
+  LOG_FORMAT: 'json',
+  RABBITMQ_PREFIX: PREFIX,
+  ORDER_PAYMENT_TIMEOUT_MS: String(PAYMENT_TIMEOUT_MS),
+  EXPIRY_SWEEP_INTERVAL_MS: '5000',
+  EXPIRY_SWEEP_GRACE_MS: '5000',
+  RECONCILE_INTERVAL_MS: '15000',
+  SALE_EVICTION_ENABLED: 'false',
+  TRUSTED_PROXIES: '127.0.0.1',
+  SWAGGER_ENABLED: 'false',
+};
+
+function commit(repoRoot: string): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+    }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+const progress = (line: string) => console.error(line);
+
+export async function runChaos(options: ChaosOptions, repoRoot: string): Promise<boolean> {
+  // First, so that even a run that fails to start can be replayed.
+  console.log(`seed ${options.seed}`);
+  const outDir = resolve(options.outDir);
+  mkdirSync(outDir, { recursive: true });
+  const schedule =
+    options.schedule ?? generateSchedule(options.seed, options.durationMs, options.instances);
+  writeFileSync(join(outDir, 'schedule.json'), `${JSON.stringify(schedule, null, 2)}\n`);
+  const replay = `npm run chaos -- --schedule ${join(outDir, 'schedule.json')}`;
+  progress(`${schedule.faults.length} faults over ${schedule.durationMs / 1000} s; out: ${outDir}`);
+
+  let zero = performance.now();
+  const now = () => performance.now() - zero;
+  const jwtSecret = `chaos-${options.seed}-${process.pid}`;
+  const name = `seckill_chaos_${process.pid}`;
+  const system = await ChaosSystem.start({
+    repoRoot,
+    outDir,
+    name,
+    instances: schedule.instances,
+    jwtSecret,
+    now,
+    env: { ...APP_ENV, REDIS_DOWN_MODE: schedule.redisDownMode },
+  });
+  onCleanup(() => system.stop());
+  const admin = signToken({ userId: 1, admin: true, secret: jwtSecret });
+  const endpoints = system.serving.map((i) => ({ name: i.spec.name, baseUrl: i.baseUrl }));
+  const sales = await openSales(endpoints[0], admin, saleProfiles(schedule.durationMs / 60_000));
+  const stores: Stores = {
+    mysql: system.mysql,
+    redis: system.redisClient,
+    rabbitUrl: rabbitUrl(name),
+    prefix: PREFIX,
+    paymentTimeoutMs: PAYMENT_TIMEOUT_MS,
+  };
+
+  const startedAt = new Date();
+  zero = performance.now();
+  const history = new History(join(outDir, 'history.jsonl'));
+  const workload = new Workload({
+    sales,
+    endpoints,
+    jwtSecret,
+    rng: new Rng(schedule.seed).fork('workload'),
+    history,
+    now,
+  });
+  const load = workload.run(LANES_PER_SERVING_INSTANCE * endpoints.length, REPAIR_EVERY_MS);
+  const nemesis = startNemesis(system, schedule, now);
+  const ticker = setInterval(() => {
+    const last = nemesis.events.at(-1);
+    progress(
+      `${(now() / 1000).toFixed(0)} s: ${history.entries.length} requests; last fault step: ${last ? `${last.phase} ${last.what}${last.error ? ` (${last.error})` : ''}` : 'none'}`,
+    );
+  }, 10_000);
+  await sleep(schedule.durationMs);
+  await nemesis.stop();
+  await system.healEverything();
+  const healedAt = now();
+  clearInterval(ticker);
+  progress(`${(healedAt / 1000).toFixed(0)} s: healed; stopping the buyers, probing every sale`);
+  workload.stop();
+  await load;
+
+  const reopens = await measureReopen(workload, sales, endpoints, now, healedAt);
+  progress(`${(now() / 1000).toFixed(0)} s: reopened; waiting for the sales to be quiet`);
+  const quietFrom = now();
+  const quiet = await waitQuiet(stores, sales);
+  const snapshot = {
+    sales: await Promise.all(sales.map((sale) => readSale(stores, sale, endpoints[0], admin))),
+    deadLetters: (await queueDepths(stores))['orders.dead'] ?? 0,
+    quiet,
+  };
+  await history.close();
+  const verdict = check({
+    history: history.entries,
+    snapshot,
+    liveness: { boundMs: REOPEN_BOUND_MS, reopens },
+    startedAtEpochMs: startedAt.getTime(),
+  });
+  const record: RunRecord = {
+    seed: schedule.seed,
+    schedule,
+    startedAt: startedAt.toISOString(),
+    commit: commit(repoRoot),
+    elapsedMs: Math.round(now()),
+    replay,
+    history: history.entries,
+    nemesis: nemesis.events,
+    system: system.events,
+    reopens,
+    reopenBoundMs: REOPEN_BOUND_MS,
+    quietAfterMs: Math.round(quiet.reached ? now() - quietFrom : quiet.waitedMs),
+    check: verdict,
+  };
+  writeFileSync(join(outDir, 'snapshot.json'), `${JSON.stringify(snapshot, null, 2)}\n`);
+  writeFileSync(
+    join(outDir, 'summary.json'),
+    `${JSON.stringify({ ...record, history: undefined, faults: schedule.faults.map(describeFault) }, null, 2)}\n`,
+  );
+  writeFileSync(join(outDir, 'report.html'), buildReport(record));
+  console.log(terminalSummary(record));
+  console.log(`report: ${join(outDir, 'report.html')}`);
+  if (!verdict.ok)
+    console.log(
+      `schedule to replay (${join(outDir, 'schedule.json')}):\n${JSON.stringify(schedule)}`,
+    );
+  return verdict.ok;
+}

@@ -1,0 +1,72 @@
+// After the nemesis: how long each sale took to answer purchases again, and the wait until the
+// sales are quiet (nothing queued, nothing in flight, every order paid or cancelled).
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import type { Reopen, StoreSnapshot } from './checker.js';
+import type { HistoryEntry } from './history.js';
+import { stillMoving, type Stores } from './snapshot.js';
+import type { Endpoint, Sale, Workload } from './workload.js';
+
+/** The bound stated for liveness: every sale answers again within this of the heal. */
+export const REOPEN_BOUND_MS = 60_000;
+const PROBE_EVERY_MS = 500;
+const QUIET_TIMEOUT_MS = 180_000;
+const QUIET_POLL_MS = 1_000;
+/** Consecutive quiet readings: one could fall between a message's ack and its next step. */
+const QUIET_READINGS = 3;
+
+/** A decided answer: the sale itself spoke (sold, sold out…), not a closed or unreachable one. */
+export function decided(entry: HistoryEntry): boolean {
+  if (entry.status === 202) return true;
+  return entry.status === 409 && entry.code !== 'NOT_PREHEATED';
+}
+
+/** Probes every sale on every serving instance, each with fresh buyers, until it is decided. */
+export async function measureReopen(
+  workload: Workload,
+  sales: readonly Sale[],
+  endpoints: readonly Endpoint[],
+  now: () => number,
+  healedAt: number,
+): Promise<Reopen[]> {
+  const probe = async (sale: Sale, endpoint: Endpoint): Promise<Reopen> => {
+    let answer = 'none';
+    while (now() - healedAt <= REOPEN_BOUND_MS) {
+      const entry = await workload.probe(sale, endpoint);
+      answer = `${entry.status || 'no answer'} ${entry.code ?? ''}`.trim();
+      if (decided(entry)) {
+        return {
+          goodsId: sale.goodsId,
+          instance: endpoint.name,
+          ms: Math.round(entry.answeredMs - healedAt),
+          answer,
+        };
+      }
+      await sleep(PROBE_EVERY_MS);
+    }
+    return { goodsId: sale.goodsId, instance: endpoint.name, ms: null, answer };
+  };
+  return Promise.all(sales.flatMap((sale) => endpoints.map((endpoint) => probe(sale, endpoint))));
+}
+
+/** Waits until nothing moves for a few readings in a row, or gives up after a while. */
+export async function waitQuiet(
+  stores: Stores,
+  sales: readonly Sale[],
+): Promise<StoreSnapshot['quiet']> {
+  const started = Date.now();
+  let quietReadings = 0;
+  let last = 'not read yet';
+  while (Date.now() - started < QUIET_TIMEOUT_MS) {
+    const moving = await stillMoving(stores, sales).catch((error: unknown) => [
+      `could not read the stores: ${error instanceof Error ? error.message : String(error)}`,
+    ]);
+    last = moving.length === 0 ? 'quiet' : moving.join(', ');
+    quietReadings = moving.length === 0 ? quietReadings + 1 : 0;
+    if (quietReadings >= QUIET_READINGS) {
+      return { reached: true, waitedMs: Date.now() - started, last };
+    }
+    await sleep(QUIET_POLL_MS);
+  }
+  return { reached: false, waitedMs: Date.now() - started, last };
+}

@@ -1,0 +1,104 @@
+// Reading the stores once the run is quiet: MySQL and Redis straight (not through the proxies),
+// the reconcile route as an operator would call it, the queues through amqplib.
+import amqp from 'amqplib';
+import type { Redis } from 'ioredis';
+import type { Pool, RowDataPacket } from 'mysql2/promise';
+
+import { allBucketKeys } from '../../src/infra/redis/seckill-keys.js';
+import { allBuyers, bucketStocks, unsettled } from '../../test/support/stock-buckets.js';
+import { requestJson } from '../lib/http.js';
+import type { OrderRow, SaleSnapshot } from './checker.js';
+import type { Endpoint, Sale } from './workload.js';
+
+export interface Stores {
+  mysql: Pool;
+  redis: Redis;
+  rabbitUrl: string;
+  /** RABBITMQ_PREFIX of the instances. */
+  prefix: string;
+  paymentTimeoutMs: number;
+}
+
+export async function readSale(
+  stores: Stores,
+  sale: Sale,
+  endpoint: Endpoint,
+  adminToken: string,
+): Promise<SaleSnapshot> {
+  const [[goods]] = await stores.mysql.query<RowDataPacket[]>(
+    'SELECT total_stock, stock FROM seckill_goods WHERE id = ?',
+    [sale.goodsId],
+  );
+  const [rows] = await stores.mysql.query<RowDataPacket[]>(
+    'SELECT order_no, request_id, user_id, quantity, status FROM seckill_order WHERE goods_id = ? ORDER BY id',
+    [sale.goodsId],
+  );
+  const orders: OrderRow[] = rows.map((row) => ({
+    orderNo: String(row.order_no),
+    requestId: String(row.request_id),
+    userId: Number(row.user_id),
+    quantity: Number(row.quantity),
+    status: row.status as OrderRow['status'],
+  }));
+  const stocks = await bucketStocks(stores.redis, sale.goodsId, sale.stockShards);
+  const buyers = await allBuyers(stores.redis, sale.goodsId, sale.stockShards);
+  const restocked: string[] = [];
+  for (const keys of allBucketKeys(sale.goodsId, sale.stockShards)) {
+    restocked.push(...(await stores.redis.smembers(keys.restocked)));
+  }
+  const reconcile = await requestJson(
+    'GET',
+    `${endpoint.baseUrl}/api/v1/admin/goods/${sale.goodsId}/reconcile`,
+    { token: adminToken },
+  ).catch(() => undefined);
+  return {
+    goodsId: sale.goodsId,
+    name: sale.name,
+    totalStock: Number(goods?.total_stock),
+    mysqlStock: Number(goods?.stock),
+    orders,
+    redisStock: stocks.some((stock) => stock === null)
+      ? null
+      : stocks.reduce((sum: number, stock) => sum + (stock ?? 0), 0),
+    redisBuyers: Object.fromEntries(Object.entries(buyers).map(([u, q]) => [u, Number(q)])),
+    restocked,
+    reconcile: reconcile?.status === 200 ? (reconcile.body as { consistent: boolean }) : null,
+  };
+}
+
+/** Ready messages in each of the service's queues (unacked ones show in Redis's in-flight). */
+export async function queueDepths(stores: Stores): Promise<Record<string, number>> {
+  const connection = await amqp.connect(stores.rabbitUrl);
+  try {
+    const channel = await connection.createChannel();
+    const depths: Record<string, number> = {};
+    for (const queue of [
+      'orders',
+      'orders.dead',
+      'orders.timeout',
+      `orders.delay.${stores.paymentTimeoutMs}ms`,
+    ]) {
+      depths[queue] = (await channel.checkQueue(`${stores.prefix}.${queue}`)).messageCount;
+    }
+    return depths;
+  } finally {
+    await connection.close();
+  }
+}
+
+/** What is still moving: queued messages, unsettled purchases in Redis, unpaid orders. */
+export async function stillMoving(stores: Stores, sales: readonly Sale[]): Promise<string[]> {
+  const moving: string[] = [];
+  for (const [queue, depth] of Object.entries(await queueDepths(stores))) {
+    if (depth > 0 && queue !== 'orders.dead') moving.push(`${depth} in ${queue}`);
+  }
+  for (const sale of sales) {
+    const open = await unsettled(stores.redis, sale.goodsId, sale.stockShards);
+    if (open > 0) moving.push(`${open} unsettled in Redis (${sale.name})`);
+  }
+  const [[pending]] = await stores.mysql.query<RowDataPacket[]>(
+    "SELECT COUNT(*) n FROM seckill_order WHERE status = 'PENDING_PAYMENT'",
+  );
+  if (Number(pending?.n) > 0) moving.push(`${pending?.n} orders unpaid`);
+  return moving;
+}

@@ -1,0 +1,327 @@
+// The system under test: a private redis-server, a fresh database and vhost, and K app instances
+// (child processes of the built server), each reaching Redis, RabbitMQ and MySQL through proxies
+// of its own, so that one can be cut off while the others are not. Implements what faults act on.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { Redis } from 'ioredis';
+import { createPool, type Pool } from 'mysql2/promise';
+
+import { freePortBelowEphemeral } from '../../bench/lib/sides.js';
+import {
+  closeVhostConnections,
+  databaseUrl,
+  deleteVhost,
+  dropDatabase,
+  freshDatabase,
+  freshVhost,
+  rabbitUrl,
+} from '../../bench/lib/stores.js';
+import { PrivateRedis } from '../../test/support/private-redis.js';
+import { proxyInFront, type TcpProxy } from '../../test/support/tcp-proxy.js';
+import { startServer, stopServer, type ServerProcess } from '../lib/server-process.js';
+import { ChannelBreaker } from './channel-breaker.js';
+import { SERVICES, type FaultSurface, type InstanceSpec, type Service } from './faults.js';
+
+const READY_POLL_MS = 250;
+const RESTART_AFTER_EXIT_MS = 1_000;
+/** How long a channel break waits for the instance to consume (again) before it gives up. */
+const CHANNEL_WAIT_MS = 3_000;
+
+/** Something the run did not ask for: an instance that exited by itself, a failed restart. */
+export interface SystemEvent {
+  atMs: number;
+  instance: string;
+  what: string;
+}
+
+export interface SystemOptions {
+  repoRoot: string;
+  outDir: string;
+  /** The database's and the vhost's name; must contain "chaos". */
+  name: string;
+  instances: InstanceSpec[];
+  jwtSecret: string;
+  now: () => number;
+  /** Settings for every instance, on top of the stores' URLs. */
+  env: Record<string, string>;
+}
+
+interface InstanceSetup {
+  spec: InstanceSpec;
+  port: number;
+  proxies: Record<Service, TcpProxy>;
+  repoRoot: string;
+  env: NodeJS.ProcessEnv;
+  logDir: string;
+  onExit: (what: string) => void;
+}
+
+/** One app instance: `node dist/main.js` as a child process, on the same port at every start. */
+class AppInstance {
+  readonly spec: InstanceSpec;
+  readonly proxies: Record<Service, TcpProxy>;
+  readonly breaker: ChannelBreaker;
+  server: ServerProcess | undefined;
+  /** Killed by the run and not started again yet. */
+  killed = false;
+  /** Only the run's own kills and the final stop: any other exit is the app's doing. */
+  private expectExit = false;
+  private starts = 0;
+
+  constructor(private readonly setup: InstanceSetup) {
+    this.spec = setup.spec;
+    this.proxies = setup.proxies;
+    this.breaker = new ChannelBreaker(setup.proxies.rabbitmq);
+  }
+
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.setup.port}`;
+  }
+
+  start(): void {
+    this.expectExit = false;
+    this.killed = false;
+    this.starts++;
+    const server = startServer({
+      args: [join(this.setup.repoRoot, 'dist', 'main.js')],
+      cwd: this.setup.repoRoot,
+      port: this.setup.port,
+      env: this.setup.env,
+      // One log per start: a restart must not truncate what the killed process wrote.
+      logPath: join(this.setup.logDir, `${this.spec.name}.${this.starts}.log`),
+    });
+    this.server = server;
+    void server.closed.then(async (exit) => {
+      if (this.expectExit || this.server !== server) return;
+      this.setup.onExit(
+        `exited by itself (code ${exit.code}, signal ${exit.signal}); started again`,
+      );
+      await sleep(RESTART_AFTER_EXIT_MS);
+      if (!this.expectExit && this.server === server) this.start();
+    });
+  }
+
+  async kill(): Promise<void> {
+    this.expectExit = true;
+    this.killed = true;
+    this.server?.child.kill('SIGKILL');
+    await this.server?.closed;
+  }
+
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    this.server?.child.kill(signal);
+  }
+
+  async stop(): Promise<void> {
+    this.expectExit = true;
+    this.signal('SIGCONT');
+    if (this.server) await stopServer(this.server);
+  }
+
+  /** Polls /health/ready until it is 200 (MySQL, Redis and the broker reachable). */
+  async waitReady(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const response = await fetch(`${this.baseUrl}/health/ready`, {
+        signal: AbortSignal.timeout(2_000),
+      }).catch(() => undefined);
+      await response?.body?.cancel();
+      if (response?.status === 200) return true;
+      await sleep(READY_POLL_MS);
+    }
+    return false;
+  }
+}
+
+export class ChaosSystem implements FaultSurface {
+  readonly events: SystemEvent[] = [];
+  /** The run's own connections, straight to the stores (no proxy): for the checker. */
+  readonly redisClient: Redis;
+  readonly mysql: Pool;
+  private redisDown = false;
+
+  private constructor(
+    private readonly options: SystemOptions,
+    readonly redis: PrivateRedis,
+    private readonly redisDir: string,
+    readonly instances: AppInstance[],
+  ) {
+    this.redisClient = new Redis(redis.url, { maxRetriesPerRequest: 1, lazyConnect: true });
+    this.redisClient.on('error', () => undefined);
+    this.mysql = createPool({ uri: databaseUrl(options.name), connectionLimit: 4 });
+  }
+
+  static async start(options: SystemOptions): Promise<ChaosSystem> {
+    if (!options.name.includes('chaos')) throw new Error(`not a chaos store name: ${options.name}`);
+    const logDir = join(options.outDir, 'logs');
+    mkdirSync(logDir, { recursive: true });
+    // A new folder for the snapshot a restart with data starts from: an earlier run's must not load.
+    const redisDir = mkdtempSync(join(tmpdir(), 'seckill-chaos-redis-'));
+    await freshDatabase(options.name, join(options.repoRoot, 'dist', 'migrations', '*.js'));
+    await freshVhost(options.name);
+    const redis = await PrivateRedis.start({ dir: redisDir });
+    const instances: AppInstance[] = [];
+    const system = new ChaosSystem(options, redis, redisDir, instances);
+    for (const spec of options.instances) {
+      const proxies = {} as Record<Service, TcpProxy>;
+      const urls = {} as Record<Service, string>;
+      const upstream: Record<Service, [string, number]> = {
+        redis: [redis.url, 6379],
+        rabbitmq: [rabbitUrl(options.name), 5672],
+        mysql: [databaseUrl(options.name), 3306],
+      };
+      for (const service of SERVICES) {
+        const through = await proxyInFront(...upstream[service]);
+        proxies[service] = through.proxy;
+        urls[service] = through.url;
+      }
+      instances.push(
+        new AppInstance({
+          spec,
+          port: await freePortBelowEphemeral(),
+          proxies,
+          repoRoot: options.repoRoot,
+          env: {
+            ...process.env,
+            ...options.env,
+            APP_ROLE: spec.role,
+            REDIS_URL: urls.redis,
+            RABBITMQ_URL: urls.rabbitmq,
+            DATABASE_URL: urls.mysql,
+            JWT_SECRET: options.jwtSecret,
+          },
+          logDir,
+          onExit: (what) =>
+            system.events.push({ atMs: Math.round(options.now()), instance: spec.name, what }),
+        }),
+      );
+    }
+    await system.redisClient.connect();
+    for (const instance of instances) instance.start();
+    if (!(await system.waitAllReady(120_000))) {
+      await system.stop();
+      throw new Error(`the app instances were not ready within 120 s; see ${logDir}`);
+    }
+    return system;
+  }
+
+  /** The instances that serve the API (role api or all). */
+  get serving(): AppInstance[] {
+    return this.instances.filter((instance) => instance.spec.role !== 'worker');
+  }
+
+  async waitAllReady(timeoutMs: number): Promise<boolean> {
+    const ready = await Promise.all(this.instances.map((i) => i.waitReady(timeoutMs)));
+    return ready.every(Boolean);
+  }
+
+  private instance(name: string): AppInstance {
+    const found = this.instances.find((instance) => instance.spec.name === name);
+    if (!found) throw new Error(`no instance ${name}`);
+    return found;
+  }
+
+  private proxiesOf(name: string, service: Service): TcpProxy[] {
+    const of = name === 'all' ? this.instances : [this.instance(name)];
+    return of.map((instance) => instance.proxies[service]);
+  }
+
+  killInstance(name: string): Promise<void> {
+    return this.instance(name).kill();
+  }
+
+  restartInstance(name: string): void {
+    this.instance(name).start();
+  }
+
+  pauseInstance(name: string): void {
+    this.instance(name).signal('SIGSTOP');
+  }
+
+  resumeInstance(name: string): void {
+    this.instance(name).signal('SIGCONT');
+  }
+
+  async killRedis(keepData: boolean): Promise<void> {
+    this.redisDown = true;
+    // A SAVE that fails (the client still reconnecting) leaves an older snapshot or none: still a
+    // restart, from a staler copy.
+    if (keepData) await this.redisClient.save().catch(() => undefined);
+    else this.redis.forgetSnapshot();
+    await this.redis.kill();
+  }
+
+  async startRedis(): Promise<void> {
+    await this.redis.up();
+    this.redisDown = false;
+  }
+
+  pauseRedis(): void {
+    this.redis.pause();
+  }
+
+  resumeRedis(): void {
+    this.redis.resume();
+  }
+
+  cutProxies(name: string, service: Service): void {
+    for (const proxy of this.proxiesOf(name, service)) proxy.down();
+  }
+
+  restoreProxies(name: string, service: Service): void {
+    for (const proxy of this.proxiesOf(name, service)) proxy.up();
+  }
+
+  stallProxies(name: string, service: Service): void {
+    for (const proxy of this.proxiesOf(name, service)) proxy.stall();
+  }
+
+  resumeProxies(name: string, service: Service): void {
+    for (const proxy of this.proxiesOf(name, service)) proxy.resume();
+  }
+
+  closeBrokerConnections(): Promise<void> {
+    return closeVhostConnections(this.options.name, 'chaos: broker connections closed');
+  }
+
+  async breakConsumerChannel(name: string): Promise<boolean> {
+    const breaker = this.instance(name).breaker;
+    const deadline = Date.now() + CHANNEL_WAIT_MS;
+    do {
+      if (breaker.break((count) => Math.floor(Math.random() * count))) return true;
+      await sleep(READY_POLL_MS);
+    } while (Date.now() < deadline);
+    return false;
+  }
+
+  /** Undoes whatever a fault may have left (the nemesis heals its own; this is the safety net). */
+  async healEverything(): Promise<void> {
+    this.redis.resume();
+    if (this.redisDown) await this.startRedis();
+    for (const instance of this.instances) {
+      for (const proxy of Object.values(instance.proxies)) {
+        proxy.resume();
+        proxy.up();
+      }
+      instance.signal('SIGCONT');
+      if (instance.killed) instance.start();
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.healEverything();
+    await Promise.all(this.instances.map((instance) => instance.stop()));
+    for (const instance of this.instances) {
+      for (const proxy of Object.values(instance.proxies)) await proxy.close();
+    }
+    this.redisClient.disconnect();
+    await this.mysql.end();
+    await this.redis.kill();
+    rmSync(this.redisDir, { recursive: true, force: true });
+    await deleteVhost(this.options.name).catch(() => undefined);
+    await dropDatabase(this.options.name).catch(() => undefined);
+  }
+}
