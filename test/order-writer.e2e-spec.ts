@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import type { RowDataPacket } from 'mysql2/promise';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NewOrder } from '../src/modules/orders/order.types.js';
 import { newOrderNo } from '../src/modules/orders/order-no.js';
 import { OrderWriter } from '../src/modules/orders/order-writer.service.js';
-import { bearer, createSale, useApp, waitFor } from './support/harness.js';
+import { VoidedRequests } from '../src/modules/orders/voided-requests.service.js';
+import { bearer, createSale, newPurchase, useApp, waitFor } from './support/harness.js';
 
 describe('order writer: a batch MySQL would refuse whole', () => {
   const t = useApp({}, { behindProxy: 'DATABASE_URL' });
@@ -69,5 +72,96 @@ describe('order writer: a batch MySQL would refuse whole', () => {
       [sold.request_id, 'CANCELLED'],
       [next.requestId, 'PENDING_PAYMENT'],
     ]);
+  });
+});
+
+describe('order writer and a void recorded for the same purchase (both in MySQL)', () => {
+  const t = useApp({}, { behindProxy: 'DATABASE_URL' });
+  const stores = t.stores;
+  // The void's own connections, straight to MySQL: the test holds the writer's at the proxy.
+  const direct = new DataSource({ type: 'mysql', url: process.env.DATABASE_URL, timezone: 'Z' });
+  let voids: VoidedRequests;
+
+  beforeAll(async () => {
+    await direct.initialize();
+    voids = new VoidedRequests(direct);
+  });
+  afterAll(async () => {
+    await direct.destroy();
+  });
+
+  it('should leave out of the batch a purchase voided before it, and write the rest', async () => {
+    const goodsId = await createSale(t.http, { stock: 5 });
+    const [voided, kept] = [newPurchase(goodsId, 3101), newPurchase(goodsId, 3102)];
+    expect(await voids.record(voided.requestId, goodsId)).toBe('voided');
+
+    const outcomes = await t.app.get(OrderWriter).writeBatch(goodsId, [voided, kept]);
+
+    expect(outcomes).toEqual([
+      { kind: 'voided', order: voided },
+      { kind: 'written', order: kept },
+    ]);
+    expect((await stores.orders(goodsId)).map((order) => order.request_id)).toEqual([
+      kept.requestId,
+    ]);
+    expect(await stores.mysqlStock(goodsId)).toBe(4);
+  });
+
+  it('should say ordered, recording nothing, for a purchase whose order is written', async () => {
+    const goodsId = await createSale(t.http, { stock: 5 });
+    const order = newPurchase(goodsId, 3201);
+    await t.app.get(OrderWriter).writeBatch(goodsId, [order]);
+
+    expect(await voids.record(order.requestId, goodsId)).toBe('ordered');
+    const [rows] = await stores.mysql.query<RowDataPacket[]>(
+      'SELECT 1 FROM seckill_voided_request WHERE request_id = ?',
+      [order.requestId],
+    );
+    expect(rows).toHaveLength(0);
+  });
+
+  it('should let exactly one of the order and the void commit when both are written before either reads the other', async () => {
+    const goodsId = await createSale(t.http, { stock: 5 });
+    const order = newPurchase(goodsId, 3301);
+    // The writer's INSERT reached MySQL (uncommitted); its read of the voids is held.
+    let armed = true;
+    t.proxy.tapClient((chunk) => {
+      if (!armed || !chunk.includes('FROM seckill_voided_request')) return;
+      armed = false;
+      t.proxy.stall();
+    });
+    const writing = t.app.get(OrderWriter).writeBatch(goodsId, [order]);
+    await waitFor(() => !armed, { what: "the writer's read of the voids" });
+
+    // The void's INSERT goes in, its locking read of the order waits for the writer's row.
+    const recording = voids.record(order.requestId, goodsId);
+
+    await waitFor(
+      async () => {
+        const [waiting] = await stores.mysql.query<RowDataPacket[]>(
+          "SELECT 1 FROM information_schema.processlist WHERE command = 'Query' AND info LIKE ?",
+          [`SELECT 1 FROM seckill_order WHERE request_id = '${order.requestId}'%`],
+        );
+        return waiting.length > 0;
+      },
+      { what: 'the void waiting for the order row' },
+    );
+    // The writer now reads the void's row: each waits for the other, InnoDB rolls one back.
+    t.proxy.resume();
+    const [outcomes, recorded] = await Promise.all([writing, recording]);
+
+    const orders = (await stores.orders(goodsId)).filter((o) => o.request_id === order.requestId);
+    const [voidRows] = await stores.mysql.query<RowDataPacket[]>(
+      'SELECT 1 FROM seckill_voided_request WHERE request_id = ?',
+      [order.requestId],
+    );
+    expect(orders.length + voidRows.length).toBe(1);
+    if (recorded === 'voided') {
+      expect(outcomes).toEqual([{ kind: 'voided', order }]);
+      expect(await stores.mysqlStock(goodsId)).toBe(5);
+    } else {
+      expect(outcomes).toEqual([{ kind: 'written', order }]);
+      expect(await stores.mysqlStock(goodsId)).toBe(4);
+    }
   });
 });

@@ -151,6 +151,49 @@ describe('OrderIngest', () => {
     expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([dup]);
   });
 
+  it('should drop a purchase whose void MySQL holds: its stock back through its own claim, no SUCCESS, no payment clock', async () => {
+    const [a, voided] = [order(), order()];
+    writer.writeBatch.mockResolvedValueOnce([
+      { kind: 'voided', order: voided },
+      { kind: 'written', order: a },
+    ]);
+
+    const outcomes = await ingest.ingest(GOODS, fresh(a, voided));
+
+    expect(outcomes).toEqual([
+      { kind: 'written', order: a },
+      { kind: 'voided', order: voided },
+    ]);
+    const holder = stock.claim.mock.calls[0][2];
+    expect(stock.release).toHaveBeenCalledExactlyOnceWith(
+      GOODS,
+      voided.requestId,
+      'UNAVAILABLE',
+      holder,
+      voided.userId,
+    );
+    expect(stock.complete).toHaveBeenCalledExactlyOnceWith(GOODS, [
+      { requestId: a.requestId, userId: a.userId, orderNo: a.orderNo, quantity: 1 },
+    ]);
+    expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([a]);
+  });
+
+  it('should settle a purchase whose void MySQL holds without Redis while it is down (database mode), the goods marked for a rebuild', async () => {
+    const voided = order();
+    watchdog.identifiedFor.mockReturnValue(false);
+    stock.claim.mockRejectedValue(redisClosed());
+    stock.release.mockRejectedValue(redisClosed());
+    writer.writeBatch.mockResolvedValueOnce([{ kind: 'voided', order: voided }]);
+
+    const outcomes = await fallbackIngest.ingest(GOODS, fresh(voided));
+
+    expect(outcomes).toEqual([{ kind: 'voided', order: voided }]);
+    expect(stock.release).toHaveBeenCalledTimes(1);
+    expect(writer.markRedisStale).toHaveBeenCalledWith(GOODS);
+    expect(stock.complete).not.toHaveBeenCalled();
+    expect(timeouts.publishTimeouts).not.toHaveBeenCalled();
+  });
+
   it('should release a rejected purchase once even when the timeout publish is retried', async () => {
     const [a, taken] = [order(), order()];
     writer.writeBatch.mockResolvedValueOnce([

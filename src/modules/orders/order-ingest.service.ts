@@ -287,15 +287,28 @@ export class OrderIngest {
     holder: string,
   ): Promise<void> {
     for (const outcome of writes) {
-      if (outcome.kind !== 'rejected' || settled.has(outcome.order.requestId)) continue;
-      const { order, reason } = outcome;
-      await this.giveUp(goodsId, order, reason, holder);
-      this.logger.warn(
-        `purchase failed: request=${order.requestId} goods=${goodsId} user=${order.userId} reason=${reason}`,
-      );
-      settled.set(order.requestId, outcome);
+      if (settled.has(outcome.order.requestId)) continue;
+      const { order } = outcome;
+      if (outcome.kind === 'rejected') {
+        await this.giveUp(goodsId, order, outcome.reason, holder);
+        this.logger.warn(
+          `purchase failed: request=${order.requestId} goods=${goodsId} user=${order.userId} reason=${outcome.reason}`,
+        );
+        settled.set(order.requestId, outcome);
+      } else if (outcome.kind === 'voided') {
+        // Its buyer was answered 503, and the void held in MySQL where Redis's was lost or not
+        // read. Redis may still hold the purchase in flight (its release failed, or found this
+        // claim): its stock goes back as any void's; else the release only marks it voided.
+        await this.giveUp(goodsId, order, 'UNAVAILABLE', holder);
+        this.logger.log(
+          `dropped purchase voided in mysql: request=${order.requestId} goods=${goodsId}`,
+        );
+        settled.set(order.requestId, outcome);
+      }
     }
-    const done = writes.filter((outcome) => outcome.kind !== 'rejected');
+    const done = writes.filter(
+      (outcome) => outcome.kind === 'written' || outcome.kind === 'duplicate',
+    );
     if (done.length === 0) return;
     await this.redisStep(goodsId, () =>
       this.stock.complete(

@@ -7,8 +7,16 @@ import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type { NewOrder, WriteOutcome } from './order.types.js';
+import { VoidedRequests } from './voided-requests.service.js';
 
 class VersionConflict extends Error {}
+
+/** Orders of the batch whose purchase was voided (VoidedRequests): the batch rolls back. */
+class VoidedInBatch extends Error {
+  constructor(readonly requestIds: Set<string>) {
+    super(`voided purchases in the batch: ${[...requestIds].join(', ')}`);
+  }
+}
 
 const MAX_VERSION_ATTEMPTS = 30;
 
@@ -31,7 +39,9 @@ export function duplicateKeyIndex(error: unknown): string | null {
 /**
  * Writes accepted purchases of one goods as orders: one version-checked stock UPDATE for the
  * whole batch plus one multi-row INSERT, in one transaction. Batching is what keeps optimistic
- * locking on a single hot row from turning into a retry storm (k writers, k-1 retries).
+ * locking on a single hot row from turning into a retry storm (k writers, k-1 retries). A
+ * purchase voided in MySQL (answered 503, see VoidedRequests) is never written: one indexed read
+ * per batch, after the INSERT, excludes it.
  */
 @Injectable()
 export class OrderWriter {
@@ -41,6 +51,7 @@ export class OrderWriter {
     @InjectDataSource() private readonly dataSource: DataSource,
     @InjectConfig() private readonly config: AppConfig,
     private readonly metrics: MetricsService,
+    private readonly voided: VoidedRequests,
   ) {}
 
   /**
@@ -52,12 +63,24 @@ export class OrderWriter {
   }
 
   async writeBatch(goodsId: number, orders: NewOrder[]): Promise<WriteOutcome[]> {
+    const voided: WriteOutcome[] = [];
+    let pending = orders;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.dataSource.transaction((manager) =>
-          this.writeInTransaction(manager, goodsId, orders),
+        const outcomes = await this.dataSource.transaction((manager) =>
+          this.writeInTransaction(manager, goodsId, pending),
         );
+        return voided.concat(outcomes);
       } catch (error) {
+        if (error instanceof VoidedInBatch) {
+          // Written again without them: the stock read and the UPDATE were the batch's whole.
+          for (const order of pending) {
+            if (error.requestIds.has(order.requestId)) voided.push({ kind: 'voided', order });
+          }
+          pending = pending.filter((order) => !error.requestIds.has(order.requestId));
+          if (pending.length === 0) return voided;
+          continue;
+        }
         if (isTransientDbError(error) && attempt < MAX_VERSION_ATTEMPTS) {
           await sleep(backoffWithJitter(attempt, 5, 200));
           continue;
@@ -70,7 +93,7 @@ export class OrderWriter {
         }
         const index = duplicateKeyIndex(error);
         if (index === null) throw error;
-        return this.afterDuplicateKey(goodsId, orders, index);
+        return voided.concat(await this.afterDuplicateKey(goodsId, pending, index));
       }
     }
   }
@@ -173,6 +196,13 @@ export class OrderWriter {
         ]),
       ],
     );
+    // After the INSERT, not before: the order rows written first are what a void recorded
+    // meanwhile waits for (VoidedRequests explains the exclusion).
+    const voided = await this.voided.voidedAmong(
+      runner,
+      accepted.map((order) => order.requestId),
+    );
+    if (voided.size > 0) throw new VoidedInBatch(voided);
     return outcomes.concat(accepted.map((order) => ({ kind: 'written', order })));
   }
 }

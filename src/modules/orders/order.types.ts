@@ -11,10 +11,12 @@ export interface NewOrder {
 
 export type RejectReason = 'SOLD_OUT' | 'ALREADY_PURCHASED' | 'GOODS_NOT_FOUND';
 
+/** `voided`: the purchase's void is recorded in MySQL (VoidedRequests): no order, ever. */
 export type WriteOutcome =
   | { kind: 'written'; order: NewOrder }
   | { kind: 'duplicate'; order: NewOrder }
-  | { kind: 'rejected'; order: NewOrder; reason: RejectReason };
+  | { kind: 'rejected'; order: NewOrder; reason: RejectReason }
+  | { kind: 'voided'; order: NewOrder };
 
 /** An accepted purchase handed to OrderIngest. */
 export interface IngestPurchase {
@@ -27,7 +29,8 @@ export interface IngestPurchase {
  * How a purchase ended, final in both stores: `written`/`duplicate` an order (its payment
  * clock started), `completed` an exhausted one found written, `rejected` (MySQL said no: sold
  * out, already bought), `refused` (MySQL refuses the row itself) and `exhausted` FAILED with
- * the stock back, `voided` released before a consumer claimed it (dropped). `deferred`: not
+ * the stock back, `voided` released before a consumer claimed it, or its void found in MySQL
+ * (dropped). `deferred`: not
  * settled, the service is stopping; its message must go to the next consumer.
  */
 export type IngestOutcome =

@@ -5,6 +5,7 @@ import { StockModule } from '../stock/stock.module.js';
 import { OrderLifecycleService } from './order-lifecycle.service.js';
 import { OrderWriter } from './order-writer.service.js';
 import { OrdersService } from './orders.service.js';
+import { VoidedRequests } from './voided-requests.service.js';
 
 /**
  * OrdersController is served by ApiModule and OrderExpiryCron run by WorkerModule (src/roles),
@@ -12,7 +13,7 @@ import { OrdersService } from './orders.service.js';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([OrderEntity]), StockModule],
-  providers: [OrdersService, OrderWriter, OrderLifecycleService],
-  exports: [OrdersService, OrderWriter, OrderLifecycleService],
+  providers: [OrdersService, OrderWriter, OrderLifecycleService, VoidedRequests],
+  exports: [OrdersService, OrderWriter, OrderLifecycleService, VoidedRequests],
 })
 export class OrdersModule {}

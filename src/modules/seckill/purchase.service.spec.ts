@@ -8,16 +8,29 @@ import type { DatabasePurchase } from '../fallback/database-purchase.service.js'
 import type { GoodsService } from '../goods/goods.service.js';
 import type { OrderPublisher } from '../messaging/order-publisher.service.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
+import type { VoidedRequests } from '../orders/voided-requests.service.js';
 import type { SaleRecovery } from '../preheat/sale-recovery.service.js';
 import { DeductCode, type StockService } from '../stock/stock.service.js';
 import { PurchaseService } from './purchase.service.js';
 
 const redisGone = () => new Error('Connection is closed.');
+const mysqlGone = () => Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
 
-/** A purchase service whose Redis steps and publish behave as given; the void always fails. */
+/** The last purchase service's MySQL void and Redis release. */
+const voids = { record: vi.fn<VoidedRequests['record']>() };
+let releases: ReturnType<typeof vi.fn>;
+
+/**
+ * A purchase service whose Redis steps, publish and MySQL void behave as given; the Redis
+ * release always fails, the MySQL void records unless told otherwise.
+ */
 function purchases(
   redisDownMode: AppConfig['redisDownMode'],
-  steps: { deduct: () => Promise<{ code: DeductCode }>; published?: boolean },
+  steps: {
+    deduct: () => Promise<{ code: DeductCode }>;
+    published?: boolean;
+    recordVoid?: () => Promise<'voided' | 'ordered'>;
+  },
 ) {
   const stock = {
     homeKeys: vi.fn(async () => ({})),
@@ -26,6 +39,10 @@ function purchases(
       throw redisGone();
     }),
   };
+  voids.record = vi.fn<VoidedRequests['record']>(
+    steps.recordVoid ?? (async () => 'voided' as const),
+  );
+  releases = stock.release;
   return new PurchaseService(
     stock as unknown as StockService,
     { tryLockPurchase: vi.fn(async () => ({ release: vi.fn() })) } as unknown as RedisLocks,
@@ -39,6 +56,7 @@ function purchases(
     { closed: () => false } as unknown as SaleRecovery,
     { redisDownMode, purchaseLockTtlMs: 5_000 } as AppConfig,
     { takes: () => false } as unknown as DatabasePurchase,
+    voids as unknown as VoidedRequests,
   );
 }
 
@@ -46,9 +64,14 @@ const accepted = async () => ({ code: DeductCode.Accepted });
 
 describe('PurchaseService, an outcome Redis did not let it settle', () => {
   it.each(['database', 'closed'] as const)(
-    'should answer 503 with the requestId, not 202, when the publish was not confirmed and the void failed (REDIS_DOWN_MODE=%s)',
+    'should answer 503 with the requestId, not 202, when the publish was not confirmed and MySQL did not record the void, and leave Redis alone (REDIS_DOWN_MODE=%s)',
     async (mode) => {
-      const error = await purchases(mode, { deduct: accepted })
+      const error = await purchases(mode, {
+        deduct: accepted,
+        recordVoid: async () => {
+          throw mysqlGone();
+        },
+      })
         .purchase(1, 2, 1)
         .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(UnknownOutcomeError);
@@ -57,8 +80,33 @@ describe('PurchaseService, an outcome Redis did not let it settle', () => {
         code: 'UNAVAILABLE',
         requestId: expect.stringMatching(/^[0-9a-f-]{36}$/),
       });
+      // Still in flight in Redis: its message (or the sweeper's copy) makes it an order.
+      expect(releases).not.toHaveBeenCalled();
     },
   );
+
+  it('should answer a plain 503 (nothing taken) once MySQL recorded the void, even when Redis then fails to give the stock back', async () => {
+    const error = await purchases('closed', { deduct: accepted })
+      .purchase(1, 2, 1)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnavailableError);
+    expect(error).not.toBeInstanceOf(UnknownOutcomeError);
+    expect(toErrorBody(error)).not.toHaveProperty('requestId');
+    const [[requestId, goodsId]] = voids.record.mock.calls;
+    expect(goodsId).toBe(1);
+    expect(releases).toHaveBeenCalledExactlyOnceWith(1, requestId, 'UNAVAILABLE', false, 2);
+  });
+
+  it('should answer 202 when MySQL finds the order a consumer wrote before the void, and not release it', async () => {
+    await expect(
+      purchases('closed', { deduct: accepted, recordVoid: async () => 'ordered' }).purchase(
+        1,
+        2,
+        1,
+      ),
+    ).resolves.toMatchObject({ status: 'QUEUED' });
+    expect(releases).not.toHaveBeenCalled();
+  });
 
   it('should answer 503 with the requestId when the deduct reply was lost and the void failed', async () => {
     const error = await purchases('database', {
@@ -85,9 +133,11 @@ describe('PurchaseService, an outcome Redis did not let it settle', () => {
     expect(toErrorBody(error)).not.toHaveProperty('requestId');
   });
 
-  it('should answer 202 when the broker confirmed, whatever the void would do', async () => {
+  it('should answer 202 when the broker confirmed, with no void asked of MySQL or Redis', async () => {
     await expect(
       purchases('closed', { deduct: accepted, published: true }).purchase(1, 2, 1),
     ).resolves.toMatchObject({ status: 'QUEUED' });
+    expect(voids.record).not.toHaveBeenCalled();
+    expect(releases).not.toHaveBeenCalled();
   });
 });

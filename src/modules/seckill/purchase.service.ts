@@ -16,6 +16,7 @@ import { encodeOrderMessage } from '../messaging/order-message.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { newOrderNo } from '../orders/order-no.js';
 import type { NewOrder } from '../orders/order.types.js';
+import { VoidedRequests } from '../orders/voided-requests.service.js';
 import { DatabasePurchase } from '../fallback/database-purchase.service.js';
 import { MetricsService, type PurchaseMode } from '../metrics/metrics.service.js';
 import { SaleRecovery } from '../preheat/sale-recovery.service.js';
@@ -25,7 +26,7 @@ import type { PurchaseAccepted } from './purchase.types.js';
 
 /**
  * The purchase itself: the per-user lock, the atomic deduct in Redis, the confirmed publish, and
- * the void of a purchase whose publish is an unknown outcome.
+ * the void of a purchase whose publish is an unknown outcome (in MySQL, then Redis).
  */
 @Injectable()
 export class PurchaseService {
@@ -41,6 +42,7 @@ export class PurchaseService {
     private readonly recovery: SaleRecovery,
     @InjectConfig() private readonly config: AppConfig,
     private readonly database: DatabasePurchase,
+    private readonly voids: VoidedRequests,
   ) {}
 
   async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
@@ -146,30 +148,46 @@ export class PurchaseService {
       return { accepted, confirmed: true };
     }
 
-    // Not confirmed. Void the purchase unless a consumer already took it (the message did
-    // arrive after all): exactly one of "order" and "stock given back" ever happens.
-    let released: ReleaseCode;
+    return { accepted: await this.afterUnconfirmedPublish(order), confirmed: false };
+  }
+
+  /**
+   * The broker did not confirm: the message may be lost, or held on its way and delivered later.
+   * The void is recorded in MySQL first, where neither a Redis restart nor Redis being down (a
+   * database-mode consumer writes without Redis) loses it, and where it and the order's write
+   * exclude each other (VoidedRequests). Once it is committed nothing is taken, whatever Redis
+   * answers next: the release only gives the stock back now rather than when the message comes.
+   */
+  private async afterUnconfirmedPublish(order: NewOrder): Promise<PurchaseAccepted> {
+    const { goodsId, userId, requestId } = order;
+    let recorded: 'voided' | 'ordered';
     try {
-      released = await this.stock.release(goodsId, order.requestId, 'UNAVAILABLE', false, userId);
+      recorded = await this.voids.record(requestId, goodsId);
     } catch (error) {
-      // Neither voided nor confirmed. The message may be in the broker (an order after all), or
-      // only in Redis's outbox, which a Redis restart or the fallback's return wipes before the
-      // sweeper resends it: nothing can be promised, and "nothing was taken" may be untrue.
+      // Voided nowhere: the purchase stays in flight in Redis, its message in the broker or in
+      // the outbox the sweeper resends, so most likely an order; lost if Redis loses the outbox
+      // before the sweeper resends it. "Nothing was taken" cannot be said.
       this.logger.warn(
-        `purchase neither confirmed nor voided, outcome unknown: request=${order.requestId} goods=${goodsId} user=${userId}`,
+        `purchase neither confirmed nor voided, outcome unknown: request=${requestId} goods=${goodsId} user=${userId}`,
       );
       throw new UnknownOutcomeError(
-        order.requestId,
-        'The order queue did not confirm and Redis did not answer: this purchase may still become an order; its result will tell',
+        requestId,
+        'The order queue did not confirm and MySQL did not record the void: this purchase may still become an order; its result will tell',
         error,
       );
     }
-    if (released === ReleaseCode.Claimed || released === ReleaseCode.Completed) {
-      // The message did arrive after all and a consumer took it: it is (becoming) an order.
-      return { accepted, confirmed: false };
+    // A consumer wrote it (the message arrived after all): it is an order.
+    if (recorded === 'ordered') return { status: 'QUEUED', requestId };
+    try {
+      // Refused while a consumer holds the claim: that one finds the void and gives it back.
+      await this.stock.release(goodsId, requestId, 'UNAVAILABLE', false, userId);
+    } catch {
+      this.logger.warn(
+        `voided purchase left in flight in redis, its message settles it: request=${requestId} goods=${goodsId}`,
+      );
     }
     this.logger.warn(
-      `purchase voided, broker did not confirm: request=${order.requestId} goods=${goodsId} user=${userId}`,
+      `purchase voided, broker did not confirm: request=${requestId} goods=${goodsId} user=${userId}`,
     );
     throw new UnavailableError('The order queue did not confirm; nothing was taken');
   }

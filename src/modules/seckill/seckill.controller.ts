@@ -53,7 +53,7 @@ class PurchaseUnavailableDto {
   @ApiPropertyOptional({
     format: 'uuid',
     description:
-      'Only when the outcome is unknown (a reply lost on its way from Redis or MySQL): this purchase may still become an order. GET /api/v1/seckill/{goodsId}/result tells its outcome once known (SUCCESS with this requestId, or FAILED/NONE). Without it, nothing was taken.',
+      'Only when the outcome is unknown (a reply lost on its way from Redis or MySQL, or the void of an unconfirmed publish not recorded in MySQL): this purchase may still become an order. GET /api/v1/seckill/{goodsId}/result tells its outcome once known (SUCCESS with this requestId, or FAILED/NONE). Without it, nothing was taken.',
   })
   requestId?: string;
 }

@@ -59,8 +59,11 @@ export interface SaleSnapshot {
   stock: number;
 }
 
-/** How long a released request id is remembered, so that its late message is dropped. */
-const VOIDED_RETENTION_MS = 24 * 60 * 60 * 1000;
+/**
+ * How long a released request id is remembered, so that its late message is dropped (Redis's
+ * voided set, and MySQL's record of a void: orders/voided-requests.service.ts).
+ */
+export const VOIDED_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /**
  * How long a repair's freeze of a sharded goods holds unless thawed: only a repairer that died
