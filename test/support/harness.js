@@ -1,0 +1,247 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { createPool } from 'mysql2/promise';
+import request from 'supertest';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { createApp } from '../../src/bootstrap.js';
+import { encodeOrderMessage } from '../../src/modules/messaging/order-message.js';
+import { MetricsService } from '../../src/modules/metrics/metrics.service.js';
+import { newOrderNo } from '../../src/modules/orders/order-no.js';
+import { DeductCode, StockService } from '../../src/modules/stock/stock.service.js';
+import { proxyInFront } from './tcp-proxy.js';
+import { waitFor } from './wait-for.js';
+export { waitFor };
+/** Starts the real app (real MySQL, Redis, RabbitMQ) on a port the OS picks. */
+export async function startApp(env = {}) {
+    const { app } = await createApp({ ...process.env, ...env, PORT: '0' });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const http = request(app.getHttpServer());
+    // Ready as a load balancer would see it: MySQL, Redis and the broker all reachable.
+    await waitFor(async () => (await http.get('/health/ready')).status === 200, {
+        what: 'the app to be ready',
+    });
+    return { app, http, close: () => app.close() };
+}
+const PROXIED_SERVICES = { RABBITMQ_URL: 5672, DATABASE_URL: 3306, REDIS_URL: 6379 };
+/**
+ * The usual e2e setup: the app started before a describe block's tests and closed after them,
+ * with direct access to the stores. `behindProxy`: the app reaches that service through a
+ * TcpProxy the test stalls or cuts; `onProxy` runs before the app connects (a tap then sees the
+ * connection from its first byte).
+ */
+export function useApp(env = {}, options = {}) {
+    let started;
+    let proxy;
+    const stores = new Stores();
+    beforeAll(async () => {
+        const service = options.behindProxy;
+        if (service === undefined) {
+            started = await startApp(env);
+            return;
+        }
+        const through = await proxyInFront(process.env[service], PROXIED_SERVICES[service]);
+        proxy = through.proxy;
+        options.onProxy?.(proxy);
+        started = await startApp({ ...env, [service]: through.url });
+    });
+    afterAll(async () => {
+        // Restored first, so that the app can close its connections cleanly.
+        proxy?.resume();
+        proxy?.up();
+        await started?.close();
+        await proxy?.close();
+        await stores.close();
+    });
+    return {
+        get http() {
+            return started.http;
+        },
+        get app() {
+            return started.app;
+        },
+        stores,
+        get proxy() {
+            if (!proxy)
+                throw new Error('useApp() without behindProxy has no proxy');
+            return proxy;
+        },
+    };
+}
+function base64url(value) {
+    return Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+}
+/** HS256 token signed the way a real identity provider would; claims are overridable. */
+export function token(userId, options = {}) {
+    const header = base64url({ alg: options.alg ?? 'HS256', typ: 'JWT' });
+    const now = Math.floor(Date.now() / 1000);
+    const payload = base64url({
+        sub: String(userId),
+        iat: now,
+        exp: now + 3600,
+        ...(options.admin ? { role: 'admin' } : {}),
+        ...options.claims,
+    });
+    const signature = createHmac('sha256', options.secret ?? process.env.JWT_SECRET)
+        .update(`${header}.${payload}`)
+        .digest('base64url');
+    return `${header}.${payload}.${signature}`;
+}
+export const bearer = (userId, admin = false) => `Bearer ${token(userId, { admin })}`;
+export const adminAuth = () => bearer(1, true);
+/** Creates a sale through the admin API (and preheats it unless told not to); returns its id. */
+export async function createSale(http, options = {}) {
+    const start = Date.now() + (options.startsInMs ?? -1_000);
+    const created = await http
+        .post('/api/v1/admin/goods')
+        .set('Authorization', adminAuth())
+        .send({
+        name: 'Test phone',
+        price: 999.99,
+        stock: options.stock ?? 10,
+        startAt: new Date(start).toISOString(),
+        endAt: new Date(start + (options.lastsMs ?? 3_600_000)).toISOString(),
+        perUserLimit: options.perUserLimit ?? 1,
+        ...(options.stockShards === undefined ? {} : { stockShards: options.stockShards }),
+    })
+        .expect(201);
+    const goodsId = created.body.id;
+    if (options.preheat ?? true) {
+        await http
+            .post(`/api/v1/admin/goods/${goodsId}/preheat`)
+            .set('Authorization', adminAuth())
+            .expect(200);
+    }
+    return goodsId;
+}
+/** Direct read access to the stores, for asserting invariants from outside the app. */
+export class Stores {
+    /** The test's own Redis client: REDIS_URL's server unless given another (a cluster). */
+    constructor(redis = new Redis(process.env.REDIS_URL)) {
+        this.redis = redis;
+        this.mysql = createPool({ uri: process.env.DATABASE_URL, connectionLimit: 4 });
+    }
+    async orders(goodsId) {
+        const [rows] = await this.mysql.query('SELECT order_no, request_id, user_id, quantity, status FROM seckill_order WHERE goods_id = ? ORDER BY id', [goodsId]);
+        return rows;
+    }
+    async mysqlStock(goodsId) {
+        const [rows] = await this.mysql.query('SELECT stock FROM seckill_goods WHERE id = ?', [goodsId]);
+        return Number(rows[0].stock);
+    }
+    async redisStock(goodsId) {
+        const value = await this.redis.get(`seckill:{${goodsId}}:stock`);
+        return value === null ? null : Number(value);
+    }
+    async redisBuyers(goodsId) {
+        return this.redis.hgetall(`seckill:{${goodsId}}:buyers`);
+    }
+    async inflight(goodsId) {
+        return this.redis.hlen(`seckill:{${goodsId}}:inflight`);
+    }
+    async close() {
+        this.redis.disconnect();
+        await this.mysql.end();
+    }
+}
+/**
+ * A crowd at a sale: every user clicks twice at once, from an address of its own (the test client
+ * is the trusted proxy), the clicks spread over `instances` in turn, so that with several a
+ * user's two clicks land on two of them. Returns every answer.
+ */
+export function doubleClickCrowd(instances, goodsId, users) {
+    return Promise.all(users.flatMap((userId) => [0, 1].map((click) => instances[(userId + click) % instances.length]
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(userId))
+        .set('X-Forwarded-For', `10.1.${(userId >> 8) & 255}.${userId & 255}`)
+        .then((response) => ({
+        userId,
+        status: response.status,
+        code: response.body.code,
+    })))));
+}
+/**
+ * What a crowd at a sale of `stock` must end with: exactly `stock` purchases accepted, one per
+ * user, every refusal the sale's own (sold out, already bought, a concurrent click), and once they
+ * land, one order per accepted buyer with nothing left in flight. Returns the orders.
+ */
+export async function expectCrowdSold(stores, goodsId, stock, responses) {
+    const accepted = responses.filter((response) => response.status === 202);
+    expect(accepted).toHaveLength(stock);
+    expect(new Set(accepted.map((response) => response.userId)).size).toBe(stock);
+    for (const refused of responses.filter((response) => response.status !== 202)) {
+        expect(['SOLD_OUT', 'ALREADY_PURCHASED', 'DUPLICATE_REQUEST']).toContain(refused.code);
+    }
+    const orders = await waitFor(async () => {
+        const rows = await stores.orders(goodsId);
+        return rows.length >= stock && (await stores.inflight(goodsId)) === 0 ? rows : null;
+    }, { timeoutMs: 30_000, what: `${stock} orders` });
+    expect(orders).toHaveLength(stock);
+    expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(new Set(accepted.map((response) => response.userId)));
+    return orders;
+}
+/** Waits until the sale's reconcile (the admin route) says the stores agree; returns the report. */
+export async function consistentReconcile(http, goodsId) {
+    return waitFor(async () => {
+        const response = await http
+            .get(`/api/v1/admin/goods/${goodsId}/reconcile`)
+            .set('Authorization', adminAuth())
+            .expect(200);
+        return response.body.consistent ? response.body : null;
+    });
+}
+/** Waits until every purchase Redis took is settled: nothing in flight, nothing in the outbox. */
+export async function waitForSettled(stores, goodsId) {
+    await waitFor(async () => (await stores.inflight(goodsId)) === 0 &&
+        (await stores.redis.zcard(`seckill:{${goodsId}}:outbox`)) === 0, { timeoutMs: 30_000, what: 'every accepted purchase to settle' });
+}
+/**
+ * Each purchase Redis took (answered 202 or cut off before its answer) is exactly one order: one
+ * per request and per user, never more than the stock, and MySQL's stock agrees. Returns them.
+ */
+export async function expectOneOrderPerPurchaseTaken(stores, goodsId, stock) {
+    const orders = await stores.orders(goodsId);
+    expect(orders.length).toBe(stock - (await stores.redisStock(goodsId)));
+    expect(orders.length).toBeLessThanOrEqual(stock);
+    expect(new Set(orders.map((order) => order.request_id)).size).toBe(orders.length);
+    expect(new Set(orders.map((order) => order.user_id)).size).toBe(orders.length);
+    expect(await stores.mysqlStock(goodsId)).toBe(stock - orders.length);
+    return orders;
+}
+/** The value of one labelled series of a counter in the app's own metrics registry. */
+export async function counter(app, name, label) {
+    const metric = await app.get(MetricsService).registry.getSingleMetric(name)?.get();
+    return metric?.values.find((value) => Object.values(value.labels).includes(label))?.value ?? 0;
+}
+/**
+ * Runs only the purchase's Lua step, as if the process died before publishing: the purchase is
+ * known to Redis (stock taken, outbox entry) and nowhere else. Returns the order it stands for.
+ */
+export async function acceptWithoutPublishing(app, goodsId, userId) {
+    const order = newPurchase(goodsId, userId);
+    const { code } = await app
+        .get(StockService)
+        .deduct(goodsId, userId, 1, order.requestId, encodeOrderMessage(order));
+    if (code !== DeductCode.Accepted)
+        throw new Error(`the Lua step refused: code ${code}`);
+    return order;
+}
+/** A purchase of one unit as the API would make it (new request id and order number). */
+export function newPurchase(goodsId, userId) {
+    return {
+        requestId: randomUUID(),
+        orderNo: newOrderNo(),
+        userId,
+        goodsId,
+        quantity: 1,
+        acceptedAt: Date.now(),
+    };
+}
+/** The buyer's purchase result, as `GET /api/v1/seckill/:id/result` answers it. */
+export async function purchaseResult(http, goodsId, userId) {
+    const response = await http
+        .get(`/api/v1/seckill/${goodsId}/result`)
+        .set('Authorization', bearer(userId))
+        .expect(200);
+    return response.body;
+}
+//# sourceMappingURL=harness.js.map

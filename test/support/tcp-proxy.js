@@ -1,0 +1,126 @@
+import { createConnection, createServer, } from 'node:net';
+/**
+ * A TCP proxy the test can stall and restore, to put a real network fault between the app and
+ * a real service (no mock). While stalled, bytes are held, not dropped.
+ */
+export class TcpProxy {
+    constructor(targetHost, targetPort) {
+        this.targetHost = targetHost;
+        this.targetPort = targetPort;
+        this.pairs = new Set();
+        this.stalled = 'none';
+        this.refusing = false;
+        this.held = [];
+        this.serverTaps = [];
+        this.clientTaps = [];
+        this.server = createServer((client) => this.accept(client));
+    }
+    static async start(targetHost, targetPort) {
+        const proxy = new TcpProxy(targetHost, targetPort);
+        await new Promise((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
+        return proxy;
+    }
+    get port() {
+        return this.server.address().port;
+    }
+    accept(client) {
+        if (this.refusing) {
+            client.destroy();
+            return;
+        }
+        const upstream = createConnection(this.targetPort, this.targetHost);
+        const pair = [client, upstream];
+        this.pairs.add(pair);
+        // Before the bytes are forwarded: a tap that cuts the service (down()) keeps them from it.
+        client.on('data', (chunk) => this.clientTaps.forEach((tap) => tap(chunk, client, upstream)));
+        this.forward(client, upstream, 'both');
+        this.forward(upstream, client, 'to-client');
+        upstream.on('data', (chunk) => this.serverTaps.forEach((tap) => tap(chunk, upstream)));
+        const drop = () => {
+            client.destroy();
+            upstream.destroy();
+            this.pairs.delete(pair);
+        };
+        client.on('error', drop).on('close', drop);
+        upstream.on('error', drop).on('close', drop);
+    }
+    /** Copies bytes in order; while stalled they wait in `held` and go out on resume. */
+    forward(from, to, direction) {
+        from.on('data', (chunk) => this.send(to, chunk, direction));
+    }
+    send(to, chunk, direction) {
+        const held = this.stalled === 'both' || this.stalled === direction;
+        if (to.destroyed)
+            return;
+        if (held || this.held.some(([target]) => target === to))
+            this.held.push([to, chunk]);
+        else
+            to.write(chunk);
+    }
+    /**
+     * Sends bytes of the proxy's own to the server on `upstream` (a connection a tap was shown),
+     * in order with the client's: held like them while stalled. The caller keeps to the protocol's
+     * framing (see the AMQP channel breaker of the chaos run).
+     */
+    sendToServer(upstream, chunk) {
+        this.send(upstream, chunk, 'both');
+    }
+    /**
+     * Holds bytes until `resume()`: in both directions, or only those from the server to the
+     * client (the server receives everything but its answers, confirms included, wait).
+     */
+    stall(direction = 'both') {
+        this.stalled = direction;
+    }
+    resume() {
+        this.stalled = 'none';
+        for (const [to, chunk] of this.held.splice(0))
+            if (!to.destroyed)
+                to.write(chunk);
+    }
+    /** The service "goes down": open connections are cut and new ones are refused until up(). */
+    down() {
+        this.refusing = true;
+        for (const [client, upstream] of this.pairs) {
+            client.destroy();
+            upstream.destroy();
+        }
+        this.pairs.clear();
+        this.held = [];
+    }
+    up() {
+        this.refusing = false;
+    }
+    /** Shows `tap` every byte the server sends, as it arrives (before any stall holds it). */
+    tapServer(tap) {
+        this.serverTaps.push(tap);
+    }
+    /**
+     * Shows `tap` every byte a client sends, as it arrives (before it is forwarded), with the
+     * client's connection (to follow one connection's statements) and its upstream one (to send
+     * bytes of the proxy's own on it, `sendToServer`).
+     */
+    tapClient(tap) {
+        this.clientTaps.push(tap);
+    }
+    /** How many client connections are open now. */
+    get connections() {
+        return this.pairs.size;
+    }
+    async close() {
+        for (const [client, upstream] of this.pairs) {
+            client.destroy();
+            upstream.destroy();
+        }
+        this.pairs.clear();
+        await new Promise((resolve) => this.server.close(() => resolve()));
+    }
+}
+/** Starts a proxy in front of the service a URL names; returns it with the URL through it. */
+export async function proxyInFront(serviceUrl, defaultPort) {
+    const url = new URL(serviceUrl);
+    const proxy = await TcpProxy.start(url.hostname, Number(url.port || defaultPort));
+    url.host = `127.0.0.1:${proxy.port}`;
+    return { proxy, url: url.toString() };
+}
+//# sourceMappingURL=tcp-proxy.js.map
