@@ -3,8 +3,11 @@
   purchases still on their way there. Safe while the sale runs: a purchase is counted once
   whether it is in MySQL's snapshot, still in flight, or landed after that snapshot was read
   (the `completed` zset from ARGV[2] on; ARGV[2] is this server's TIME taken before the
-  snapshot, so every order that landed later is in it). An order cancelled after the snapshot is counted as active, which can
-  only leave the stock lower (never oversold) until the next repair.
+  snapshot, so every order that landed later is in it). An order MySQL had as active that was
+  cancelled (or expired) after the snapshot and whose stock is back in Redis already (its number
+  in `restocked`) is not counted: the rebuilt stock holds its units, and its late restock, if
+  any, finds it restocked. One whose restock has not come yet is counted, and the restock adds
+  its units when it comes.
 
   KEYS[1] stock      seckill:{gid}:stock
   KEYS[2] buyers     seckill:{gid}:buyers
@@ -19,8 +22,8 @@
   ARGV[2] completed since (ms, Redis server time read before the MySQL snapshot)
   ARGV[3] n, the number of active orders
   ARGV[4] "1": a dry run, only counts (returns {0, usedQuantity, buyerCount}, writes nothing)
-  ARGV[5 .. 4+3n] triples of MySQL's active orders: requestId, userId, quantity
-  ARGV[5+3n ..] order numbers MySQL has as cancelled in the same snapshot: marked as restocked,
+  ARGV[5 .. 4+4n] quadruples of MySQL's active orders: requestId, userId, quantity, orderNo
+  ARGV[5+4n ..] order numbers MySQL has as cancelled in the same snapshot: marked as restocked,
                 because the rebuilt stock already holds their units (a late restock of one of
                 them must not add them again)
 
@@ -43,9 +46,11 @@ local function count(requestId, userId, quantity)
   used = used + quantity
 end
 
-local activeEnd = 4 + 3 * tonumber(ARGV[3])
-for i = 5, activeEnd, 3 do
-  count(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]))
+local activeEnd = 4 + 4 * tonumber(ARGV[3])
+for i = 5, activeEnd, 4 do
+  if redis.call('SISMEMBER', KEYS[6], ARGV[i + 3]) == 0 then
+    count(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]))
+  end
 end
 local inflight = redis.call('HGETALL', KEYS[3])
 for i = 1, #inflight, 2 do

@@ -980,6 +980,7 @@ describe('SeckillScripts (real Redis)', () => {
       requestId: randomUUID(),
       userId,
       quantity,
+      orderNo: `SK${String(userId).padStart(10, '0')}`,
     });
 
     it('should return null and write nothing when the sale has no meta', async () => {
@@ -1016,13 +1017,35 @@ describe('SeckillScripts (real Redis)', () => {
       expect(await redis.hget(sale.keys.buyers, '950')).toBe('2');
     });
 
+    it('should not count an active order of the snapshot whose stock came back since (cancelled or expired after the snapshot)', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      const kept = activeOrder(960, 2);
+      const expired = activeOrder(961, 3);
+      await redis.set(sale.keys.stock, '5');
+      await redis.hset(sale.keys.buyers, '960', '2', '961', '3');
+      const since = await redisNowMs();
+      // MySQL's snapshot is read (both active), then 961's order expires and its stock comes back.
+      expect(await scripts.restock(sale.keys, expired.orderNo, 961, 3)).toBe(RestockCode.Restocked);
+      expect(await stockOf(sale)).toBe(8);
+
+      const result = await scripts.rebuild(sale.keys, 10, since, [kept, expired]);
+
+      expect(result).toEqual({ stock: 8, usedQuantity: 2, buyerCount: 1 });
+      expect(await redis.hgetall(sale.keys.buyers)).toEqual({ '960': '2' });
+      // Its restock, sent again, adds nothing.
+      expect(await scripts.restock(sale.keys, expired.orderNo, 961, 3)).toBe(
+        RestockCode.AlreadyRestocked,
+      );
+      expect(await stockOf(sale)).toBe(8);
+    });
+
     it('should count an active order that is also still in flight once', async () => {
       const sale = await openSale({ stock: 10, limit: 5 });
       const purchase = await buy(sale, 901, 2);
       const since = await redisNowMs();
 
       const result = await scripts.rebuild(sale.keys, 10, since, [
-        { requestId: purchase.requestId, userId: 901, quantity: 2 },
+        { requestId: purchase.requestId, userId: 901, quantity: 2, orderNo: 'SK0000000901' },
       ]);
 
       expect(result).toEqual({ stock: 8, usedQuantity: 2, buyerCount: 1 });
@@ -1063,7 +1086,7 @@ describe('SeckillScripts (real Redis)', () => {
       await redis.hdel(sale.keys.buyers, '911', '912');
 
       const result = await scripts.rebuild(sale.keys, 10, since, [
-        { requestId: listed.requestId, userId: 912, quantity: 1 },
+        { requestId: listed.requestId, userId: 912, quantity: 1, orderNo: 'SK0000000912' },
       ]);
 
       expect(result).toEqual({ stock: 7, usedQuantity: 3, buyerCount: 2 });

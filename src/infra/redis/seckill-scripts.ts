@@ -128,6 +128,7 @@ export interface ActiveOrderRef {
   requestId: string;
   userId: number;
   quantity: number;
+  orderNo: string;
 }
 
 export interface CompletedOrder {
@@ -399,7 +400,12 @@ export class SeckillScripts implements OnModuleInit {
       completedSince,
       activeOrders.length,
       dryRun ? '1' : '0',
-      ...activeOrders.flatMap((order) => [order.requestId, order.userId, order.quantity]),
+      ...activeOrders.flatMap((order) => [
+        order.requestId,
+        order.userId,
+        order.quantity,
+        order.orderNo,
+      ]),
       ...cancelledOrderNos,
     )) as [number, number, number];
     return stock < 0 ? null : { stock, usedQuantity, buyerCount };

@@ -73,7 +73,7 @@ export class OrdersService {
   async history(goodsId: number): Promise<{
     /** MySQL's remaining stock, in the same snapshot */
     stock: number;
-    activeOrders: { requestId: string; userId: number; quantity: number }[];
+    activeOrders: { requestId: string; userId: number; quantity: number; orderNo: string }[];
     buyers: { userId: number; quantity: number }[];
     cancelledOrderNos: string[];
   }> {
@@ -96,7 +96,12 @@ export class OrdersService {
       });
       const activeOrders = orders
         .filter((order) => order.status !== 'CANCELLED')
-        .map(({ requestId, userId, quantity }) => ({ requestId, userId, quantity }));
+        .map(({ requestId, userId, quantity, orderNo }) => ({
+          requestId,
+          userId,
+          quantity,
+          orderNo,
+        }));
       const buyers = new Map<number, number>();
       for (const order of activeOrders) {
         buyers.set(order.userId, (buyers.get(order.userId) ?? 0) + order.quantity);
