@@ -23,6 +23,7 @@ import { PrivateRedis } from '../../test/support/private-redis.js';
 import { proxyInFront, type TcpProxy } from '../../test/support/tcp-proxy.js';
 import { startServer, stopServer, type ServerProcess } from '../lib/server-process.js';
 import { ChannelBreaker, type BrokerClose } from './channel-breaker.js';
+import { slowLink } from './slow-link.js';
 import { SERVICES, type FaultSurface, type InstanceSpec, type Service } from './faults.js';
 
 const READY_POLL_MS = 250;
@@ -150,6 +151,8 @@ export class ChaosSystem implements FaultSurface {
   readonly redisClient: Redis;
   readonly mysql: Pool;
   private redisDown = false;
+  /** The proxies slowed down now, each with what restores it. */
+  private readonly slowed = new Map<TcpProxy, () => void>();
 
   private constructor(
     private readonly options: SystemOptions,
@@ -297,6 +300,19 @@ export class ChaosSystem implements FaultSurface {
     for (const proxy of this.proxiesOf(name, service)) proxy.resume();
   }
 
+  slowProxies(name: string, service: Service): void {
+    for (const proxy of this.proxiesOf(name, service)) {
+      if (!this.slowed.has(proxy)) this.slowed.set(proxy, slowLink(proxy));
+    }
+  }
+
+  restoreSpeed(name: string, service: Service): void {
+    for (const proxy of this.proxiesOf(name, service)) {
+      this.slowed.get(proxy)?.();
+      this.slowed.delete(proxy);
+    }
+  }
+
   closeBrokerConnections(): Promise<void> {
     return closeVhostConnections(this.options.name, 'chaos: broker connections closed');
   }
@@ -315,6 +331,8 @@ export class ChaosSystem implements FaultSurface {
   async healEverything(): Promise<void> {
     this.redis.resume();
     if (this.redisDown) await this.startRedis();
+    for (const restore of this.slowed.values()) restore();
+    this.slowed.clear();
     for (const instance of this.instances) {
       for (const proxy of Object.values(instance.proxies)) {
         proxy.resume();
