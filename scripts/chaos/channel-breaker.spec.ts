@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 
 import type { TcpProxy } from '../../test/support/tcp-proxy.js';
-import { bogusAckFrame, ChannelBreaker } from './channel-breaker.js';
+import { bogusAckFrame, ChannelBreaker, type BrokerClose } from './channel-breaker.js';
 
 /** An AMQP method frame from the client: class and method ids, then `args`. */
 function methodFrame(channel: number, classId: number, methodId: number, args = Buffer.alloc(0)) {
@@ -18,20 +18,40 @@ function methodFrame(channel: number, classId: number, methodId: number, args = 
   return Buffer.concat([head, payload, Buffer.from([0xce])]);
 }
 
-/** The two calls the breaker makes on its proxy: a tap on the client's bytes, and a send. */
+/** channel.close's arguments: reply-code, reply-text, the failing method's class and method ids. */
+function closeArgs(code: number, text: string) {
+  const args = Buffer.alloc(2 + 1 + text.length + 4);
+  args.writeUInt16BE(code, 0);
+  args.writeUInt8(text.length, 2);
+  args.write(text, 3, 'latin1');
+  args.writeUInt16BE(60, 3 + text.length);
+  args.writeUInt16BE(80, 5 + text.length);
+  return args;
+}
+
+/** The calls the breaker makes on its proxy: taps on the client's and the server's bytes, a send. */
 function fakeProxy() {
   const sent: Buffer[] = [];
   const sentOn: Socket[] = [];
   let tap: (chunk: Buffer, client: Socket, upstream: Socket) => void = () => undefined;
+  let reply: (chunk: Buffer, upstream: Socket) => void = () => undefined;
   const proxy = {
     tapClient: (fn: typeof tap) => (tap = fn),
+    tapServer: (fn: typeof reply) => (reply = fn),
     sendToServer: (on: Socket, chunk: Buffer) => {
       sentOn.push(on);
       sent.push(chunk);
     },
   } as unknown as TcpProxy;
   const [client, upstream] = [new EventEmitter(), new EventEmitter()] as unknown as Socket[];
-  return { proxy, sent, sentOn, feed: (chunk: Buffer) => tap(chunk, client, upstream), upstream };
+  return {
+    proxy,
+    sent,
+    sentOn,
+    feed: (chunk: Buffer) => tap(chunk, client, upstream),
+    answer: (chunk: Buffer) => reply(chunk, upstream),
+    upstream,
+  };
 }
 
 const HEADER = Buffer.from('AMQP\x00\x00\x09\x01', 'latin1');
@@ -76,5 +96,30 @@ describe('the consumer channel breaker', () => {
     expect(frame.readBigUInt64BE(11)).toBe(7n);
     expect(frame.readUInt8(19)).toBe(0);
     expect(frame.at(-1)).toBe(0xce);
+  });
+
+  it('should report each channel the broker closes, but the ones its own bogus ack closed', () => {
+    const { proxy, answer } = fakeProxy();
+    const closes: BrokerClose[] = [];
+    new ChannelBreaker(proxy, (close) => closes.push(close));
+    const doubleAck = methodFrame(
+      1,
+      20,
+      40,
+      closeArgs(406, 'PRECONDITION_FAILED - unknown delivery tag 12'),
+    );
+    const ours = methodFrame(
+      2,
+      20,
+      40,
+      closeArgs(406, `PRECONDITION_FAILED - unknown delivery tag ${2n ** 62n}`),
+    );
+    // Split mid-frame, and a close-ok of the app's own close in between: only closes count.
+    answer(Buffer.concat([methodFrame(3, 20, 41), doubleAck.subarray(0, 10)]));
+    expect(closes).toEqual([]);
+    answer(Buffer.concat([doubleAck.subarray(10), ours]));
+    expect(closes).toEqual([
+      { channel: 1, code: 406, text: 'PRECONDITION_FAILED - unknown delivery tag 12' },
+    ]);
   });
 });

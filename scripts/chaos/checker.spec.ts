@@ -93,6 +93,7 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
   ];
   return {
     history,
+    brokerCloses: [],
     startedAtEpochMs: START,
     liveness: {
       boundMs: 60_000,
@@ -309,5 +310,24 @@ describe('the chaos checker', () => {
     input.snapshot.quiet = { reached: false, waitedMs: 180_000, last: '3 in orders' };
     expect(violated(input)).toEqual(['sales-reopen', 'no-dead-letters', 'sales-quiet']);
     expect(violationsOf(input, 'sales-reopen')).toHaveLength(2);
+  });
+
+  it('should flag each channel the broker closed that the run did not break, with its reason', () => {
+    const input = cleanRun();
+    input.brokerCloses = [
+      {
+        atMs: 41_200,
+        instance: 'worker-1',
+        channel: 1,
+        code: 406,
+        text: 'PRECONDITION_FAILED - unknown delivery tag 12',
+      },
+    ];
+    expect(violated(input)).toEqual(['no-channel-errors']);
+    const [close] = violationsOf(input, 'no-channel-errors');
+    expect(close.message).toBe(
+      'the broker closed channel 1 of worker-1 at 41200 ms: 406 PRECONDITION_FAILED - unknown delivery tag 12',
+    );
+    expect(close.atMs).toBe(41_200);
   });
 });

@@ -52,10 +52,20 @@ export interface Liveness {
   reopens: Reopen[];
 }
 
+/** A channel of an app instance the broker closed, other than the ones the nemesis broke. */
+export interface BrokerChannelClose {
+  atMs: number;
+  instance: string;
+  channel: number;
+  code: number;
+  text: string;
+}
+
 export interface CheckInput {
   history: readonly HistoryEntry[];
   snapshot: StoreSnapshot;
   liveness: Liveness;
+  brokerCloses: readonly BrokerChannelClose[];
   /** The wall clock at the run's start: order numbers carry their acceptance time on it. */
   startedAtEpochMs: number;
 }
@@ -79,6 +89,8 @@ export const INVARIANTS = {
   'sales-reopen': 'after the heal, every sale answers purchases on every instance within the bound',
   'no-dead-letters': 'no message waits in the dead-letter queue (the run poisons none)',
   'sales-quiet': 'after the heal, queues, outbox and in-flight empty and every order settles',
+  'no-channel-errors':
+    'the broker closed no channel of the app but those the run broke (a 406 is a delivery settled twice)',
 } as const;
 
 export type InvariantName = keyof typeof INVARIANTS;
@@ -147,6 +159,7 @@ export function check(input: CheckInput): CheckReport {
   for (const sale of input.snapshot.sales) checkSale(sale, tally);
   checkOrderActions(input, tally);
   checkLiveness(input, tally);
+  checkChannels(input, tally);
   const invariants = [...tally.results.values()];
   return {
     invariants,
@@ -434,6 +447,25 @@ function checkLiveness(input: CheckInput, tally: Tally): void {
       message: `not quiet after ${snapshot.quiet.waitedMs} ms: ${snapshot.quiet.last}`,
       requestIds: [],
       historyIds: [],
+    });
+  }
+}
+
+/**
+ * The broker closes a channel for a protocol error of the app: a delivery acked or rejected twice
+ * (406 unknown delivery tag), a declaration that contradicts the queue's (406), a queue that is
+ * not there (404). The consumer survives it (the channel re-opens, the window is redelivered),
+ * so no other invariant may see it, but each one burns a delivery of every unacked message.
+ */
+function checkChannels(input: CheckInput, tally: Tally): void {
+  tally.checked('no-channel-errors');
+  for (const close of input.brokerCloses) {
+    tally.violate({
+      invariant: 'no-channel-errors',
+      message: `the broker closed channel ${close.channel} of ${close.instance} at ${close.atMs} ms: ${close.code} ${close.text}`,
+      requestIds: [],
+      historyIds: [],
+      atMs: close.atMs,
     });
   }
 }

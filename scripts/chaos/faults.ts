@@ -42,6 +42,9 @@ export interface FaultSurface {
   restoreProxies(instance: string, service: Service): void;
   stallProxies(instance: string, service: Service): void;
   resumeProxies(instance: string, service: Service): void;
+  /** Holds the bytes and lets them through in turns (see slow-link.ts) until restoreSpeed. */
+  slowProxies(instance: string, service: Service): void;
+  restoreSpeed(instance: string, service: Service): void;
   closeBrokerConnections(): Promise<void>;
   /**
    * Makes the broker close one consuming channel of the instance; false when it had none for a
@@ -160,6 +163,15 @@ export const FAULT_KINDS = {
     inject: (surface, target) =>
       surface.stallProxies(named(target).instance, named(target).service),
     heal: (surface, target) => surface.resumeProxies(named(target).instance, named(target).service),
+  },
+  'proxy-slow': {
+    title: "a slow link to a service: bytes let through in turns (one instance's proxy, or all)",
+    weight: 2,
+    holdMs: [4_000, 15_000],
+    targets: proxyTargets,
+    resources: proxyResources,
+    inject: (surface, target) => surface.slowProxies(named(target).instance, named(target).service),
+    heal: (surface, target) => surface.restoreSpeed(named(target).instance, named(target).service),
   },
   'broker-close': {
     title: "the broker closes every connection of the run's vhost",

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { FAULT_KIND_NAMES, type Fault, type FaultSurface } from './faults.js';
 import {
@@ -112,6 +112,8 @@ function recordingSurface(calls: string[]): FaultSurface {
     restoreProxies: note('restore'),
     stallProxies: note('stall'),
     resumeProxies: note('resume-proxy'),
+    slowProxies: note('slow'),
+    restoreSpeed: note('restore-speed'),
     closeBrokerConnections: async () => note('close-broker')(),
     breakConsumerChannel: async (name) => (note('break')(name), false),
   };
@@ -173,5 +175,31 @@ describe('the nemesis timeline', () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     await nemesis.stop();
     expect(calls).toEqual(['cut all mysql', 'restore all mysql']);
+  });
+
+  it('should slow a link down for its hold and restore its speed at the heal', async () => {
+    const calls: string[] = [];
+    const fault: Fault = {
+      id: 1,
+      kind: 'proxy-slow',
+      instance: 'worker-1',
+      service: 'mysql',
+      atMs: 0,
+      holdMs: 30,
+    };
+    const nemesis = startNemesis(
+      recordingSurface(calls),
+      {
+        seed: 1,
+        durationMs: 1_000,
+        instances: INSTANCES,
+        redisDownMode: 'database',
+        faults: [fault],
+      },
+      () => 0,
+    );
+    await vi.waitFor(() => expect(calls).toHaveLength(2));
+    await nemesis.stop();
+    expect(calls).toEqual(['slow worker-1 mysql', 'restore-speed worker-1 mysql']);
   });
 });

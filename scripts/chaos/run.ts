@@ -131,6 +131,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     history: history.entries,
     snapshot,
     liveness: { boundMs: REOPEN_BOUND_MS, reopens },
+    brokerCloses: system.brokerCloses,
     startedAtEpochMs: startedAt.getTime(),
   });
   const record: RunRecord = {

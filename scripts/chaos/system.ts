@@ -22,7 +22,8 @@ import {
 import { PrivateRedis } from '../../test/support/private-redis.js';
 import { proxyInFront, type TcpProxy } from '../../test/support/tcp-proxy.js';
 import { startServer, stopServer, type ServerProcess } from '../lib/server-process.js';
-import { ChannelBreaker } from './channel-breaker.js';
+import { ChannelBreaker, type BrokerClose } from './channel-breaker.js';
+import { slowLink } from './slow-link.js';
 import { SERVICES, type FaultSurface, type InstanceSpec, type Service } from './faults.js';
 
 const READY_POLL_MS = 250;
@@ -35,6 +36,12 @@ export interface SystemEvent {
   atMs: number;
   instance: string;
   what: string;
+}
+
+/** A channel of an instance the broker closed, not for the nemesis's bogus ack: the app's doing. */
+export interface BrokerCloseEvent extends BrokerClose {
+  atMs: number;
+  instance: string;
 }
 
 export interface SystemOptions {
@@ -57,6 +64,7 @@ interface InstanceSetup {
   env: NodeJS.ProcessEnv;
   logDir: string;
   onExit: (what: string) => void;
+  onBrokerClose: (close: BrokerClose) => void;
 }
 
 /** One app instance: `node dist/main.js` as a child process, on the same port at every start. */
@@ -74,7 +82,7 @@ class AppInstance {
   constructor(private readonly setup: InstanceSetup) {
     this.spec = setup.spec;
     this.proxies = setup.proxies;
-    this.breaker = new ChannelBreaker(setup.proxies.rabbitmq);
+    this.breaker = new ChannelBreaker(setup.proxies.rabbitmq, setup.onBrokerClose);
   }
 
   get baseUrl(): string {
@@ -138,10 +146,13 @@ class AppInstance {
 
 export class ChaosSystem implements FaultSurface {
   readonly events: SystemEvent[] = [];
+  readonly brokerCloses: BrokerCloseEvent[] = [];
   /** The run's own connections, straight to the stores (no proxy): for the checker. */
   readonly redisClient: Redis;
   readonly mysql: Pool;
   private redisDown = false;
+  /** The proxies slowed down now, each with what restores it. */
+  private readonly slowed = new Map<TcpProxy, () => void>();
 
   private constructor(
     private readonly options: SystemOptions,
@@ -196,6 +207,12 @@ export class ChaosSystem implements FaultSurface {
           logDir,
           onExit: (what) =>
             system.events.push({ atMs: Math.round(options.now()), instance: spec.name, what }),
+          onBrokerClose: (close) =>
+            system.brokerCloses.push({
+              ...close,
+              atMs: Math.round(options.now()),
+              instance: spec.name,
+            }),
         }),
       );
     }
@@ -283,6 +300,19 @@ export class ChaosSystem implements FaultSurface {
     for (const proxy of this.proxiesOf(name, service)) proxy.resume();
   }
 
+  slowProxies(name: string, service: Service): void {
+    for (const proxy of this.proxiesOf(name, service)) {
+      if (!this.slowed.has(proxy)) this.slowed.set(proxy, slowLink(proxy));
+    }
+  }
+
+  restoreSpeed(name: string, service: Service): void {
+    for (const proxy of this.proxiesOf(name, service)) {
+      this.slowed.get(proxy)?.();
+      this.slowed.delete(proxy);
+    }
+  }
+
   closeBrokerConnections(): Promise<void> {
     return closeVhostConnections(this.options.name, 'chaos: broker connections closed');
   }
@@ -301,6 +331,8 @@ export class ChaosSystem implements FaultSurface {
   async healEverything(): Promise<void> {
     this.redis.resume();
     if (this.redisDown) await this.startRedis();
+    for (const restore of this.slowed.values()) restore();
+    this.slowed.clear();
     for (const instance of this.instances) {
       for (const proxy of Object.values(instance.proxies)) {
         proxy.resume();
