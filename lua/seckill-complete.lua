@@ -12,9 +12,10 @@
   KEYS[2] outbox    seckill:{gid}:outbox
   KEYS[3] claims    seckill:{gid}:claims
   KEYS[4] results   seckill:{gid}:results
-  KEYS[5] completed seckill:{gid}:completed zset "requestId|userId|quantity" -> completed at (ms),
-                                            the last ten minutes; lets a repair running while
-                                            orders land count each purchase exactly once
+  KEYS[5] completed seckill:{gid}:completed zset "requestId|userId|quantity|orderNo" -> completed
+                                            at (ms), the last ten minutes; lets a repair running
+                                            while orders land count each purchase exactly once
+                                            (and not one whose stock came back since: orderNo)
   KEYS[6] voided    seckill:{gid}:voided    'released:' .. requestId marks a release
   KEYS[7] stock     seckill:{gid}:stock
   KEYS[8] buyers    seckill:{gid}:buyers
@@ -38,12 +39,12 @@ for i = 1, #ARGV, 4 do
   local message = redis.call('HGET', KEYS[1], requestId)
   if message then
     local order = cjson.decode(message)
-    redis.call('ZADD', KEYS[5], now,
-      requestId .. '|' .. string.format('%d', order.userId) .. '|' .. string.format('%d', order.quantity))
+    redis.call('ZADD', KEYS[5], now, requestId .. '|' .. string.format('%d', order.userId) .. '|'
+      .. string.format('%d', order.quantity) .. '|' .. orderNo)
   elseif redis.call('ZREM', KEYS[6], 'released:' .. requestId) == 1 then
     redis.call('DECRBY', KEYS[7], quantity)
     redis.call('HINCRBY', KEYS[8], userId, quantity)
-    redis.call('ZADD', KEYS[5], now, requestId .. '|' .. userId .. '|' .. ARGV[i + 3])
+    redis.call('ZADD', KEYS[5], now, requestId .. '|' .. userId .. '|' .. ARGV[i + 3] .. '|' .. orderNo)
     retaken[#retaken + 1] = requestId
   end
   completed = completed + redis.call('HDEL', KEYS[1], requestId)

@@ -3,9 +3,9 @@
   purchases still on their way there. Safe while the sale runs: a purchase is counted once
   whether it is in MySQL's snapshot, still in flight, or landed after that snapshot was read
   (the `completed` zset from ARGV[2] on; ARGV[2] is this server's TIME taken before the
-  snapshot, so every order that landed later is in it). An order MySQL had as active that was
-  cancelled (or expired) after the snapshot and whose stock is back in Redis already (its number
-  in `restocked`) is not counted: the rebuilt stock holds its units, and its late restock, if
+  snapshot, so every order that landed later is in it). An order MySQL had as active, or one
+  that landed after ARGV[2], that was cancelled (or expired) since and whose stock is back in
+  Redis already (its number in `restocked`) is not counted: the rebuilt stock holds its units, and its late restock, if
   any, finds it restocked. One whose restock has not come yet is counted, and the restock adds
   its units when it comes.
 
@@ -58,8 +58,10 @@ for i = 1, #inflight, 2 do
   count(inflight[i], string.format('%d', order.userId), tonumber(order.quantity))
 end
 for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], ARGV[2], '+inf')) do
-  local requestId, userId, quantity = string.match(member, '^([^|]+)|([^|]+)|([^|]+)$')
-  if requestId then
+  local requestId, userId, quantity, orderNo = string.match(member, '^([^|]+)|([^|]+)|([^|]+)|?([^|]*)$')
+  -- Landed since, and maybe cancelled since too: one whose stock is back already is not counted,
+  -- as in MySQL's snapshot above. (A member without its order number predates that field.)
+  if requestId and (orderNo == '' or redis.call('SISMEMBER', KEYS[6], orderNo) == 0) then
     count(requestId, userId, tonumber(quantity))
   end
 end

@@ -135,8 +135,8 @@ describe('SeckillScripts (real Redis)', () => {
   }
 
   /** A member of the `completed` zset, as seckill-complete.lua writes it. */
-  const completedMember = (requestId: string, userId: number, quantity: number) =>
-    `${requestId}|${userId}|${quantity}`;
+  const completedMember = (requestId: string, userId: number, quantity: number, orderNo: string) =>
+    `${requestId}|${userId}|${quantity}|${orderNo}`;
 
   async function resultOf({ keys }: Sale, userId: number): Promise<unknown> {
     const raw = await redis.hget(keys.results, String(userId));
@@ -653,7 +653,10 @@ describe('SeckillScripts (real Redis)', () => {
         orderNo: 'SK0000000416',
       });
       expect(
-        await redis.zscore(sale.keys.completed, completedMember(purchase.requestId, 416, 2)),
+        await redis.zscore(
+          sale.keys.completed,
+          completedMember(purchase.requestId, 416, 2, 'SK0000000416'),
+        ),
       ).not.toBeNull();
       const before = await snapshot(sale);
       expect(await scripts.complete(sale.keys, [order])).toEqual({ completed: 0, retaken: [] });
@@ -726,7 +729,7 @@ describe('SeckillScripts (real Redis)', () => {
       const after = await redisNowMs();
       const entries = await redis.zrange(sale.keys.completed, 0, -1, 'WITHSCORES');
       expect(entries).toHaveLength(2);
-      expect(entries[0]).toBe(completedMember(purchase.requestId, 409, 3));
+      expect(entries[0]).toBe(completedMember(purchase.requestId, 409, 3, 'SK0000000009'));
       expect(Number(entries[1])).toBeGreaterThanOrEqual(before);
       expect(Number(entries[1])).toBeLessThanOrEqual(after);
     });
@@ -759,15 +762,15 @@ describe('SeckillScripts (real Redis)', () => {
       ]);
 
       expect(await redis.zrange(sale.keys.completed, 0, -1)).toEqual([
-        `${purchase.requestId}|9007199254740991|2`,
+        `${purchase.requestId}|9007199254740991|2|SK0000000012`,
       ]);
     });
 
     it('should trim completed members older than ten minutes and keep the recent ones', async () => {
       const sale = await openSale({ stock: 10 });
       const now = await redisNowMs();
-      const old = completedMember(randomUUID(), 413, 1);
-      const recent = completedMember(randomUUID(), 414, 1);
+      const old = completedMember(randomUUID(), 413, 1, 'SK0000000013');
+      const recent = completedMember(randomUUID(), 414, 1, 'SK0000000014');
       await redis.zadd(sale.keys.completed, now - 10 * MINUTE - 1, old, now - 9 * MINUTE, recent);
       const purchase = await buy(sale, 415);
 
@@ -778,7 +781,10 @@ describe('SeckillScripts (real Redis)', () => {
       expect(await redis.zscore(sale.keys.completed, old)).toBeNull();
       expect(await redis.zscore(sale.keys.completed, recent)).toBe(String(now - 9 * MINUTE));
       expect(
-        await redis.zscore(sale.keys.completed, completedMember(purchase.requestId, 415, 1)),
+        await redis.zscore(
+          sale.keys.completed,
+          completedMember(purchase.requestId, 415, 1, 'SK0000000015'),
+        ),
       ).not.toBeNull();
     });
   });
@@ -1039,6 +1045,30 @@ describe('SeckillScripts (real Redis)', () => {
       expect(await stockOf(sale)).toBe(8);
     });
 
+    it('should not count an order that landed after the snapshot time and was cancelled and given back before the rebuild', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      const since = await redisNowMs();
+      // Between the repair's clock read and its script: the purchase lands, its buyer cancels,
+      // and its stock comes back. MySQL's snapshot has it active or cancelled; either way it
+      // is in the `completed` zset from `since` on, and in `restocked`.
+      const purchase = await buy(sale, 962, 2);
+      await scripts.complete(sale.keys, [
+        { requestId: purchase.requestId, userId: 962, orderNo: 'SK0000000962', quantity: 2 },
+      ]);
+      expect(await scripts.restock(sale.keys, 'SK0000000962', 962, 2)).toBe(RestockCode.Restocked);
+      expect(await stockOf(sale)).toBe(10);
+
+      for (const snapshotActive of [
+        [{ requestId: purchase.requestId, userId: 962, quantity: 2, orderNo: 'SK0000000962' }],
+        [],
+      ]) {
+        const result = await scripts.rebuild(sale.keys, 10, since, snapshotActive);
+
+        expect(result).toEqual({ stock: 10, usedQuantity: 0, buyerCount: 0 });
+        expect(await redis.hgetall(sale.keys.buyers)).toEqual({});
+      }
+    });
+
     it('should count an active order that is also still in flight once', async () => {
       const sale = await openSale({ stock: 10, limit: 5 });
       const purchase = await buy(sale, 901, 2);
@@ -1080,7 +1110,10 @@ describe('SeckillScripts (real Redis)', () => {
         { requestId: listed.requestId, userId: 912, orderNo: 'SK0000000912', quantity: 1 },
       ]);
       const score = Number(
-        await redis.zscore(sale.keys.completed, completedMember(missing.requestId, 911, 2)),
+        await redis.zscore(
+          sale.keys.completed,
+          completedMember(missing.requestId, 911, 2, 'SK0000000911'),
+        ),
       );
       expect(score).toBeGreaterThanOrEqual(since);
       await redis.hdel(sale.keys.buyers, '911', '912');
@@ -1100,7 +1133,10 @@ describe('SeckillScripts (real Redis)', () => {
         { requestId: purchase.requestId, userId: 921, orderNo: 'SK0000000921', quantity: 1 },
       ]);
       const score = Number(
-        await redis.zscore(sale.keys.completed, completedMember(purchase.requestId, 921, 2)),
+        await redis.zscore(
+          sale.keys.completed,
+          completedMember(purchase.requestId, 921, 2, 'SK0000000921'),
+        ),
       );
       let since = await redisNowMs();
       while (since <= score) since = await redisNowMs();
@@ -1119,9 +1155,9 @@ describe('SeckillScripts (real Redis)', () => {
       await redis.zadd(
         sale.keys.completed,
         since - 1,
-        completedMember(randomUUID(), 931, 1),
+        completedMember(randomUUID(), 931, 1, 'SK0000000931'),
         since,
-        completedMember(randomUUID(), 932, 2),
+        completedMember(randomUUID(), 932, 2, 'SK0000000932'),
       );
 
       expect(await scripts.rebuild(sale.keys, 10, since, [])).toEqual({
@@ -1130,6 +1166,19 @@ describe('SeckillScripts (real Redis)', () => {
         buyerCount: 1,
       });
       expect(await redis.hgetall(sale.keys.buyers)).toEqual({ '932': '2' });
+    });
+
+    it('should count a completed member written without its order number (by an older instance)', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      const since = await redisNowMs();
+      await redis.zadd(sale.keys.completed, since, `${randomUUID()}|933|3`);
+
+      expect(await scripts.rebuild(sale.keys, 10, since, [])).toEqual({
+        stock: 7,
+        usedQuantity: 3,
+        buyerCount: 1,
+      });
+      expect(await redis.hgetall(sale.keys.buyers)).toEqual({ '933': '3' });
     });
 
     it('should never set the stock below 0 when more is used than the total', async () => {

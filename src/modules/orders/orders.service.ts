@@ -17,6 +17,15 @@ export interface OrderView {
   createdAt: string;
 }
 
+/** A sale as MySQL has it in one snapshot, for a rebuild of its Redis copy. */
+export interface SaleHistory {
+  /** MySQL's remaining stock, in the same snapshot */
+  stock: number;
+  activeOrders: { requestId: string; userId: number; quantity: number; orderNo: string }[];
+  buyers: { userId: number; quantity: number }[];
+  cancelledOrderNos: string[];
+}
+
 export interface Viewer {
   userId: number;
   admin: boolean;
@@ -67,16 +76,14 @@ export class OrdersService {
 
   /**
    * What a rebuilt Redis must know, read in one snapshot: the orders holding stock (not
-   * cancelled), their buyers, and the cancelled orders' numbers (their stock is back already).
+   * cancelled), their buyers, and the cancelled orders' numbers (their stock is back already),
+   * handed to `load`, which writes them to Redis before the snapshot's transaction ends. The
+   * goods row stays locked until then: a cancel (or a database-mode sale) committing after the
+   * snapshot waits for the load, so its Redis step finds the sale loaded instead of missing
+   * (a restock then has nothing to give back to, and the load would count the order as active).
    * Closes the database fallback of the goods (fallback/): call it only to load Redis with it.
    */
-  async history(goodsId: number): Promise<{
-    /** MySQL's remaining stock, in the same snapshot */
-    stock: number;
-    activeOrders: { requestId: string; userId: number; quantity: number; orderNo: string }[];
-    buyers: { userId: number; quantity: number }[];
-    cancelledOrderNos: string[];
-  }> {
+  async history<T>(goodsId: number, load: (history: SaleHistory) => Promise<T>): Promise<T> {
     return this.orders.manager.transaction('REPEATABLE READ', async (manager) => {
       // A locking read, before any snapshot is taken: it waits for the database-mode purchases
       // holding the row (their UPDATE comes before their INSERT), and the orders read next see
@@ -106,14 +113,14 @@ export class OrdersService {
       for (const order of activeOrders) {
         buyers.set(order.userId, (buyers.get(order.userId) ?? 0) + order.quantity);
       }
-      return {
+      return load({
         stock: Number(goods?.stock ?? 0),
         activeOrders,
         buyers: [...buyers].map(([userId, quantity]) => ({ userId, quantity })),
         cancelledOrderNos: orders
           .filter((order) => order.status === 'CANCELLED')
           .map((order) => order.orderNo),
-      };
+      });
     });
   }
 

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AppConfig } from '../../config/env.validation.js';
 import type { GoodsService } from '../goods/goods.service.js';
 import type { OrderBarrier } from '../messaging/order-barrier.service.js';
-import type { OrdersService } from '../orders/orders.service.js';
+import type { OrdersService, SaleHistory } from '../orders/orders.service.js';
 import type { SaleStateHold, SaleStateLock } from '../stock/sale-state-lock.js';
 import type { StockService } from '../stock/stock.service.js';
 import { PreheatService } from './preheat.service.js';
@@ -39,9 +39,9 @@ function setup({ unsold = false } = {}) {
   const orders = {
     hasOrders: vi.fn(async () => !unsold),
     lastRebuild: vi.fn(async () => state.lastRebuild),
-    history: vi.fn(async () => {
+    history: vi.fn(async (_goodsId: number, load: (history: SaleHistory) => Promise<unknown>) => {
       state.lastRebuild = `here-${++state.rebuilds}`;
-      return { stock: unsold ? 10 : 7, activeOrders: [], buyers: [], cancelledOrderNos: [] };
+      return load({ stock: unsold ? 10 : 7, activeOrders: [], buyers: [], cancelledOrderNos: [] });
     }),
   };
   const stock = {

@@ -103,8 +103,10 @@ export class PreheatService {
     // Its barrier is spent, whatever comes next: a load cut short is wiped by the next rebuild,
     // which waits for a barrier of its own.
     this.pending.delete(goods.id);
-    const history = await this.orders.history(goods.id);
-    const result = await this.load(goods, history.stock, history);
+    const { history, result } = await this.orders.history(goods.id, async (history) => ({
+      history,
+      result: await this.load(goods, history.stock, history),
+    }));
     this.logger.warn(
       `rebuilt from mysql: goods=${goods.id} stock=${result.stock} buyers=${history.buyers.length} cancelled=${history.cancelledOrderNos.length}`,
     );

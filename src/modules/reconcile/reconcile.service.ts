@@ -233,13 +233,14 @@ export class ReconcileService {
       // under the lock the rebuild below needs too: no wipe or rebuild runs in between.
       await this.preheat.preheatHeld(held);
       const since = await this.stock.serverTimeMs(goodsId);
-      const history = await this.orders.history(goodsId);
-      return this.stock.rebuild(
-        goodsId,
-        goods.totalStock,
-        since,
-        history.activeOrders,
-        history.cancelledOrderNos,
+      return this.orders.history(goodsId, (history) =>
+        this.stock.rebuild(
+          goodsId,
+          goods.totalStock,
+          since,
+          history.activeOrders,
+          history.cancelledOrderNos,
+        ),
       );
     });
     if (!rebuilt) throw new DomainError('NOT_PREHEATED', 'The sale could not be loaded into Redis');
