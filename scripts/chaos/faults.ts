@@ -1,6 +1,7 @@
 // The nemesis's fault kinds, one entry each: which targets it can hit, how long it is held, which
 // resources it holds meanwhile (two faults on one resource never overlap), and how it is injected
 // and healed. A new kind of fault is one more entry here.
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const SERVICES = ['redis', 'rabbitmq', 'mysql'] as const;
 export type Service = (typeof SERVICES)[number];
@@ -33,6 +34,8 @@ export interface FaultSurface {
   restartInstance(name: string): void;
   pauseInstance(name: string): void;
   resumeInstance(name: string): void;
+  /** Switches the instance's slow steps (FAULT_DELAYS, by SIGUSR2) on or off. */
+  toggleSlowSteps(name: string): void;
   /** Kills redis-server outright; with `keepData`, after it wrote a snapshot to start from. */
   killRedis(keepData: boolean): Promise<void>;
   startRedis(): Promise<void>;
@@ -83,6 +86,8 @@ const proxyResources = (target: Target, instances: readonly InstanceSpec[]) =>
   );
 const processOf = (target: Target) => [`process:${target.instance}`];
 const REDIS_SERVER = () => ['redis-server'];
+/** From the channel's break to the kill: the new session has its first deliveries by then. */
+const REOPEN_THEN_RESTART_MS = 500;
 const NONE = () => [{}];
 
 /** Both named: a target's instance and service, checked where a kind needs them. */
@@ -116,6 +121,31 @@ export const FAULT_KINDS = {
     resources: processOf,
     inject: (surface, target) => surface.pauseInstance(instanceOf(target)),
     heal: (surface, target) => surface.resumeInstance(instanceOf(target)),
+  },
+  'slow-steps': {
+    title:
+      "an instance's slow steps switched on (its batch writes, loads, locks and returns held; see the schedule's slowSteps)",
+    weight: 2,
+    holdMs: [3_000, 15_000],
+    targets: eachInstance,
+    resources: processOf,
+    inject: (surface, target) => surface.toggleSlowSteps(instanceOf(target)),
+    heal: (surface, target) => surface.toggleSlowSteps(instanceOf(target)),
+  },
+  'reopen-then-restart': {
+    title:
+      "a consumer's channel broken, then redis-server SIGKILLed moments later and restarted empty",
+    weight: 1,
+    holdMs: [1_000, 5_000],
+    targets: consumers,
+    resources: (target) => [`channel:${target.instance}`, 'redis-server'],
+    inject: async (surface, target) => {
+      const broken = await surface.breakConsumerChannel(instanceOf(target));
+      await sleep(REOPEN_THEN_RESTART_MS);
+      await surface.killRedis(false);
+      if (!broken) throw new Error('no consuming channel to break; Redis killed all the same');
+    },
+    heal: (surface) => surface.startRedis(),
   },
   'redis-kill': {
     title: 'redis-server SIGKILLed, restarted empty',

@@ -9,6 +9,7 @@ import {
   type Schedule,
 } from './nemesis.js';
 import { topology } from './options.js';
+import { PAUSE_POINTS, validateEnv } from '../../src/config/env.validation.js';
 
 const INSTANCES = topology(3, 'split');
 const overlap = (a: Fault, b: Fault) => a.atMs <= b.atMs + b.holdMs && b.atMs <= a.atMs + a.holdMs;
@@ -33,6 +34,16 @@ describe('the fault schedule', () => {
         schedule.redisDownMode,
       );
     }
+  });
+
+  it('should draw every instance slow steps from the seed, each a pause point the app accepts', () => {
+    const { slowSteps } = generateSchedule(7, 120_000, INSTANCES);
+    expect(generateSchedule(7, 30_000, topology(2, 'all')).slowSteps).toEqual(slowSteps);
+    expect(
+      validateEnv({ FAULT_DELAYS: slowSteps.join(',') })
+        .faultDelays.map((d) => d.point)
+        .sort(),
+    ).toEqual([...PAUSE_POINTS].sort());
   });
 
   it('should hold every fault within the run and heal it before the workload stops', () => {
@@ -104,6 +115,7 @@ function recordingSurface(calls: string[]): FaultSurface {
     restartInstance: note('restart'),
     pauseInstance: note('pause'),
     resumeInstance: note('resume'),
+    toggleSlowSteps: note('toggle-slow'),
     killRedis: async (keep) => note('kill-redis')(keep),
     startRedis: async () => note('start-redis')(),
     pauseRedis: note('pause-redis'),
@@ -127,6 +139,7 @@ describe('the nemesis timeline', () => {
       durationMs: 1_000,
       instances: INSTANCES,
       redisDownMode: 'database',
+      slowSteps: [],
       faults: [
         { id: 1, kind: 'app-pause', instance: 'api-1', atMs: 0, holdMs: 60 },
         // Scheduled inside the first one's hold (a late heal): it waits for that heal.
@@ -161,6 +174,7 @@ describe('the nemesis timeline', () => {
       durationMs: 120_000,
       instances: INSTANCES,
       redisDownMode: 'database',
+      slowSteps: [],
       faults: [
         { id: 1, kind: 'proxy-cut', instance: 'all', service: 'mysql', atMs: 0, holdMs: 60_000 },
         { id: 2, kind: 'redis-kill', atMs: 90_000, holdMs: 1_000 },
@@ -194,6 +208,7 @@ describe('the nemesis timeline', () => {
         durationMs: 1_000,
         instances: INSTANCES,
         redisDownMode: 'database',
+        slowSteps: [],
         faults: [fault],
       },
       () => 0,

@@ -19,7 +19,31 @@ export interface Schedule {
   instances: InstanceSpec[];
   /** REDIS_DOWN_MODE of every instance: each mode has paths of its own for Redis faults. */
   redisDownMode: 'database' | 'closed';
+  /**
+   * Every instance's FAULT_DELAYS (`point:ms:percent`), switched on and off by the `slow-steps`
+   * faults: steps slowed to widen the windows between a read and the write that trusts it.
+   */
+  slowSteps: string[];
   faults: Fault[];
+}
+
+/** Per pause point (src/config/fault-injector.ts): the delay's range in ms, and its chance's. */
+const SLOW_STEPS: readonly { point: string; ms: [number, number]; percent: [number, number] }[] = [
+  // A consumer batch held before its write: a channel re-open or a barrier lands meanwhile.
+  { point: 'before-order-write', ms: [2_000, 8_000], percent: [30, 100] },
+  // A load with the buyers written and the stock not yet: another path's wipe lands inside.
+  { point: 'preheat-before-stock', ms: [500, 3_000], percent: [100, 100] },
+  // The fallback's return between its stale read and its rebuild.
+  { point: 'fallback-return-stale-read', ms: [500, 3_000], percent: [100, 100] },
+  // A path that wipes or loads a sale, its premise read, before the lock.
+  { point: 'before-sale-lock', ms: [200, 2_000], percent: [30, 100] },
+];
+
+function drawSlowSteps(seed: number): string[] {
+  const rng = new Rng(seed).fork('slow-steps');
+  return SLOW_STEPS.map(
+    (step) => `${step.point}:${rng.int(...step.ms)}:${rng.int(...step.percent)}`,
+  );
 }
 
 /** At most this many faults at once: more and the run is one long outage, which shows little. */
@@ -75,7 +99,7 @@ export function generateSchedule(
   const redisDownMode = new Rng(seed).fork('settings').chance(DATABASE_MODE_SHARE)
     ? 'database'
     : 'closed';
-  return { seed, durationMs, instances, redisDownMode, faults };
+  return { seed, durationMs, instances, redisDownMode, slowSteps: drawSlowSteps(seed), faults };
 }
 
 /** What the nemesis did, when: the report's timeline (and the faults around a violation). */

@@ -82,6 +82,8 @@ export function readSchedule(path: string): Schedule {
   return {
     ...schedule,
     redisDownMode: schedule.redisDownMode === 'closed' ? 'closed' : 'database',
+    // A schedule written before slow steps existed has none.
+    slowSteps: Array.isArray(schedule.slowSteps) ? schedule.slowSteps.map(String) : [],
   };
 }
 

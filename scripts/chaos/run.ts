@@ -75,7 +75,13 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     instances: schedule.instances,
     jwtSecret,
     now,
-    env: { ...APP_ENV, REDIS_DOWN_MODE: schedule.redisDownMode },
+    env: {
+      ...APP_ENV,
+      REDIS_DOWN_MODE: schedule.redisDownMode,
+      ...(schedule.slowSteps.length > 0
+        ? { FAULT_DELAYS: schedule.slowSteps.join(','), FAULT_DELAYS_BY_SIGNAL: 'true' }
+        : {}),
+    },
   });
   onCleanup(() => system.stop());
   const admin = signToken({ userId: 1, admin: true, secret: jwtSecret });

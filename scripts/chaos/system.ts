@@ -119,7 +119,7 @@ class AppInstance {
     await this.server?.closed;
   }
 
-  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+  signal(signal: 'SIGSTOP' | 'SIGCONT' | 'SIGUSR2'): void {
     this.server?.child.kill(signal);
   }
 
@@ -260,6 +260,10 @@ export class ChaosSystem implements FaultSurface {
 
   resumeInstance(name: string): void {
     this.instance(name).signal('SIGCONT');
+  }
+
+  toggleSlowSteps(name: string): void {
+    this.instance(name).signal('SIGUSR2');
   }
 
   async killRedis(keepData: boolean): Promise<void> {

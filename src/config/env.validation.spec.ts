@@ -138,6 +138,35 @@ describe('validateEnv', () => {
     );
   });
 
+  it('should read FAULT_DELAYS as slow steps at pause points, and none by default', () => {
+    expect(validateEnv({}).faultDelays).toEqual([]);
+    expect(
+      validateEnv({ FAULT_DELAYS: 'before-order-write:8000:10, preheat-before-stock:1500:100' })
+        .faultDelays,
+    ).toEqual([
+      { point: 'before-order-write', ms: 8000, percent: 10 },
+      { point: 'preheat-before-stock', ms: 1500, percent: 100 },
+    ]);
+  });
+
+  it('should refuse FAULT_DELAYS naming an unknown point or out of range, and in production', () => {
+    expect(refusal({ FAULT_DELAYS: 'after-lunch:100:5' }).message).toMatch(
+      /FAULT_DELAYS .* got "after-lunch:100:5"/,
+    );
+    expect(refusal({ FAULT_DELAYS: 'before-sale-lock:100:101' }).message).toMatch(/FAULT_DELAYS/);
+    expect(refusal({ FAULT_DELAYS: 'before-sale-lock:-1:5' }).message).toMatch(/FAULT_DELAYS/);
+    expect(
+      refusal({
+        NODE_ENV: 'production',
+        JWT_SECRET: 'a-real-secret',
+        FAULT_DELAYS: 'before-sale-lock:100:5',
+      }).message,
+    ).toBe('FAULT_DELAYS is for tests and refused in production');
+    expect(refusal({ FAULT_DELAYS_BY_SIGNAL: 'true' }).message).toBe(
+      'FAULT_DELAYS_BY_SIGNAL needs FAULT_DELAYS',
+    );
+  });
+
   it('should refuse to run in production with the default JWT secret', () => {
     const error = refusal({ NODE_ENV: 'production' });
 

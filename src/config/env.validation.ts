@@ -71,6 +71,13 @@ export interface AppConfig {
   saleKeysRetentionMs: number;
   /** Test-only fault hook: SIGKILL the process at this point, the Nth time it is reached. */
   faultCrash: { point: FaultPoint; after: number } | null;
+  /**
+   * Test-only slow steps (FAULT_DELAYS): each time a pause point is reached, with this chance, it
+   * waits this long. The random-fault checker widens rare interleavings with them.
+   */
+  faultDelays: FaultDelay[];
+  /** FAULT_DELAYS_BY_SIGNAL: the slow steps start off, and each SIGUSR2 switches them on or off. */
+  faultDelaysBySignal: boolean;
   rateLimit: RateLimitConfig;
   /** Exact origins allowed by CORS; empty = CORS off (no Access-Control-* headers). */
   corsOrigins: string[];
@@ -280,6 +287,56 @@ function readFaultHook(env: Env, nodeEnv: string): AppConfig['faultCrash'] {
   return { point: point as FaultPoint, after: readInt(env, 'FAULT_CRASH_AFTER', 1, 1, 1_000_000) };
 }
 
+/** Where a step can be held by a test (FaultInjector.holdAt) or slowed (FAULT_DELAYS). */
+export const PAUSE_POINTS = [
+  'before-order-write',
+  'before-sale-lock',
+  'fallback-return-stale-read',
+  'preheat-before-stock',
+] as const;
+export type PausePoint = (typeof PAUSE_POINTS)[number];
+export interface FaultDelay {
+  point: PausePoint;
+  ms: number;
+  /** The chance, 0-100, that reaching the point waits. */
+  percent: number;
+}
+
+/** FAULT_DELAYS: comma-separated `point:ms:percent`, e.g. `before-order-write:8000:10`. */
+function readFaultDelays(env: Env, nodeEnv: string): FaultDelay[] {
+  const raw = readString(env, 'FAULT_DELAYS', '');
+  if (raw === '') return [];
+  if (nodeEnv === 'production') {
+    throw new ConfigValidationError('FAULT_DELAYS is for tests and refused in production');
+  }
+  return raw.split(',').map((item) => {
+    const [point, ms, percent] = item.trim().split(':');
+    const delay = { point: point as PausePoint, ms: Number(ms), percent: Number(percent) };
+    if (
+      !PAUSE_POINTS.includes(delay.point) ||
+      !Number.isInteger(delay.ms) ||
+      delay.ms < 0 ||
+      delay.ms > 600_000 ||
+      !Number.isFinite(delay.percent) ||
+      delay.percent < 0 ||
+      delay.percent > 100
+    ) {
+      throw new ConfigValidationError(
+        `FAULT_DELAYS must be comma-separated point:ms:percent (point one of ${PAUSE_POINTS.join(', ')}, ms 0-600000, percent 0-100); got "${item.trim()}"`,
+      );
+    }
+    return delay;
+  });
+}
+
+function readFaultDelaysBySignal(env: Env): boolean {
+  const bySignal = readBool(env, 'FAULT_DELAYS_BY_SIGNAL', false);
+  if (bySignal && readString(env, 'FAULT_DELAYS', '') === '') {
+    throw new ConfigValidationError('FAULT_DELAYS_BY_SIGNAL needs FAULT_DELAYS');
+  }
+  return bySignal;
+}
+
 function readRateLimits(env: Env): RateLimitConfig {
   const limit = (name: string, fallback: number) => readInt(env, name, fallback, 0, 1_000_000);
   const windowMs = readInt(env, 'THROTTLE_WINDOW_MS', 1_000, 100, 3_600_000);
@@ -453,6 +510,8 @@ export function validateEnv(env: Env): AppConfig {
     saleEvictionIntervalMs: readInt(env, 'SALE_EVICTION_INTERVAL_MS', 600_000, 1_000, 86_400_000),
     saleKeysRetentionMs: readInt(env, 'SALE_KEYS_RETENTION_MS', 86_400_000, 0, 30 * 86_400_000),
     faultCrash: readFaultHook(env, nodeEnv),
+    faultDelays: readFaultDelays(env, nodeEnv),
+    faultDelaysBySignal: readFaultDelaysBySignal(env),
     rateLimit: readRateLimits(env),
     corsOrigins: readCorsOrigins(env),
     seckillRequireToken: readBool(env, 'SECKILL_REQUIRE_TOKEN', false),

@@ -1,6 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectConfig } from './app-config.js';
-import type { AppConfig, FaultPoint } from './env.validation.js';
+import type { AppConfig, FaultDelay, FaultPoint, PausePoint } from './env.validation.js';
+
+export type { PausePoint };
 
 /**
  * Points a test may hold a step at (holdAt), to force an interleaving:
@@ -9,9 +11,10 @@ import type { AppConfig, FaultPoint } from './env.validation.js';
  *   lock (its premise not read under it yet);
  * - `fallback-return-stale-read`: the fallback's return read `redis_stale = 1`, before it wipes;
  * - `preheat-before-stock`: a load wrote the buyers and restocked orders, not yet the stock.
+ *
+ * FAULT_DELAYS slows the same points by chance (the random-fault checker's slow steps); with
+ * FAULT_DELAYS_BY_SIGNAL only while switched on by SIGUSR2 (off again by the next).
  */
-export type PausePoint =
-  'before-order-write' | 'before-sale-lock' | 'fallback-return-stale-read' | 'preheat-before-stock';
 
 /** Where a step is reached: the goods, and the path (SaleStatePath) where there are several. */
 export interface PauseAt {
@@ -40,7 +43,18 @@ export class FaultInjector {
   private reached = 0;
   private readonly holds = new Map<PausePoint, Hold>();
 
-  constructor(@InjectConfig() private readonly config: AppConfig) {}
+  /** Whether FAULT_DELAYS slow steps are drawn now (FAULT_DELAYS_BY_SIGNAL switches them). */
+  private slowing: boolean;
+
+  constructor(@InjectConfig() private readonly config: AppConfig) {
+    this.slowing = !config.faultDelaysBySignal;
+    if (config.faultDelaysBySignal) {
+      process.on('SIGUSR2', () => {
+        this.slowing = !this.slowing;
+        this.logger.warn(`fault injection: slow steps ${this.slowing ? 'on' : 'off'}`);
+      });
+    }
+  }
 
   crashPoint(point: FaultPoint): void {
     const fault = this.config.faultCrash;
@@ -49,8 +63,13 @@ export class FaultInjector {
     process.kill(process.pid, 'SIGKILL');
   }
 
-  /** Waits while a test holds `point` (for this goods and path, if the hold names one). */
+  /**
+   * Waits while a test holds `point` (for this goods and path, if the hold names one), or for a
+   * FAULT_DELAYS slow step drawn at it.
+   */
   async pausePoint(point: PausePoint, at?: PauseAt): Promise<void> {
+    const delay = this.config.faultDelays.find((candidate) => candidate.point === point);
+    if (delay && this.slowing) await this.slowStep(delay, at);
     const hold = this.holds.get(point);
     if (!hold) return;
     if (hold.only) {
@@ -63,6 +82,14 @@ export class FaultInjector {
     );
     hold.arrived();
     await hold.gate;
+  }
+
+  private async slowStep(delay: FaultDelay, at?: PauseAt): Promise<void> {
+    if (Math.random() * 100 >= delay.percent) return;
+    this.logger.warn(
+      `fault injection: slowed ${delay.ms} ms at ${delay.point}${at ? ` goods=${at.goodsId} ${at.path ?? ''}` : ''}`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, delay.ms));
   }
 
   /**
