@@ -336,6 +336,8 @@ describe('Redis down: the contract answers from the goods row', () => {
     PUBLISH_CONFIRM_TIMEOUT_MS: '500',
     FALLBACK_MAX_INFLIGHT: '4',
     ORDER_PAYMENT_TIMEOUT_MS: '3000',
+    // The first buyer of each sale asks every 200 ms until the fallback opens it.
+    THROTTLE_PURCHASE_USER_LIMIT: '0',
   });
   const sales = { held: 0, busy: 0, expiring: 0, upcoming: 0, ending: 0 };
   const buy = (goodsId: number, userId: number) =>
@@ -351,7 +353,16 @@ describe('Redis down: the contract answers from the goods row', () => {
     sales.upcoming = await createSale(app.t.http, { stock: 5, startsInMs: 600_000 });
     sales.ending = await createSale(app.t.http, { stock: 5, startsInMs: -1_000, lastsMs: 4_000 });
     await app.redis.kill();
-    // The fallback opens once its barrier has passed.
+    // The fallback opens each goods once it has been held from the Redis path for a while and
+    // a barrier has passed after that.
+    // The held sale's last: its order must not reach its payment timeout before the test.
+    await buyUntilSettled(app.t.http, sales.busy, [40_010]);
+    // Its unit back at once, not at its payment timeout in the middle of a test.
+    const [opener] = await app.stores.orders(sales.busy);
+    await app.t.http
+      .post(`/api/v1/orders/${opener.order_no}/cancel`)
+      .set('Authorization', bearer(40_010))
+      .expect(200);
     await buyUntilSettled(app.t.http, sales.held, [40_001]);
   });
 
@@ -397,7 +408,8 @@ describe('Redis down: the contract answers from the goods row', () => {
     }
     expect(refused.length).toBeGreaterThan(0);
     expect(await fallbackRefusals(app.t.app, 'busy')).toBe(busyBefore + refused.length);
-    expect(await app.stores.orders(sales.busy)).toHaveLength(accepted);
+    // Besides the one bought to open it, cancelled.
+    expect(await app.stores.orders(sales.busy)).toHaveLength(accepted + 1);
     expect(await app.stores.mysqlStock(sales.busy)).toBe(100 - accepted);
   });
 
@@ -571,5 +583,68 @@ describe('Redis lost between a purchase the broker did not confirm and its void'
 
     const response = await answer;
     expect(`${response.status} ${response.body.code}`).toBe('503 UNAVAILABLE');
+  });
+});
+
+describe('one instance cut off from Redis while another still reaches it (REDIS_DOWN_MODE=database)', () => {
+  const apps = {} as { redis: PrivateRedis; proxy: TcpProxy; cut: TestApp; near: TestApp };
+  const stores = new Stores();
+  beforeAll(async () => {
+    apps.redis = await PrivateRedis.start();
+    const through = await proxyInFront(apps.redis.url, 6379);
+    apps.proxy = through.proxy;
+    const env = {
+      REDIS_DOWN_MODE: 'database',
+      REDIS_WATCH_INTERVAL_MS: '200',
+      PUBLISH_CONFIRM_TIMEOUT_MS: '1000',
+      THROTTLE_ENABLED: 'false',
+    };
+    apps.cut = await startApp({ ...env, REDIS_URL: through.url });
+    apps.near = await startApp({ ...env, REDIS_URL: apps.redis.url });
+  });
+  afterAll(async () => {
+    apps.proxy.up();
+    await apps.cut.close();
+    await apps.near.close();
+    await apps.proxy.close();
+    await apps.redis.kill();
+    await stores.close();
+  });
+
+  it('should not accept a purchase through Redis on one instance once the other sells the goods through MySQL: no buyer clicking on both gets two 202s', async () => {
+    const goodsId = await createSale(apps.near.http, { stock: 500 });
+    apps.proxy.down();
+    const buy = (t: TestApp, userId: number) =>
+      t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+    const twice: number[] = [];
+    let accepted = 0;
+    let soldThroughMysql = 0;
+    let next = 20_001;
+    // Each buyer clicks on the cut-off instance, then at once on the other, until the cut-off
+    // one has sold through MySQL for a while: the first of its sales come moments after it
+    // opened the goods to MySQL.
+    await waitFor(
+      async () => {
+        const userId = next++;
+        const cut = await buy(apps.cut, userId);
+        if (cut.status !== 202) return false;
+        soldThroughMysql++;
+        const near = await buy(apps.near, userId);
+        accepted += near.status === 202 ? 2 : 1;
+        if (near.status === 202) twice.push(userId);
+        return soldThroughMysql >= 30;
+      },
+      { timeoutMs: 60_000, intervalMs: 10, what: '30 sales through MySQL on the cut-off instance' },
+    );
+
+    expect(twice).toEqual([]);
+    // Every 202 is an order, none refused by MySQL afterwards.
+    await waitFor(async () => (await stores.orders(goodsId)).length === accepted, {
+      timeoutMs: 30_000,
+      what: `${accepted} orders`,
+    });
+    expect(new Set((await stores.orders(goodsId)).map((order) => order.user_id)).size).toBe(
+      accepted,
+    );
   });
 });

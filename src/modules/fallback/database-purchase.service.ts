@@ -15,7 +15,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { newOrderNo } from '../orders/order-no.js';
 import { duplicateKeyIndex } from '../orders/order-writer.service.js';
 import type { PurchaseAccepted } from '../seckill/purchase.types.js';
-import { FallbackGate } from './fallback-gate.service.js';
+import { FallbackGate, MARKS_LEASE_MS } from './fallback-gate.service.js';
 
 /**
  * The longest the fallback answers a sold-out goods from memory (SOLD_OUT_MEMO_MS, 0 = off): a
@@ -35,6 +35,9 @@ interface GoodsRow {
 
 /** The conditional UPDATE took nothing: why (read after the rollback). */
 type Refusal = DomainError | 'closed' | 'again';
+
+/** Covers a hold's UPDATE running before its commit, which is when other instances can read it. */
+const HOLD_SLACK_MS = 250;
 
 /** Tries of one purchase whose goods row changed between its UPDATE and the read of why. */
 const MAX_TRIES = 3;
@@ -115,10 +118,11 @@ export class DatabasePurchase {
     let refusal: Refusal | null = 'again';
     for (let tries = 0; refusal === 'again' && tries < MAX_TRIES; tries++) {
       refusal = await this.tryOnce(goodsId, userId, quantity, order);
-      const fence =
-        refusal === 'closed' && this.gate.redisDown(goodsId) && this.gate.fenceOpenedAt();
-      if (fence) {
-        await this.open(goodsId, fence);
+      if (
+        refusal === 'closed' &&
+        this.gate.redisDown(goodsId) &&
+        (await this.openWhenHeld(goodsId))
+      ) {
         refusal = 'again';
       }
     }
@@ -214,19 +218,54 @@ export class DatabasePurchase {
   }
 
   /**
-   * Every order Redis accepted before the outage is written (the barrier passed): MySQL may sell
-   * this goods. Marked stale at once: Redis's copy is behind from the first fallback sale on. Not
-   * when the sale was rebuilt into Redis after the barrier opened: Redis was back by then, and
-   * this instance is late to see it. Another instance may have opened it first; the purchase
-   * is tried again either way, and its UPDATE finds out.
+   * Opening a goods to the fallback, in two steps, so that no instance sells it through Redis
+   * once MySQL does. First it is held (`redis_stale`, `fallback_held_at`): every instance that
+   * reads the marks stops selling it through Redis within a read, and one that cannot read them
+   * stops selling through Redis at all when its lease runs out (FallbackGate, MARKS_LEASE_MS).
+   * A purchase Redis accepted before that is in the broker within PUBLISH_CONFIRM_TIMEOUT_MS, or
+   * was answered 503. Once that wait is over, an order barrier opened after it proves those
+   * orders written, and MySQL's stock counts them: the goods is opened (`fallback_open`), unless
+   * a rebuild brought it back to Redis meanwhile (which clears the hold). Until then 503, nothing
+   * taken. True when the goods is open now (here or by another instance): try again.
    */
-  private async open(goodsId: number, barrierOpenedAt: Date): Promise<void> {
+  private async openWhenHeld(goodsId: number): Promise<boolean> {
+    const heldAt = await this.hold(goodsId);
+    if (heldAt === 'open') return true;
+    if (heldAt === null) return false;
+    const fence = this.gate.fenceOpenedAt(heldAt + this.holdBeforeOpenMs());
+    if (!fence) return false;
     const opened = await this.db.query<{ affectedRows: number }>(
-      'UPDATE seckill_goods SET fallback_open = 1, redis_stale = 1 WHERE id = ? AND fallback_open = 0 AND (rebuilt_at IS NULL OR rebuilt_at < ?)',
-      [goodsId, barrierOpenedAt],
+      'UPDATE seckill_goods SET fallback_open = 1 WHERE id = ? AND fallback_open = 0 AND redis_stale = 1 AND fallback_held_at <= ? - INTERVAL ? MICROSECOND',
+      [goodsId, fence, this.holdBeforeOpenMs() * 1_000],
     );
-    if (opened.affectedRows !== 1) return;
+    if (opened.affectedRows === 1) {
+      this.logger.warn(`sale opened to the database fallback: goods=${goodsId}`);
+    }
+    return true;
+  }
+
+  /**
+   * Holds the goods from the Redis path (once per outage: the first hold's time stands) and
+   * returns when that was (MySQL's clock, epoch ms); 'open' when the fallback is open already,
+   * null when the goods is gone.
+   */
+  private async hold(goodsId: number): Promise<number | 'open' | null> {
+    await this.db.query(
+      'UPDATE seckill_goods SET redis_stale = 1, fallback_held_at = IFNULL(fallback_held_at, NOW(3)) WHERE id = ? AND fallback_open = 0',
+      [goodsId],
+    );
     this.gate.opened(goodsId);
-    this.logger.warn(`sale opened to the database fallback: goods=${goodsId}`);
+    const [row] = await this.db.query<{ open: number; heldAt: Date | null }[]>(
+      'SELECT fallback_open AS open, fallback_held_at AS heldAt FROM seckill_goods WHERE id = ?',
+      [goodsId],
+    );
+    if (!row) return null;
+    if (Number(row.open) === 1) return 'open';
+    return row.heldAt === null ? null : new Date(row.heldAt).getTime();
+  }
+
+  /** From a goods' hold to the earliest barrier that may open it (see openWhenHeld). */
+  private holdBeforeOpenMs(): number {
+    return MARKS_LEASE_MS + this.config.publishConfirmTimeoutMs + HOLD_SLACK_MS;
   }
 }

@@ -1,10 +1,10 @@
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../../config/env.validation.js';
 import type { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
 import type { StockService } from '../stock/stock.service.js';
 import type { DatabaseBarrier } from './database-barrier.service.js';
-import { FallbackGate } from './fallback-gate.service.js';
+import { FallbackGate, MARKS_LEASE_MS } from './fallback-gate.service.js';
 
 /** A gate on one Redis server, always identified, never dropped, with MySQL mocked. */
 function gate() {
@@ -29,6 +29,28 @@ function gate() {
 }
 
 describe('FallbackGate', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('should hold every goods from the Redis path once the marks it read are older than the lease, and free it at the next read', async () => {
+    vi.useFakeTimers();
+    const { instance, db, refresh } = gate();
+    db.query.mockResolvedValue([]);
+    await instance.onApplicationBootstrap();
+    expect(instance.holdsRedisPath(1)).toBe(false);
+
+    // MySQL unreachable from here: another instance may be opening goods 1 to the fallback.
+    db.query.mockRejectedValue(new Error('connect ECONNREFUSED'));
+    vi.advanceTimersByTime(MARKS_LEASE_MS);
+    await refresh();
+    expect(instance.holdsRedisPath(1)).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(instance.holdsRedisPath(1)).toBe(true);
+
+    db.query.mockResolvedValue([]);
+    await refresh();
+    expect(instance.holdsRedisPath(1)).toBe(false);
+  });
+
   it('should free the Redis path once the marks are read, when their read failed at start', async () => {
     const { instance, db, refresh } = gate();
     db.query.mockRejectedValueOnce(new Error('connect ECONNREFUSED'));

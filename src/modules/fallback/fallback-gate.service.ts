@@ -21,10 +21,20 @@ import { DatabaseBarrier } from './database-barrier.service.js';
  * instance that kept reaching Redis learns within this long that another opened a goods to MySQL.
  */
 const REFRESH_MS = 200;
+/**
+ * The marks last read are trusted this long after that read began; past it the Redis path is held
+ * for every goods (MySQL decides, or the purchase is 503). An instance that cannot read MySQL
+ * cannot learn that another opened a goods to the fallback, so it stops selling through Redis on
+ * its own: the fallback opens a goods only once this lease of every instance has run out since
+ * the goods was held (DatabasePurchase), and none sells it through Redis from then on.
+ */
+export const MARKS_LEASE_MS = 2_000;
 
 /** The fallback barrier of one outage (as this instance saw it: from one drop to the next). */
 interface Fence {
   outage: number;
+  /** The barrier must be opened at or after this (MySQL's clock, epoch ms). */
+  notBefore: number;
   /** When the connection dropped: purchases Redis accepted before are in the broker by then + PUBLISH_CONFIRM_TIMEOUT_MS. */
   since: number;
   barrier?: OpenBarrier;
@@ -65,6 +75,8 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   /** Masters that were not identified when the marks were last read: held until read again. */
   private heldMasters = new Set<string>();
   private readonly stale = new Set<number>();
+  /** When the last read of the marks that succeeded began (this host's clock). */
+  private marksReadAt = 0;
   private fence?: Fence;
   private timer?: NodeJS.Timeout;
   private refreshing = false;
@@ -110,6 +122,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   holdsRedisPath(goodsId: number): boolean {
     if (!this.enabled) return false;
     if (this.unread || this.stale.has(goodsId)) return true;
+    if (Date.now() - this.marksReadAt > MARKS_LEASE_MS) return true;
     if (this.droppedSinceRead.size === 0 && this.heldMasters.size === 0) return false;
     return this.watchdog
       .mastersOf(goodsId, this.stock.knownShards(goodsId))
@@ -130,20 +143,24 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   }
 
   /**
-   * When (MySQL's clock) the barrier of the current outage was opened, once it has passed; null
+   * When (MySQL's clock) the barrier of the current outage was opened, once it has passed and was
+   * opened at `notBefore` or later (MySQL's clock, epoch ms; else another is begun); null
    * before, and then it is started in the background. Only the outage as this instance saw it
    * counts: a drop after the server was identified again starts another.
    */
-  fenceOpenedAt(): Date | null {
-    if (this.fence?.outage !== this.outages) {
-      this.fence = {
+  fenceOpenedAt(notBefore: number): Date | null {
+    let fence = this.fence;
+    if (fence?.outage !== this.outages || (fence.passed && fence.barrier!.openedAt < notBefore)) {
+      fence = this.fence = {
         outage: this.outages,
+        notBefore,
         since: this.droppedAt || Date.now(),
         passed: false,
         running: false,
       };
+    } else if (!fence.passed) {
+      fence.notBefore = Math.max(fence.notBefore, notBefore);
     }
-    const fence = this.fence;
     if (!fence.passed && !fence.running) {
       fence.running = true;
       void this.runFence(fence).finally(() => {
@@ -159,6 +176,12 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
       if (Date.now() < openAt) await sleep(openAt - Date.now());
       try {
         fence.barrier ??= await this.barriers.open();
+        if (fence.barrier.openedAt < fence.notBefore) {
+          // Opened too early for the goods that asked (MySQL's clock): one more after it.
+          fence.barrier = undefined;
+          await sleep(REFRESH_MS);
+          continue;
+        }
         const state = await this.barriers.check(fence.barrier);
         if (state === 'restart') fence.barrier = undefined;
         if (state === 'passed') {
@@ -214,6 +237,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   }
 
   private async readMarks(): Promise<void> {
+    const startedAt = Date.now();
     const rows = await this.db.query<{ id: string | number }[]>(
       'SELECT id FROM seckill_goods WHERE redis_stale = 1',
     );
@@ -226,6 +250,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
     }
     this.stale.clear();
     for (const goodsId of held) this.stale.add(goodsId);
+    this.marksReadAt = startedAt;
   }
 
   onApplicationShutdown(): void {

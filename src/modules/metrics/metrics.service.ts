@@ -117,7 +117,7 @@ export class MetricsService {
 
   readonly fallbackRefusals = new Counter({
     name: 'seckill_fallback_refusals_total',
-    help: 'Database-mode purchases answered 503 without a sale: over FALLBACK_MAX_INFLIGHT (busy), or before the fallback barrier passed (closed)',
+    help: 'Purchases answered 503 without a sale around the Redis-down fallback: over FALLBACK_MAX_INFLIGHT (busy), before the fallback barrier passed (closed), or taken by Redis while the sale was being held from it and given back (held)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

@@ -94,7 +94,7 @@ export class OrdersService {
         [goodsId],
       );
       await manager.query(
-        'UPDATE seckill_goods SET fallback_open = 0, redis_stale = 0, rebuilt_at = NOW(3) WHERE id = ?',
+        'UPDATE seckill_goods SET fallback_open = 0, redis_stale = 0, fallback_held_at = NULL, rebuilt_at = NOW(3) WHERE id = ?',
         [goodsId],
       );
       const orders = await manager.find(OrderEntity, {

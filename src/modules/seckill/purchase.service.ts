@@ -139,6 +139,12 @@ export class PurchaseService {
       throw deductRefusal(code) ?? (await this.notPreheated(goodsId));
     }
     this.faults.crashPoint('after-deduct');
+    // Held from the Redis path while Redis took it (another instance is opening the sale to
+    // MySQL, or this one's marks are past their lease): a 202 now could be refused by MySQL once
+    // the fallback sells. Nothing is published yet, so giving it back in Redis settles it.
+    if (this.database.takes(goodsId, false)) {
+      return { accepted: await this.afterHeldDeduct(order), confirmed: false };
+    }
 
     const accepted: PurchaseAccepted = { status: 'QUEUED', requestId: order.requestId };
     if (await this.publisher.publish(order)) {
@@ -224,6 +230,38 @@ export class PurchaseService {
       return { status: 'QUEUED', requestId: order.requestId };
     }
     throw new UnavailableError('Redis is unavailable; nothing was taken', error);
+  }
+
+  /**
+   * Redis took the purchase while the sale was being held from the Redis path (see
+   * FallbackGate): it is given back before its message is published. A release Redis does not
+   * answer leaves it in flight, and the outbox sweeper publishes it: an unknown outcome.
+   */
+  private async afterHeldDeduct(order: NewOrder): Promise<PurchaseAccepted> {
+    let released: ReleaseCode;
+    try {
+      released = await this.stock.release(
+        order.goodsId,
+        order.requestId,
+        'UNAVAILABLE',
+        false,
+        order.userId,
+      );
+    } catch (error) {
+      this.logger.warn(
+        `purchase held from redis and not given back, outcome unknown: request=${order.requestId} goods=${order.goodsId} user=${order.userId}`,
+      );
+      throw new UnknownOutcomeError(
+        order.requestId,
+        'This sale is moving to MySQL and Redis did not answer the release of this purchase: it may have been taken; its result will tell',
+        error,
+      );
+    }
+    if (released === ReleaseCode.Claimed || released === ReleaseCode.Completed) {
+      return { status: 'QUEUED', requestId: order.requestId };
+    }
+    this.metrics.fallbackRefusals.inc({ reason: 'held' });
+    throw new UnavailableError('This sale is moving to MySQL; nothing was taken');
   }
 
   /** Redis has no sale: tell apart an unknown goods, a closed window and a missed preheat. */
