@@ -10,7 +10,7 @@ import type { OrderPublisher } from '../messaging/order-publisher.service.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import type { VoidedRequests } from '../orders/voided-requests.service.js';
 import type { SaleRecovery } from '../preheat/sale-recovery.service.js';
-import { DeductCode, type StockService } from '../stock/stock.service.js';
+import { DeductCode, ReleaseCode, type StockService } from '../stock/stock.service.js';
 import { PurchaseService } from './purchase.service.js';
 
 const redisGone = () => new Error('Connection is closed.');
@@ -19,6 +19,7 @@ const mysqlGone = () => Object.assign(new Error('connect ECONNREFUSED'), { code:
 /** The last purchase service's MySQL void and Redis release. */
 const voids = { record: vi.fn<VoidedRequests['record']>() };
 let releases: ReturnType<typeof vi.fn>;
+let publishes: ReturnType<typeof vi.fn>;
 
 /**
  * A purchase service whose Redis steps, publish and MySQL void behave as given; the Redis
@@ -30,32 +31,46 @@ function purchases(
     deduct: () => Promise<{ code: DeductCode }>;
     published?: boolean;
     recordVoid?: () => Promise<'voided' | 'ordered'>;
+    /** The goods is held from the Redis path from the deduct on (another instance opens it to MySQL). */
+    heldAfterDeduct?: boolean;
+    release?: () => Promise<ReleaseCode>;
   },
 ) {
+  let deducted = false;
   const stock = {
     homeKeys: vi.fn(async () => ({})),
-    deduct: vi.fn(steps.deduct),
-    release: vi.fn(async () => {
-      throw redisGone();
+    deduct: vi.fn(async () => {
+      deducted = true;
+      return steps.deduct();
     }),
+    release: vi.fn(
+      steps.release ??
+        (async () => {
+          throw redisGone();
+        }),
+    ),
   };
   voids.record = vi.fn<VoidedRequests['record']>(
     steps.recordVoid ?? (async () => 'voided' as const),
   );
   releases = stock.release;
+  publishes = vi.fn(async () => steps.published ?? false);
   return new PurchaseService(
     stock as unknown as StockService,
     { tryLockPurchase: vi.fn(async () => ({ release: vi.fn() })) } as unknown as RedisLocks,
     {
       isReady: () => true,
-      publish: vi.fn(async () => steps.published ?? false),
+      publish: publishes,
     } as unknown as OrderPublisher,
     {} as GoodsService,
-    { countPurchase: vi.fn() } as unknown as MetricsService,
+    {
+      countPurchase: vi.fn(),
+      fallbackRefusals: { inc: vi.fn() },
+    } as unknown as MetricsService,
     { crashPoint: vi.fn() } as unknown as FaultInjector,
     { closed: () => false } as unknown as SaleRecovery,
     { redisDownMode, purchaseLockTtlMs: 5_000 } as AppConfig,
-    { takes: () => false } as unknown as DatabasePurchase,
+    { takes: () => (steps.heldAfterDeduct ?? false) && deducted } as unknown as DatabasePurchase,
     voids as unknown as VoidedRequests,
   );
 }
@@ -139,5 +154,38 @@ describe('PurchaseService, an outcome Redis did not let it settle', () => {
     ).resolves.toMatchObject({ status: 'QUEUED' });
     expect(voids.record).not.toHaveBeenCalled();
     expect(releases).not.toHaveBeenCalled();
+  });
+});
+
+describe('PurchaseService, a purchase Redis took while its goods was being held from the Redis path', () => {
+  it('should give it back in Redis before any publish and answer 503, nothing taken', async () => {
+    const error = await purchases('database', {
+      deduct: accepted,
+      heldAfterDeduct: true,
+      published: true,
+      release: async () => ReleaseCode.Released,
+    })
+      .purchase(1, 2, 1)
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(UnavailableError);
+    expect(toErrorBody(error)).toMatchObject({ statusCode: 503, code: 'UNAVAILABLE' });
+    expect(toErrorBody(error)).not.toHaveProperty('requestId');
+    expect(releases).toHaveBeenCalledWith(1, expect.any(String), 'UNAVAILABLE', false, 2);
+    expect(publishes).not.toHaveBeenCalled();
+  });
+
+  it('should answer 503 with the requestId when Redis does not answer that release', async () => {
+    const error = await purchases('database', {
+      deduct: accepted,
+      heldAfterDeduct: true,
+      published: true,
+    })
+      .purchase(1, 2, 1)
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(UnknownOutcomeError);
+    expect(toErrorBody(error)).toMatchObject({ statusCode: 503, requestId: expect.any(String) });
+    expect(publishes).not.toHaveBeenCalled();
   });
 });
