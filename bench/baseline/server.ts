@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import { createPool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 
 import { saleKeys } from '../../src/infra/redis/seckill-keys.js';
+import { BASELINE_SCRIPTS } from './scripts.js';
 import type { NewOrder } from '../../src/modules/orders/order.types.js';
 
 const env = process.env;
@@ -83,11 +84,7 @@ function positiveInt(raw: unknown): number | undefined {
 }
 
 const redis = new Redis(env.REDIS_URL ?? 'redis://127.0.0.1:6379/0');
-for (const [name, file, numberOfKeys] of [
-  ['seckillDeduct', 'seckill-deduct.lua', 7],
-  ['seckillPreheat', 'seckill-preheat.lua', 2],
-  ['seckillComplete', 'seckill-complete.lua', 5],
-] as const) {
+for (const { name, file, numberOfKeys } of BASELINE_SCRIPTS) {
   redis.defineCommand(name, { numberOfKeys, lua: readFileSync(new URL(file, LUA_DIR), 'utf8') });
 }
 const scripts = redis as unknown as Scripts;
@@ -142,6 +139,7 @@ app.post<{ Params: { goodsId: string }; Body: { quantity?: unknown } | undefined
       keys.outbox,
       keys.results,
       keys.voided,
+      keys.borrowed,
       claims.userId,
       quantity,
       requestId,
@@ -220,7 +218,10 @@ async function writeGroup(goodsId: number, orders: NewOrder[]): Promise<void> {
     keys.claims,
     keys.results,
     keys.completed,
-    ...orders.flatMap((o) => [o.requestId, o.userId, o.orderNo]),
+    keys.voided,
+    keys.stock,
+    keys.buyers,
+    ...orders.flatMap((o) => [o.requestId, o.userId, o.orderNo, o.quantity]),
   );
 }
 
