@@ -205,15 +205,9 @@ export class PurchaseService {
    * this process is known to have taken nothing.
    */
   private async afterFailedDeduct(order: NewOrder, error: unknown): Promise<PurchaseAccepted> {
-    let released: ReleaseCode;
+    let ordered: boolean;
     try {
-      released = await this.stock.release(
-        order.goodsId,
-        order.requestId,
-        'UNAVAILABLE',
-        false,
-        order.userId,
-      );
+      ordered = await this.voidInRedis(order);
     } catch {
       if (neverSent(error))
         throw new UnavailableError('Redis is unavailable; nothing was taken', error);
@@ -226,9 +220,7 @@ export class PurchaseService {
         error,
       );
     }
-    if (released === ReleaseCode.Claimed || released === ReleaseCode.Completed) {
-      return { status: 'QUEUED', requestId: order.requestId };
-    }
+    if (ordered) return { status: 'QUEUED', requestId: order.requestId };
     throw new UnavailableError('Redis is unavailable; nothing was taken', error);
   }
 
@@ -238,15 +230,9 @@ export class PurchaseService {
    * answer leaves it in flight, and the outbox sweeper publishes it: an unknown outcome.
    */
   private async afterHeldDeduct(order: NewOrder): Promise<PurchaseAccepted> {
-    let released: ReleaseCode;
+    let ordered: boolean;
     try {
-      released = await this.stock.release(
-        order.goodsId,
-        order.requestId,
-        'UNAVAILABLE',
-        false,
-        order.userId,
-      );
+      ordered = await this.voidInRedis(order);
     } catch (error) {
       this.logger.warn(
         `purchase held from redis and not given back, outcome unknown: request=${order.requestId} goods=${order.goodsId} user=${order.userId}`,
@@ -257,11 +243,25 @@ export class PurchaseService {
         error,
       );
     }
-    if (released === ReleaseCode.Claimed || released === ReleaseCode.Completed) {
-      return { status: 'QUEUED', requestId: order.requestId };
-    }
+    if (ordered) return { status: 'QUEUED', requestId: order.requestId };
     this.metrics.fallbackRefusals.inc({ reason: 'held' });
     throw new UnavailableError('This sale is moving to MySQL; nothing was taken');
+  }
+
+  /**
+   * Gives a purchase Redis may hold back there, and voids its request (a deduct still on its way
+   * is refused). True when it is an order already: a consumer claimed or completed it. Throws
+   * what the release threw.
+   */
+  private async voidInRedis(order: NewOrder): Promise<boolean> {
+    const released = await this.stock.release(
+      order.goodsId,
+      order.requestId,
+      'UNAVAILABLE',
+      false,
+      order.userId,
+    );
+    return released === ReleaseCode.Claimed || released === ReleaseCode.Completed;
   }
 
   /** Redis has no sale: tell apart an unknown goods, a closed window and a missed preheat. */
