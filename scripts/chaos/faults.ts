@@ -26,6 +26,8 @@ export interface Fault {
 }
 
 export type Target = Pick<Fault, 'instance' | 'service'>;
+/** What a kind's inject and heal see of the fault they play. */
+type Played = Target & Pick<Fault, 'holdMs'>;
 
 /** What faults act on: the processes and proxies of the run (ChaosSystem implements it). */
 export interface FaultSurface {
@@ -64,8 +66,8 @@ interface FaultKind {
   holdMs: readonly [number, number];
   targets(instances: readonly InstanceSpec[]): Target[];
   resources(target: Target, instances: readonly InstanceSpec[]): string[];
-  inject(surface: FaultSurface, target: Target): Promise<unknown> | void;
-  heal(surface: FaultSurface, target: Target): Promise<unknown> | void;
+  inject(surface: FaultSurface, fault: Played): Promise<unknown> | void;
+  heal(surface: FaultSurface, fault: Played): Promise<unknown> | void;
 }
 
 const eachInstance = (instances: readonly InstanceSpec[]) =>
@@ -88,6 +90,8 @@ const processOf = (target: Target) => [`process:${target.instance}`];
 const REDIS_SERVER = () => ['redis-server'];
 /** From the channel's break to the kill: the new session has its first deliveries by then. */
 const REOPEN_THEN_RESTART_MS = 500;
+/** After Redis is back, the flapping link's writes stay slow this long (its rebuild meets them). */
+const FLAP_SLOW_AFTER_MS = 3_000;
 const NONE = () => [{}];
 
 /** Both named: a target's instance and service, checked where a kind needs them. */
@@ -146,6 +150,34 @@ export const FAULT_KINDS = {
       if (!broken) throw new Error('no consuming channel to break; Redis killed all the same');
     },
     heal: (surface) => surface.startRedis(),
+  },
+  'channel-flap': {
+    title:
+      "a consumer's link flaps while its writes are slow: its slow steps on, its channel broken twice (half the hold apart: the first new session young, one batch written and more in flight), redis-server SIGKILLed moments later and restarted empty",
+    weight: 1,
+    holdMs: [3_000, 12_000],
+    targets: consumers,
+    // Its process too: the slow steps are switched by a signal, which another fault's would undo.
+    resources: (target) => [
+      `channel:${target.instance}`,
+      `process:${target.instance}`,
+      'redis-server',
+    ],
+    inject: async (surface, target) => {
+      const instance = instanceOf(target);
+      surface.toggleSlowSteps(instance);
+      const first = await surface.breakConsumerChannel(instance);
+      await sleep(target.holdMs / 2);
+      const second = await surface.breakConsumerChannel(instance);
+      await sleep(REOPEN_THEN_RESTART_MS);
+      await surface.killRedis(false);
+      if (!first || !second) throw new Error('a consuming channel was not there to break');
+    },
+    heal: async (surface, target) => {
+      await surface.startRedis();
+      await sleep(FLAP_SLOW_AFTER_MS);
+      surface.toggleSlowSteps(instanceOf(target));
+    },
   },
   'redis-kill': {
     title: 'redis-server SIGKILLed, restarted empty',

@@ -46,6 +46,21 @@ describe('the fault schedule', () => {
     ).toEqual([...PAUSE_POINTS].sort());
   });
 
+  it("should draw every instance's consumer window from the seed, a batch at most half the prefetch", () => {
+    const drawn = new Set<number>();
+    for (let seed = 1; seed <= 30; seed++) {
+      const { consumer } = generateSchedule(seed, 120_000, INSTANCES);
+      expect(generateSchedule(seed, 30_000, topology(2, 'all')).consumer).toEqual(consumer);
+      const config = validateEnv({
+        CONSUMER_PREFETCH: String(consumer!.prefetch),
+        CONSUMER_BATCH_SIZE: String(consumer!.batchSize),
+      });
+      expect(config.consumerBatchSize * 2).toBeLessThanOrEqual(config.consumerPrefetch);
+      drawn.add(config.consumerPrefetch);
+    }
+    expect(drawn.size).toBeGreaterThan(1);
+  });
+
   it('should hold every fault within the run and heal it before the workload stops', () => {
     for (let seed = 1; seed <= 20; seed++) {
       for (const fault of generateSchedule(seed, 60_000, INSTANCES).faults) {

@@ -24,6 +24,11 @@ export interface Schedule {
    * faults: steps slowed to widen the windows between a read and the write that trusts it.
    */
   slowSteps: string[];
+  /**
+   * Every instance's CONSUMER_PREFETCH and CONSUMER_BATCH_SIZE: small windows make sessions and
+   * batches turn over often, so a re-open meets a young session with a batch in flight.
+   */
+  consumer?: { prefetch: number; batchSize: number };
   faults: Fault[];
 }
 
@@ -44,6 +49,16 @@ function drawSlowSteps(seed: number): string[] {
   return SLOW_STEPS.map(
     (step) => `${step.point}:${rng.int(...step.ms)}:${rng.int(...step.percent)}`,
   );
+}
+
+/** Prefetch windows drawn per seed, from a handful of deliveries to the app's default. */
+const PREFETCHES = [10, 50, 500] as const;
+
+function drawConsumer(seed: number): NonNullable<Schedule['consumer']> {
+  const rng = new Rng(seed).fork('consumer');
+  const prefetch = rng.pick(PREFETCHES);
+  // At most half the window: a session always has a batch in flight behind the one being written.
+  return { prefetch, batchSize: rng.int(Math.ceil(prefetch / 10), Math.min(prefetch / 2, 200)) };
 }
 
 /** At most this many faults at once: more and the run is one long outage, which shows little. */
@@ -99,7 +114,15 @@ export function generateSchedule(
   const redisDownMode = new Rng(seed).fork('settings').chance(DATABASE_MODE_SHARE)
     ? 'database'
     : 'closed';
-  return { seed, durationMs, instances, redisDownMode, slowSteps: drawSlowSteps(seed), faults };
+  return {
+    seed,
+    durationMs,
+    instances,
+    redisDownMode,
+    slowSteps: drawSlowSteps(seed),
+    consumer: drawConsumer(seed),
+    faults,
+  };
 }
 
 /** What the nemesis did, when: the report's timeline (and the faults around a violation). */

@@ -84,7 +84,17 @@ export function readSchedule(path: string): Schedule {
     redisDownMode: schedule.redisDownMode === 'closed' ? 'closed' : 'database',
     // A schedule written before slow steps existed has none.
     slowSteps: Array.isArray(schedule.slowSteps) ? schedule.slowSteps.map(String) : [],
+    // One written before the consumer's settings were drawn ran with the app's defaults.
+    consumer: consumerOf(schedule.consumer),
   };
+}
+
+function consumerOf(consumer: unknown): Schedule['consumer'] {
+  if (typeof consumer !== 'object' || consumer === null) return undefined;
+  const { prefetch, batchSize } = consumer as Record<string, unknown>;
+  return Number.isSafeInteger(prefetch) && Number.isSafeInteger(batchSize)
+    ? { prefetch: Number(prefetch), batchSize: Number(batchSize) }
+    : undefined;
 }
 
 export function parseChaosOptions(argv: string[]): ChaosOptions | 'help' {

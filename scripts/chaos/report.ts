@@ -179,6 +179,7 @@ function headline(record: RunRecord): string[] {
     `${(record.schedule.durationMs / 60_000).toFixed(2)} min of faults and load on ${record.schedule.instances.map((i) => `${i.name} (${i.role})`).join(', ')}, REDIS_DOWN_MODE=${record.schedule.redisDownMode}; ${(record.elapsedMs / 1000).toFixed(0)} s in all`,
     `${record.schedule.faults.length} faults scheduled, ${spans(record.nemesis).length} played; ${record.history.length} requests, ${purchases.length} purchases, ${purchases.filter((e) => e.status === 202).length} answered 202`,
     `slow steps while a slow-steps fault holds (FAULT_DELAYS point:ms:percent): ${record.schedule.slowSteps.join(', ') || 'none'}`,
+    `consumer: ${record.schedule.consumer ? `CONSUMER_PREFETCH=${record.schedule.consumer.prefetch}, CONSUMER_BATCH_SIZE=${record.schedule.consumer.batchSize}` : "the app's defaults"}`,
     `unknown outcomes: ${total} (${taken} ended as an order, ${notTaken} did not)`,
     `longest reopen after the heal: ${longest === null ? `over the bound of ${record.reopenBoundMs / 1000} s` : `${(longest / 1000).toFixed(1)} s`} (bound ${record.reopenBoundMs / 1000} s); quiet ${(record.quietAfterMs / 1000).toFixed(1)} s after that`,
     ...record.system.map((e) => `${e.instance} at ${(e.atMs / 1000).toFixed(1)} s: ${e.what}`),

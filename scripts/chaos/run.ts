@@ -81,6 +81,12 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
       ...(schedule.slowSteps.length > 0
         ? { FAULT_DELAYS: schedule.slowSteps.join(','), FAULT_DELAYS_BY_SIGNAL: 'true' }
         : {}),
+      ...(schedule.consumer
+        ? {
+            CONSUMER_PREFETCH: String(schedule.consumer.prefetch),
+            CONSUMER_BATCH_SIZE: String(schedule.consumer.batchSize),
+          }
+        : {}),
     },
   });
   onCleanup(() => system.stop());
