@@ -90,6 +90,11 @@ const processOf = (target: Target) => [`process:${target.instance}`];
 const REDIS_SERVER = () => ['redis-server'];
 /** From the channel's break to the kill: the new session has its first deliveries by then. */
 const REOPEN_THEN_RESTART_MS = 500;
+/**
+ * From a flapping channel's second break to the kill: long enough for new purchases to reach the
+ * new session while the old one's batches are still being written.
+ */
+const FLAP_KILL_AFTER_MS = 2_000;
 /** After Redis is back, the flapping link's writes stay slow this long (its rebuild meets them). */
 const FLAP_SLOW_AFTER_MS = 3_000;
 const NONE = () => [{}];
@@ -153,7 +158,7 @@ export const FAULT_KINDS = {
   },
   'channel-flap': {
     title:
-      "a consumer's link flaps while its writes are slow: its slow steps on, its channel broken twice (half the hold apart: the first new session young, one batch written and more in flight), redis-server SIGKILLed moments later and restarted empty",
+      "a consumer's link flaps while its writes are slow: its slow steps on, its channel broken twice (half the hold apart: the first new session young, one batch written and more in flight), redis-server SIGKILLed 2 s later and restarted empty",
     weight: 1,
     holdMs: [3_000, 12_000],
     targets: consumers,
@@ -169,7 +174,7 @@ export const FAULT_KINDS = {
       const first = await surface.breakConsumerChannel(instance);
       await sleep(target.holdMs / 2);
       const second = await surface.breakConsumerChannel(instance);
-      await sleep(REOPEN_THEN_RESTART_MS);
+      await sleep(FLAP_KILL_AFTER_MS);
       await surface.killRedis(false);
       if (!first || !second) throw new Error('a consuming channel was not there to break');
     },

@@ -51,14 +51,15 @@ function drawSlowSteps(seed: number): string[] {
   );
 }
 
-/** Prefetch windows drawn per seed, from a handful of deliveries to the app's default. */
-const PREFETCHES = [10, 50, 500] as const;
+/** Consumer windows drawn per seed, from a few deliveries to the app's default (500, 200). */
+const PREFETCHES = [20, 100, 500] as const;
+const BATCH_SIZES = [2, 10, 50, 200] as const;
 
 function drawConsumer(seed: number): NonNullable<Schedule['consumer']> {
   const rng = new Rng(seed).fork('consumer');
   const prefetch = rng.pick(PREFETCHES);
-  // At most half the window: a session always has a batch in flight behind the one being written.
-  return { prefetch, batchSize: rng.int(Math.ceil(prefetch / 10), Math.min(prefetch / 2, 200)) };
+  // At most half the window: a session has a batch in flight behind the one being written.
+  return { prefetch, batchSize: rng.pick(BATCH_SIZES.filter((size) => size * 2 <= prefetch)) };
 }
 
 /** At most this many faults at once: more and the run is one long outage, which shows little. */

@@ -92,7 +92,12 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
   onCleanup(() => system.stop());
   const admin = signToken({ userId: 1, admin: true, secret: jwtSecret });
   const endpoints = system.serving.map((i) => ({ name: i.spec.name, baseUrl: i.baseUrl }));
-  const sales = await openSales(endpoints[0], admin, saleProfiles(schedule.durationMs / 60_000));
+  const sales = await openSales(
+    endpoints[0],
+    admin,
+    saleProfiles(schedule.durationMs / 60_000, new Rng(schedule.seed).fork('sales')),
+  );
+  progress(`sales: ${sales.map((sale) => `${sale.name} ${sale.stock}`).join(', ')}`);
   const stores: Stores = {
     mysql: system.mysql,
     redis: system.redisClient,

@@ -22,6 +22,13 @@ const IMPATIENT_SHARE = 0.3;
 const RESULT_POLL_MS = 300;
 const RESULT_POLLS = 20;
 const RETRIES = 2;
+/**
+ * Buyers who arrive whatever the others are doing (an open crowd, beside the lanes that wait for
+ * their own results): when the consumer is slow the lanes all sit polling, and without these the
+ * purchases would stop exactly while a slow batch is in flight.
+ */
+const ARRIVALS_PER_SECOND = 6;
+const MAX_ARRIVING = 40;
 
 /** One kind of sale and how its buyers behave. */
 export interface SaleProfile {
@@ -39,12 +46,17 @@ export interface Sale extends SaleProfile {
   goodsId: number;
 }
 
-/** Three sales at once: a big one, a small one that sells out early, one restocked by cancels. */
-export function saleProfiles(minutes: number): SaleProfile[] {
+/**
+ * Three sales at once: a big one, a small one that sells out early, one restocked by cancels.
+ * The big one's stock is drawn: lasting the whole run, or selling out part way (a fault near its
+ * last units is where stores that disagree turn an accepted purchase into a FAILED one).
+ */
+export function saleProfiles(minutes: number, rng: Rng): SaleProfile[] {
+  const bigShare = rng.pick([0.25, 0.5, 1]);
   return [
     {
       name: 'big',
-      stock: Math.round(150 + 250 * minutes),
+      stock: Math.round((150 + 250 * minutes) * bigShare),
       stockShards: 2,
       weight: 6,
       pay: 0.4,
@@ -111,12 +123,28 @@ export class Workload {
 
   constructor(private readonly options: WorkloadOptions) {}
 
-  /** `lanes` buyers at a time and the operator, until `stop()`. */
+  /** `lanes` buyers at a time, the arriving crowd and the operator, until `stop()`. */
   async run(lanes: number, repairEveryMs: readonly [number, number]): Promise<void> {
     const lane = async () => {
       while (!this.stopping) await this.session();
     };
-    await Promise.all([...Array.from({ length: lanes }, lane), this.operator(repairEveryMs)]);
+    await Promise.all([
+      ...Array.from({ length: lanes }, lane),
+      this.arrivals(),
+      this.operator(repairEveryMs),
+    ]);
+  }
+
+  /** New buyers at random times (a Poisson stream), up to MAX_ARRIVING at once. */
+  private async arrivals(): Promise<void> {
+    const arriving = new Set<Promise<void>>();
+    while (!this.stopping) {
+      await sleep((-Math.log(1 - this.rng.next()) * 1000) / ARRIVALS_PER_SECOND);
+      if (this.stopping || arriving.size >= MAX_ARRIVING) continue;
+      const session = this.session().finally(() => arriving.delete(session));
+      arriving.add(session);
+    }
+    await Promise.all(arriving);
   }
 
   stop(): void {
