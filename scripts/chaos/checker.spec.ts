@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 
-import { check, type CheckInput, type InvariantName, type OrderRow } from './checker.js';
+import {
+  check,
+  type CheckInput,
+  type InvariantName,
+  type OrderRow,
+  type OrdersWrittenPoint,
+} from './checker.js';
 import type { HistoryEntry } from './history.js';
 
 const START = 1_760_000_000_000;
@@ -20,6 +26,14 @@ function entry(fields: Partial<HistoryEntry> & Pick<HistoryEntry, 'op' | 'buyer'
   };
 }
 
+const fallbackAt = (ms: number, goodsId = GOODS): OrdersWrittenPoint => ({
+  kind: 'fallback',
+  instance: 'api-1',
+  goodsId,
+  coversEpochMs: START + ms,
+  atEpochMs: START + ms,
+});
+
 const orderNo = (acceptedMs: number, suffix: string) => `SK${START + acceptedMs}${suffix}`;
 
 /**
@@ -31,13 +45,21 @@ const orderNo = (acceptedMs: number, suffix: string) => `SK${START + acceptedMs}
 function cleanRun(): CheckInput & { history: HistoryEntry[] } {
   nextId = 1;
   const orders: OrderRow[] = [
-    { orderNo: orderNo(1_010, 'A1'), requestId: 'r-11', userId: 11, quantity: 1, status: 'PAID' },
+    {
+      orderNo: orderNo(1_010, 'A1'),
+      requestId: 'r-11',
+      userId: 11,
+      quantity: 1,
+      status: 'PAID',
+      createdAtEpochMs: START + 1_100,
+    },
     {
       orderNo: orderNo(1_020, 'B2'),
       requestId: 'r-12',
       userId: 12,
       quantity: 1,
       status: 'CANCELLED',
+      createdAtEpochMs: START + 1_100,
     },
     {
       orderNo: orderNo(2_500, 'C3'),
@@ -45,6 +67,7 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
       userId: 13,
       quantity: 1,
       status: 'CANCELLED',
+      createdAtEpochMs: START + 2_600,
     },
   ];
   const history: HistoryEntry[] = [
@@ -95,6 +118,17 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
     history,
     brokerCloses: [],
     startedAtEpochMs: START,
+    // Redis went down after the purchases were written: the fallback opened at 4 s, and a
+    // rebuild's barrier opened at 3 s passed at 4.5 s.
+    writtenPoints: [
+      fallbackAt(4_000),
+      {
+        kind: 'rebuild',
+        instance: 'worker-1',
+        coversEpochMs: START + 3_000,
+        atEpochMs: START + 4_500,
+      },
+    ],
     liveness: {
       boundMs: 60_000,
       reopens: [{ goodsId: GOODS, instance: 'api-1', ms: 1_200, answer: '202' }],
@@ -179,6 +213,7 @@ describe('the chaos checker', () => {
       userId: 14,
       quantity: 1,
       status: 'CANCELLED',
+      createdAtEpochMs: START + 1_100,
     };
     sale(input).orders.push(order);
     sale(input).restocked.push(order.orderNo);
@@ -197,6 +232,7 @@ describe('the chaos checker', () => {
       userId: 13,
       quantity: 1,
       status: 'CANCELLED',
+      createdAtEpochMs: START + acceptedMs + 100,
     };
     if (first) sale(input).orders.unshift(order);
     else sale(input).orders.push(order);
@@ -226,6 +262,36 @@ describe('the chaos checker', () => {
       }),
     );
     expect(violated(input)).toEqual(['refused-took-nothing']);
+  });
+
+  it('should flag a fallback opening and a barrier pass while an order accepted before was unwritten', () => {
+    const input = cleanRun();
+    // Buyer 11's order is written 1.5 s after the sale opened to MySQL at 4 s.
+    sale(input).orders[0].createdAtEpochMs = START + 5_500;
+    const [opened] = violationsOf(input, 'written-before-fallback');
+    expect(opened.requestIds).toEqual(['r-11']);
+    expect(opened.historyIds).toEqual([1]);
+    expect(opened.atMs).toBe(4_000);
+    expect(opened.message).toContain('written 1500 ms after');
+    const [passed] = violationsOf(input, 'written-before-rebuild');
+    expect(passed.requestIds).toEqual(['r-11']);
+    expect(passed.message).toContain('an order barrier opened at 3000 ms passed on worker-1');
+  });
+
+  it('should not hold a fallback opening or a barrier against purchases answered after, or other sales', () => {
+    const input = cleanRun();
+    sale(input).orders[0].createdAtEpochMs = START + 5_500;
+    input.writtenPoints = [
+      fallbackAt(1_060),
+      fallbackAt(4_000, GOODS + 1),
+      {
+        kind: 'rebuild',
+        instance: 'worker-1',
+        coversEpochMs: START + 1_060,
+        atEpochMs: START + 4_500,
+      },
+    ];
+    expect(violated(input)).toEqual([]);
   });
 
   it('should flag more active quantity than the stock', () => {

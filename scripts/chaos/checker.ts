@@ -11,6 +11,25 @@ export interface OrderRow {
   userId: number;
   quantity: number;
   status: OrderStatus;
+  /** When its row was written (MySQL's clock, the machine's). */
+  createdAtEpochMs: number;
+}
+
+/**
+ * A point, as an app instance logged it, after which MySQL is trusted to hold every order
+ * accepted before: a sale opened to the database fallback (for that goods, every 202 answered
+ * before the opening), or an order barrier passed for a rebuild from MySQL (for every goods,
+ * every 202 answered before the barrier opened).
+ */
+export interface OrdersWrittenPoint {
+  kind: 'fallback' | 'rebuild';
+  instance: string;
+  /** The fallback's goods; a barrier covers every goods. */
+  goodsId?: number;
+  /** 202s answered before this are covered. */
+  coversEpochMs: number;
+  /** When MySQL was trusted: their orders must be written by then. */
+  atEpochMs: number;
 }
 
 /** One sale's state once the run went quiet, read straight from MySQL and Redis. */
@@ -68,6 +87,7 @@ export interface CheckInput {
   brokerCloses: readonly BrokerChannelClose[];
   /** The wall clock at the run's start: order numbers carry their acceptance time on it. */
   startedAtEpochMs: number;
+  writtenPoints: readonly OrdersWrittenPoint[];
 }
 
 export const INVARIANTS = {
@@ -77,6 +97,10 @@ export const INVARIANTS = {
     'no purchase answered 202 ends FAILED, and no FAILED result is for a purchase that became an order',
   'refused-took-nothing':
     'every order comes from a purchase answered 202 or left unknown (a timeout, a 503 with a request id): none from one answered "nothing taken" (503, 409, 429, 403…)',
+  'written-before-fallback':
+    'a sale opens to the database fallback only once every order it accepted before is written (its barrier passed on them)',
+  'written-before-rebuild':
+    'an order barrier a rebuild waits on passes only once every order accepted before it opened is written',
   'no-oversell': "a sale's active orders hold at most its stock",
   'one-active-order-per-buyer': 'no buyer holds two active orders of one sale',
   'mysql-stock-balances': 'MySQL stock + active quantity = total stock',
@@ -158,6 +182,7 @@ export function check(input: CheckInput): CheckReport {
   const unknown = checkPurchases(input, tally);
   for (const sale of input.snapshot.sales) checkSale(sale, tally);
   checkOrderActions(input, tally);
+  checkWrittenPoints(input, tally);
   checkLiveness(input, tally);
   checkChannels(input, tally);
   const invariants = [...tally.results.values()];
@@ -390,6 +415,53 @@ function checkSale(sale: SaleSnapshot, tally: Tally): void {
         .map((o) => o.orderNo)
         .join(', ')}${orders.length > MAX_LISTED ? ', …' : ''}`,
       requestIds: orders.map((order) => order.requestId),
+    });
+  }
+}
+
+/**
+ * The promise the fallback and the rebuild make to the buyers Redis accepted: MySQL sells or is
+ * counted only after every order accepted before is written. An order written later was missing
+ * meanwhile: the fallback may have sold its unit, a rebuild counted the stock without it; either
+ * shows elsewhere only when the sale runs out or a repair hides it.
+ */
+function checkWrittenPoints(input: CheckInput, tally: Tally): void {
+  const orders = new Map(
+    input.snapshot.sales.flatMap((sale) => sale.orders.map((order) => [order.requestId, order])),
+  );
+  const accepted = input.history.filter(
+    (entry) => entry.op === 'purchase' && entry.status === 202 && entry.requestId,
+  );
+  for (const point of input.writtenPoints) {
+    const invariant =
+      point.kind === 'fallback' ? 'written-before-fallback' : 'written-before-rebuild';
+    const before = accepted.filter(
+      (entry) =>
+        (point.goodsId === undefined || entry.goodsId === point.goodsId) &&
+        input.startedAtEpochMs + entry.answeredMs < point.coversEpochMs - CLOCK_SLACK_MS,
+    );
+    tally.checked(invariant, before.length);
+    const writtenAfter = (entry: HistoryEntry) =>
+      orders.get(entry.requestId!)!.createdAtEpochMs - point.atEpochMs;
+    const late = before.filter(
+      (entry) => orders.has(entry.requestId!) && writtenAfter(entry) > CLOCK_SLACK_MS,
+    );
+    if (late.length === 0) continue;
+    const at = point.atEpochMs - input.startedAtEpochMs;
+    const what =
+      point.kind === 'fallback'
+        ? `goods ${point.goodsId} opened to the database fallback`
+        : `an order barrier opened at ${point.coversEpochMs - input.startedAtEpochMs} ms passed`;
+    tally.violate({
+      invariant,
+      message: `${what} on ${point.instance} at ${at} ms while ${late.length} orders accepted before it were unwritten (${late
+        .slice(0, MAX_LISTED)
+        .map((entry) => `${describeAnswer(entry)}: written ${writtenAfter(entry)} ms after`)
+        .join('; ')}${late.length > MAX_LISTED ? '; …' : ''})`,
+      requestIds: late.map((entry) => entry.requestId!),
+      historyIds: late.map((entry) => entry.id),
+      ...(point.goodsId === undefined ? {} : { goodsId: point.goodsId }),
+      atMs: at,
     });
   }
 }

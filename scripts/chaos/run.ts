@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { rabbitUrl } from '../../bench/lib/stores.js';
 import { onCleanup } from '../lib/cleanup.js';
 import { signToken } from '../lib/jwt.js';
+import { readWrittenPoints } from './app-logs.js';
 import { check } from './checker.js';
 import { describeFault } from './faults.js';
 import { History } from './history.js';
@@ -150,6 +151,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     liveness: { boundMs: REOPEN_BOUND_MS, reopens },
     brokerCloses: system.brokerCloses,
     startedAtEpochMs: startedAt.getTime(),
+    writtenPoints: readWrittenPoints(join(outDir, 'logs')),
   });
   const record: RunRecord = {
     seed: schedule.seed,

@@ -30,7 +30,10 @@ export async function readSale(
     [sale.goodsId],
   );
   const [rows] = await stores.mysql.query<RowDataPacket[]>(
-    'SELECT order_no, request_id, user_id, quantity, status FROM seckill_order WHERE goods_id = ? ORDER BY id',
+    // created_at as ms since the epoch: the app writes DATETIMEs as UTC (utc-sessions.ts).
+    `SELECT order_no, request_id, user_id, quantity, status,
+            TIMESTAMPDIFF(MICROSECOND, '1970-01-01', created_at) DIV 1000 AS created_ms
+       FROM seckill_order WHERE goods_id = ? ORDER BY id`,
     [sale.goodsId],
   );
   const orders: OrderRow[] = rows.map((row) => ({
@@ -39,6 +42,7 @@ export async function readSale(
     userId: Number(row.user_id),
     quantity: Number(row.quantity),
     status: row.status as OrderRow['status'],
+    createdAtEpochMs: Number(row.created_ms),
   }));
   const stocks = await bucketStocks(stores.redis, sale.goodsId, sale.stockShards);
   const buyers = await allBuyers(stores.redis, sale.goodsId, sale.stockShards);
