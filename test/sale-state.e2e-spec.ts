@@ -71,6 +71,16 @@ async function endOtherSales(stores: Stores, goodsId: number): Promise<void> {
 const buyer = (t: TestApp, goodsId: number, userId: number) =>
   t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
 
+/** The buyer's first answer that is not a 503: the sale is back in Redis (or sold in MySQL). */
+const answerOnceReopened = (t: TestApp, goodsId: number, userId: number) =>
+  waitFor(
+    async () => {
+      const answer = await buyer(t, goodsId, userId);
+      return answer.status === 503 ? null : answer;
+    },
+    { timeoutMs: 30_000, intervalMs: 100, what: 'an answer from the rebuilt Redis' },
+  );
+
 describe('Redis restarts empty in database mode: the fallback return and the restart rebuild on one goods', () => {
   // The barrier's fixed wait keeps the restart's rebuild from loading before the return's first
   // tick (every 500 ms) has read the mark.
@@ -114,7 +124,7 @@ describe('Redis restarts empty in database mode: the fallback return and the res
     const refusedBefore = await lockBusy(t.app, 'preheat');
     await app.redis.up(); // empty: both the restart's rebuild and the fallback's return start
     await waitFor(() => returning.reached, { what: 'the return to read redis_stale = 1' });
-    // The restart's rebuild either loads the buyers and stops before the stock (a lock of its
+    // The restart's rebuild either reads its history and stops before it writes (a lock of its
     // own), or is refused the lock the return holds.
     await waitFor(
       async () => loading.reached || (await lockBusy(t.app, 'preheat')) > refusedBefore,
@@ -144,13 +154,7 @@ describe('Redis restarts empty in database mode: the fallback return and the res
     expect(await local.redis.sismember(saleKeys(goodsId).restocked, cancelled.order_no)).toBe(1);
     // A buyer from before is refused by the rebuilt Redis itself, not accepted again.
     const refusedByRedis = await purchases(t.app, 'ALREADY_PURCHASED', 'redis');
-    const again = await waitFor(
-      async () => {
-        const answer = await buyer(t, goodsId, 90_001);
-        return answer.status === 503 ? null : answer;
-      },
-      { intervalMs: 100, what: 'an answer from the rebuilt Redis' },
-    );
+    const again = await answerOnceReopened(t, goodsId, 90_001);
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('ALREADY_PURCHASED');
     expect(await purchases(t.app, 'ALREADY_PURCHASED', 'redis')).toBeGreaterThan(refusedByRedis);
@@ -350,5 +354,46 @@ describe('a cancel that commits while a rebuild loads the sale into Redis', () =
     expect(Number(await local.redis.get(keys.stock))).toBe(9);
     expect(await local.redisBuyers(goodsId)).toEqual({ '94001': '1' });
     expect(await local.redis.sismember(keys.restocked, cancelled.order_no)).toBe(1);
+  });
+});
+
+describe('Redis restarting again while a rebuild loads a sale', () => {
+  const app = useAppOnPrivateRedis({ RECONCILE_ENABLED: 'false' });
+
+  it('should not leave the new Redis a stock without the buyers the load wrote into the old one', async () => {
+    const { t, stores, local } = app;
+    const goodsId = await createSale(t.http, { stock: 10 });
+    for (const userId of [95_001, 95_002]) await buyer(t, goodsId, userId).expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 2, {
+      what: 'both orders written',
+    });
+
+    await endOtherSales(stores, goodsId);
+    // The restart's rebuild has read MySQL's orders and is loading them.
+    const loading = holdAt(t.app, 'preheat-before-stock', { goodsId });
+    await app.redis.kill();
+    await app.redis.up(); // empty
+    await waitFor(() => loading.reached, { timeoutMs: 30_000, what: 'the rebuild to load' });
+    // Redis restarts empty again: the next rebuild wipes the sale (a key planted here goes)
+    // before the first load ends, which then lands in this server.
+    await app.redis.kill();
+    await app.redis.up();
+    const keys = saleKeys(goodsId);
+    await local.redis.set(keys.stock, '999');
+    await waitFor(async () => (await local.redis.exists(keys.stock)) === 0, {
+      timeoutMs: 30_000,
+      what: "the next rebuild's wipe",
+    });
+    loading.release();
+
+    await waitFor(async () => (await local.redis.exists(keys.stock, keys.meta)) === 2, {
+      timeoutMs: 30_000,
+      what: 'the sale loaded',
+    });
+    expect(await local.redisBuyers(goodsId)).toEqual({ '95001': '1', '95002': '1' });
+    // Redis itself refuses an earlier buyer: no second order to turn FAILED in MySQL.
+    const again = await answerOnceReopened(t, goodsId, 95_001);
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe('ALREADY_PURCHASED');
   });
 });

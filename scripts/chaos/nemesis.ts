@@ -36,7 +36,7 @@ export interface Schedule {
 const SLOW_STEPS: readonly { point: string; ms: [number, number]; percent: [number, number] }[] = [
   // A consumer batch held before its write: a channel re-open or a barrier lands meanwhile.
   { point: 'before-order-write', ms: [2_000, 8_000], percent: [30, 100] },
-  // A load with the buyers written and the stock not yet: another path's wipe lands inside.
+  // A load with its history read and nothing written: a wipe or a Redis restart lands inside.
   { point: 'preheat-before-stock', ms: [500, 3_000], percent: [100, 100] },
   // The fallback's return between its stale read and its rebuild.
   { point: 'fallback-return-stale-read', ms: [500, 3_000], percent: [100, 100] },

@@ -10,7 +10,8 @@ export type { PausePoint };
  * - `before-sale-lock`: a path that wipes or loads a sale is about to take the goods' sale-state
  *   lock (its premise not read under it yet);
  * - `fallback-return-stale-read`: the fallback's return read `redis_stale = 1`, before it wipes;
- * - `preheat-before-stock`: a load wrote the buyers and restocked orders, not yet the stock.
+ * - `preheat-before-stock`: a load read its history (MySQL's buyers and cancelled orders, its
+ *   transaction still open) and has written nothing yet; each bucket is then one MULTI.
  *
  * FAULT_DELAYS slows the same points by chance (the random-fault checker's slow steps); with
  * FAULT_DELAYS_BY_SIGNAL only while switched on by SIGUSR2 (off again by the next).

@@ -149,6 +149,9 @@ export type ReleaseForce = false | string;
  * The Lua scripts in lua/, each registered once with ioredis `defineCommand` (EVALSHA, with a
  * transparent re-send of the body after NOSCRIPT). The contracts live in each file's header.
  */
+/** Fields or members per command of a load: each command stays a modest size. */
+const LOAD_CHUNK = 1_000;
+
 @Injectable()
 export class SeckillScripts implements OnModuleInit {
   constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
@@ -411,12 +414,32 @@ export class SeckillScripts implements OnModuleInit {
     return stock < 0 ? null : { stock, usedQuantity, buyerCount };
   }
 
+  /**
+   * Loads one bucket in one MULTI: its buyers and restocked order numbers (a rebuild's history,
+   * none for a first preheat), then lua/seckill-preheat.lua. A Redis that restarts during a load
+   * gets the whole bucket or none of it: never a stock without the buyers written into the
+   * server before it (which a purchase would take for a sale loaded with none).
+   */
   async preheat(
     keys: SaleKeys,
     sale: { totalStock: number; stock: number; startAt: Date; endAt: Date; perUserLimit: number },
+    history: { buyers: { userId: number; quantity: number }[]; restocked: string[] } = {
+      buyers: [],
+      restocked: [],
+    },
   ): Promise<{ loaded: boolean; stock: number }> {
-    const [loaded, stock] = (await this.call(
-      'seckillPreheat',
+    const load = this.redis.multi();
+    for (let i = 0; i < history.buyers.length; i += LOAD_CHUNK) {
+      const chunk = history.buyers.slice(i, i + LOAD_CHUNK);
+      load.hset(keys.buyers, Object.fromEntries(chunk.map((b) => [String(b.userId), b.quantity])));
+    }
+    for (let i = 0; i < history.restocked.length; i += LOAD_CHUNK) {
+      load.sadd(keys.restocked, ...history.restocked.slice(i, i + LOAD_CHUNK));
+    }
+    // Queued on the transaction (a chainable, not a promise): its reply comes with exec().
+    (
+      load as unknown as Record<'seckillPreheat', (...args: (string | number)[]) => unknown>
+    ).seckillPreheat(
       keys.stock,
       keys.meta,
       sale.totalStock,
@@ -424,7 +447,13 @@ export class SeckillScripts implements OnModuleInit {
       sale.startAt.getTime(),
       sale.endAt.getTime(),
       sale.perUserLimit,
-    )) as [number, number];
+    );
+    const replies = (await load.exec()) ?? [];
+    const failed = replies.find(([error]) => error !== null);
+    if (failed || replies.length === 0) {
+      throw failed?.[0] ?? new Error('the sale load was discarded (Redis lost the transaction)');
+    }
+    const [loaded, stock] = replies.at(-1)![1] as [number, number];
     return { loaded: loaded === 1, stock };
   }
 

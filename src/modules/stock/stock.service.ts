@@ -402,33 +402,25 @@ export class StockService {
     if (buckets.length > 1) await this.redis.hset(saleKeys(goodsId).meta, 'shards', buckets.length);
     const shares = splitEvenly(sale.stock, buckets.length);
     const hasHistory = history.buyers.length > 0 || history.cancelledOrderNos.length > 0;
-    if (hasHistory && !(await this.isPreheated(goodsId))) {
-      const byHome = new Map<number, { userId: number; quantity: number }[]>();
-      for (const buyer of history.buyers) {
-        const home = homeBucket(buyer.userId, buckets.length);
-        byHome.set(home, [...(byHome.get(home) ?? []), buyer]);
-      }
-      for (const [home, buyers] of byHome) {
-        for (let i = 0; i < buyers.length; i += 1_000) {
-          const chunk = buyers.slice(i, i + 1_000);
-          await this.redis.hset(
-            buckets[home].buyers,
-            Object.fromEntries(chunk.map((buyer) => [String(buyer.userId), buyer.quantity])),
-          );
-        }
-      }
-      // Every bucket: a cancelled order is restocked at its buyer's home, whichever that is.
-      for (const keys of buckets) {
-        for (let i = 0; i < history.cancelledOrderNos.length; i += 1_000) {
-          await this.redis.sadd(keys.restocked, ...history.cancelledOrderNos.slice(i, i + 1_000));
-        }
-      }
+    const loadHistory = hasHistory && !(await this.isPreheated(goodsId));
+    const byHome = buckets.map(() => [] as { userId: number; quantity: number }[]);
+    if (loadHistory) {
+      for (const buyer of history.buyers)
+        byHome[homeBucket(buyer.userId, buckets.length)].push(buyer);
     }
     await this.faults.pausePoint('preheat-before-stock', { goodsId });
     let loaded = false;
     let stock = 0;
     for (const [bucket, keys] of buckets.entries()) {
-      const result = await this.scripts.preheat(keys, { ...sale, stock: shares[bucket] });
+      // Every bucket: a cancelled order is restocked at its buyer's home, whichever that is.
+      const result = await this.scripts.preheat(
+        keys,
+        { ...sale, stock: shares[bucket] },
+        {
+          buyers: byHome[bucket],
+          restocked: loadHistory ? history.cancelledOrderNos : [],
+        },
+      );
       loaded ||= result.loaded;
       stock += result.stock;
     }
