@@ -145,13 +145,13 @@ export interface CompletedOrder {
  */
 export type ReleaseForce = false | string;
 
+/** Fields or members per command of a load: each command stays a modest size. */
+const LOAD_CHUNK = 1_000;
+
 /**
  * The Lua scripts in lua/, each registered once with ioredis `defineCommand` (EVALSHA, with a
  * transparent re-send of the body after NOSCRIPT). The contracts live in each file's header.
  */
-/** Fields or members per command of a load: each command stays a modest size. */
-const LOAD_CHUNK = 1_000;
-
 @Injectable()
 export class SeckillScripts implements OnModuleInit {
   constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
