@@ -36,8 +36,8 @@ export interface FaultSurface {
   restartInstance(name: string): void;
   pauseInstance(name: string): void;
   resumeInstance(name: string): void;
-  /** Switches the instance's slow steps (FAULT_DELAYS, by SIGUSR2) on or off. */
-  toggleSlowSteps(name: string): void;
+  /** Switches the instance's slow steps (FAULT_DELAYS, see FaultInjector) on or off. */
+  setSlowSteps(name: string, on: boolean): void;
   /** Kills redis-server outright; with `keepData`, after it wrote a snapshot to start from. */
   killRedis(keepData: boolean): Promise<void>;
   startRedis(): Promise<void>;
@@ -91,10 +91,11 @@ const REDIS_SERVER = () => ['redis-server'];
 /** From the channel's break to the kill: the new session has its first deliveries by then. */
 const REOPEN_THEN_RESTART_MS = 500;
 /**
- * From a flapping channel's second break to the kill: long enough for new purchases to reach the
- * new session while the old one's batches are still being written.
+ * From a flapping channel's second break to the kill, as a share of the hold (0.3 to 1.2 s): a
+ * few new purchases reach the new session behind the redelivered copies, and the barriers of the
+ * restart come while the old session's batches and the new one's are still being written.
  */
-const FLAP_KILL_AFTER_MS = 2_000;
+const FLAP_KILL_AFTER_SHARE = 0.1;
 /** After Redis is back, the flapping link's writes stay slow this long (its rebuild meets them). */
 const FLAP_SLOW_AFTER_MS = 3_000;
 const NONE = () => [{}];
@@ -138,8 +139,8 @@ export const FAULT_KINDS = {
     holdMs: [3_000, 15_000],
     targets: eachInstance,
     resources: processOf,
-    inject: (surface, target) => surface.toggleSlowSteps(instanceOf(target)),
-    heal: (surface, target) => surface.toggleSlowSteps(instanceOf(target)),
+    inject: (surface, target) => surface.setSlowSteps(instanceOf(target), true),
+    heal: (surface, target) => surface.setSlowSteps(instanceOf(target), false),
   },
   'reopen-then-restart': {
     title:
@@ -158,7 +159,7 @@ export const FAULT_KINDS = {
   },
   'channel-flap': {
     title:
-      "a consumer's link flaps while its writes are slow: its slow steps on, its channel broken twice (half the hold apart: the first new session young, one batch written and more in flight), redis-server SIGKILLed 2 s later and restarted empty",
+      "a consumer's link flaps while its writes are slow: its slow steps on, its channel broken twice (half the hold apart: the first new session young, one batch written and more in flight), redis-server SIGKILLed a tenth of the hold later and restarted empty",
     weight: 1,
     holdMs: [3_000, 12_000],
     targets: consumers,
@@ -170,18 +171,18 @@ export const FAULT_KINDS = {
     ],
     inject: async (surface, target) => {
       const instance = instanceOf(target);
-      surface.toggleSlowSteps(instance);
+      surface.setSlowSteps(instance, true);
       const first = await surface.breakConsumerChannel(instance);
       await sleep(target.holdMs / 2);
       const second = await surface.breakConsumerChannel(instance);
-      await sleep(FLAP_KILL_AFTER_MS);
+      await sleep(Math.round(target.holdMs * FLAP_KILL_AFTER_SHARE));
       await surface.killRedis(false);
       if (!first || !second) throw new Error('a consuming channel was not there to break');
     },
     heal: async (surface, target) => {
       await surface.startRedis();
       await sleep(FLAP_SLOW_AFTER_MS);
-      surface.toggleSlowSteps(instanceOf(target));
+      surface.setSlowSteps(instanceOf(target), false);
     },
   },
   'redis-kill': {

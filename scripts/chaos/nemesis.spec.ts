@@ -130,7 +130,7 @@ function recordingSurface(calls: string[]): FaultSurface {
     restartInstance: note('restart'),
     pauseInstance: note('pause'),
     resumeInstance: note('resume'),
-    toggleSlowSteps: note('toggle-slow'),
+    setSlowSteps: note('slow-steps'),
     killRedis: async (keep) => note('kill-redis')(keep),
     startRedis: async () => note('start-redis')(),
     pauseRedis: note('pause-redis'),

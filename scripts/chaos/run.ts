@@ -79,9 +79,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     env: {
       ...APP_ENV,
       REDIS_DOWN_MODE: schedule.redisDownMode,
-      ...(schedule.slowSteps.length > 0
-        ? { FAULT_DELAYS: schedule.slowSteps.join(','), FAULT_DELAYS_BY_SIGNAL: 'true' }
-        : {}),
+      ...(schedule.slowSteps.length > 0 ? { FAULT_DELAYS: schedule.slowSteps.join(',') } : {}),
       ...(schedule.consumer
         ? {
             CONSUMER_PREFETCH: String(schedule.consumer.prefetch),

@@ -1,7 +1,7 @@
 // The system under test: a private redis-server, a fresh database and vhost, and K app instances
 // (child processes of the built server), each reaching Redis, RabbitMQ and MySQL through proxies
 // of its own, so that one can be cut off while the others are not. Implements what faults act on.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -97,7 +97,10 @@ class AppInstance {
       args: [join(this.setup.repoRoot, 'dist', 'main.js')],
       cwd: this.setup.repoRoot,
       port: this.setup.port,
-      env: this.setup.env,
+      env:
+        this.setup.env.FAULT_DELAYS === undefined
+          ? this.setup.env
+          : { ...this.setup.env, FAULT_DELAYS_SWITCH_FILE: this.switchFile },
       // One log per start: a restart must not truncate what the killed process wrote.
       logPath: join(this.setup.logDir, `${this.spec.name}.${this.starts}.log`),
     });
@@ -121,6 +124,16 @@ class AppInstance {
 
   signal(signal: 'SIGSTOP' | 'SIGCONT' | 'SIGUSR2'): void {
     this.server?.child.kill(signal);
+  }
+
+  /** Its slow steps' state (see FaultInjector): read by the process at each start and SIGUSR2. */
+  private get switchFile(): string {
+    return join(this.setup.logDir, `${this.spec.name}.slow-steps`);
+  }
+
+  setSlowSteps(on: boolean): void {
+    writeFileSync(this.switchFile, on ? 'on\n' : 'off\n');
+    this.signal('SIGUSR2');
   }
 
   async stop(): Promise<void> {
@@ -262,8 +275,8 @@ export class ChaosSystem implements FaultSurface {
     this.instance(name).signal('SIGCONT');
   }
 
-  toggleSlowSteps(name: string): void {
-    this.instance(name).signal('SIGUSR2');
+  setSlowSteps(name: string, on: boolean): void {
+    this.instance(name).setSlowSteps(on);
   }
 
   async killRedis(keepData: boolean): Promise<void> {

@@ -162,8 +162,8 @@ describe('validateEnv', () => {
         FAULT_DELAYS: 'before-sale-lock:100:5',
       }).message,
     ).toBe('FAULT_DELAYS is for tests and refused in production');
-    expect(refusal({ FAULT_DELAYS_BY_SIGNAL: 'true' }).message).toBe(
-      'FAULT_DELAYS_BY_SIGNAL needs FAULT_DELAYS',
+    expect(refusal({ FAULT_DELAYS_SWITCH_FILE: '/tmp/slow' }).message).toBe(
+      'FAULT_DELAYS_SWITCH_FILE needs FAULT_DELAYS',
     );
   });
 

@@ -76,8 +76,11 @@ export interface AppConfig {
    * waits this long. The random-fault checker widens rare interleavings with them.
    */
   faultDelays: FaultDelay[];
-  /** FAULT_DELAYS_BY_SIGNAL: the slow steps start off, and each SIGUSR2 switches them on or off. */
-  faultDelaysBySignal: boolean;
+  /**
+   * FAULT_DELAYS_SWITCH_FILE: the slow steps are on while this file says `on`, read at boot and
+   * at each SIGUSR2; null: always on.
+   */
+  faultDelaysSwitchFile: string | null;
   rateLimit: RateLimitConfig;
   /** Exact origins allowed by CORS; empty = CORS off (no Access-Control-* headers). */
   corsOrigins: string[];
@@ -329,12 +332,12 @@ function readFaultDelays(env: Env, nodeEnv: string): FaultDelay[] {
   });
 }
 
-function readFaultDelaysBySignal(env: Env): boolean {
-  const bySignal = readBool(env, 'FAULT_DELAYS_BY_SIGNAL', false);
-  if (bySignal && readString(env, 'FAULT_DELAYS', '') === '') {
-    throw new ConfigValidationError('FAULT_DELAYS_BY_SIGNAL needs FAULT_DELAYS');
+function readFaultDelaysSwitchFile(env: Env): string | null {
+  const path = readString(env, 'FAULT_DELAYS_SWITCH_FILE', '');
+  if (path !== '' && readString(env, 'FAULT_DELAYS', '') === '') {
+    throw new ConfigValidationError('FAULT_DELAYS_SWITCH_FILE needs FAULT_DELAYS');
   }
-  return bySignal;
+  return path === '' ? null : path;
 }
 
 function readRateLimits(env: Env): RateLimitConfig {
@@ -511,7 +514,7 @@ export function validateEnv(env: Env): AppConfig {
     saleKeysRetentionMs: readInt(env, 'SALE_KEYS_RETENTION_MS', 86_400_000, 0, 30 * 86_400_000),
     faultCrash: readFaultHook(env, nodeEnv),
     faultDelays: readFaultDelays(env, nodeEnv),
-    faultDelaysBySignal: readFaultDelaysBySignal(env),
+    faultDelaysSwitchFile: readFaultDelaysSwitchFile(env),
     rateLimit: readRateLimits(env),
     corsOrigins: readCorsOrigins(env),
     seckillRequireToken: readBool(env, 'SECKILL_REQUIRE_TOKEN', false),

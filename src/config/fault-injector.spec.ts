@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { validateEnv } from './env.validation.js';
 import { FaultInjector } from './fault-injector.js';
@@ -26,17 +29,43 @@ describe('FaultInjector slow steps (FAULT_DELAYS)', () => {
     expect(await settledAfter(faults.pausePoint('before-sale-lock', { goodsId: 1 }), 0)).toBe(true);
   });
 
-  it('should slow nothing until SIGUSR2 switches the steps on, and stop at the next', async () => {
+  it('should slow steps only while the switch file says on, read again at each SIGUSR2', async () => {
     vi.useFakeTimers();
+    const switchFile = join(mkdtempSync(join(tmpdir(), 'fault-switch-')), 'slow');
     const faults = new FaultInjector(
-      validateEnv({ FAULT_DELAYS: 'preheat-before-stock:500:100', FAULT_DELAYS_BY_SIGNAL: 'true' }),
+      validateEnv({
+        FAULT_DELAYS: 'preheat-before-stock:500:100',
+        FAULT_DELAYS_SWITCH_FILE: switchFile,
+      }),
     );
     const at = { goodsId: 7 };
+    const slows = async () =>
+      !(await settledAfter(faults.pausePoint('preheat-before-stock', at), 0));
 
-    expect(await settledAfter(faults.pausePoint('preheat-before-stock', at), 0)).toBe(true);
+    expect(await slows()).toBe(false);
+    writeFileSync(switchFile, 'on\n');
+    expect(await slows()).toBe(false);
     process.emit('SIGUSR2');
-    expect(await settledAfter(faults.pausePoint('preheat-before-stock', at), 0)).toBe(false);
+    expect(await slows()).toBe(true);
+    // Signals that arrive as one, or one too many, leave the state the file says.
     process.emit('SIGUSR2');
-    expect(await settledAfter(faults.pausePoint('preheat-before-stock', at), 0)).toBe(true);
+    expect(await slows()).toBe(true);
+    writeFileSync(switchFile, 'off\n');
+    process.emit('SIGUSR2');
+    expect(await slows()).toBe(false);
+  });
+
+  it('should start a process with the slow steps the switch file says, without a signal', async () => {
+    vi.useFakeTimers();
+    const switchFile = join(mkdtempSync(join(tmpdir(), 'fault-switch-')), 'slow');
+    writeFileSync(switchFile, 'on\n');
+    const faults = new FaultInjector(
+      validateEnv({
+        FAULT_DELAYS: 'before-order-write:500:100',
+        FAULT_DELAYS_SWITCH_FILE: switchFile,
+      }),
+    );
+
+    expect(await settledAfter(faults.pausePoint('before-order-write'), 0)).toBe(false);
   });
 });

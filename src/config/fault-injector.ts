@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { readFileSync } from 'node:fs';
 import { InjectConfig } from './app-config.js';
 import type { AppConfig, FaultDelay, FaultPoint, PausePoint } from './env.validation.js';
 
@@ -14,7 +15,9 @@ export type { PausePoint };
  *   transaction still open) and has written nothing yet; each bucket is then one MULTI.
  *
  * FAULT_DELAYS slows the same points by chance (the random-fault checker's slow steps); with
- * FAULT_DELAYS_BY_SIGNAL only while switched on by SIGUSR2 (off again by the next).
+ * FAULT_DELAYS_SWITCH_FILE only while that file says `on`. The file holds the state and SIGUSR2
+ * only says "read it again": two signals sent close together arrive as one, and a process
+ * restarted meanwhile reads the state at boot, so neither leaves the steps the wrong way round.
  */
 
 /** Where a step is reached: the goods, and the path (SaleStatePath) where there are several. */
@@ -44,17 +47,18 @@ export class FaultInjector {
   private reached = 0;
   private readonly holds = new Map<PausePoint, Hold>();
 
-  /** Whether FAULT_DELAYS slow steps are drawn now (FAULT_DELAYS_BY_SIGNAL switches them). */
-  private slowing: boolean;
+  /** Whether FAULT_DELAYS slow steps are drawn now (FAULT_DELAYS_SWITCH_FILE switches them). */
+  private slowing = true;
 
   constructor(@InjectConfig() private readonly config: AppConfig) {
-    this.slowing = !config.faultDelaysBySignal;
-    if (config.faultDelaysBySignal) {
-      process.on('SIGUSR2', () => {
-        this.slowing = !this.slowing;
-        this.logger.warn(`fault injection: slow steps ${this.slowing ? 'on' : 'off'}`);
-      });
-    }
+    const switchFile = config.faultDelaysSwitchFile;
+    if (switchFile === null) return;
+    const read = () => {
+      this.slowing = readSwitch(switchFile);
+      this.logger.warn(`fault injection: slow steps ${this.slowing ? 'on' : 'off'}`);
+    };
+    read();
+    process.on('SIGUSR2', read);
   }
 
   crashPoint(point: FaultPoint): void {
@@ -114,5 +118,14 @@ export class FaultInjector {
         open();
       },
     };
+  }
+}
+
+/** A missing or unreadable switch file is off. */
+function readSwitch(path: string): boolean {
+  try {
+    return readFileSync(path, 'utf8').trim() === 'on';
+  } catch {
+    return false;
   }
 }
