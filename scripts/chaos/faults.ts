@@ -96,8 +96,12 @@ const REOPEN_THEN_RESTART_MS = 500;
  * restart come while the old session's batches and the new one's are still being written.
  */
 const FLAP_KILL_AFTER_SHARE = 0.1;
-/** After Redis is back, the flapping link's writes stay slow this long (its rebuild meets them). */
-const FLAP_SLOW_AFTER_MS = 3_000;
+/**
+ * After Redis is back, the flapping link's writes stay slow this long: the old session's batches
+ * are written first (their claims waited for Redis), then the new session's, and the restart's
+ * barrier passes among them; a barrier that passes too early meets the new batches still slow.
+ */
+const FLAP_SLOW_AFTER_MS = 30_000;
 const NONE = () => [{}];
 
 /** Both named: a target's instance and service, checked where a kind needs them. */
