@@ -13,7 +13,7 @@ import { runScript } from '../scripts/lib/main.js';
 import type { AppConfig } from '../src/config/env.validation.js';
 import { ChallengeService } from '../src/modules/seckill/challenge.service.js';
 
-const USAGE = `usage: npx tsx bench/challenge-cost.ts [--cost <n>] [--runs <n>]
+const USAGE = `usage: npm run bench:challenge -- [--cost <n>] [--runs <n>]
 
   --cost <n>   CHALLENGE_COST (default 5000, the service's default)
   --runs <n>   challenges per figure (default 20)`;

@@ -22,13 +22,13 @@ import {
   type ServerProcess,
 } from '../scripts/lib/server-process.js';
 import { cpuSeconds } from './lib/probes.js';
-import { freePortBelowEphemeral } from './lib/sides.js';
+import { freePortBelowEphemeral } from '../scripts/lib/ports.js';
 import { databaseUrl, freshDatabase, freshVhost, rabbitUrl, startRedis } from './lib/stores.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const STORE = 'seckill_bench_drain';
 
-const USAGE = `usage: npx tsx bench/drain-capacity.ts [--orders <n>] [--batch-sizes <list>]
+const USAGE = `usage: npm run bench:drain -- [--orders <n>] [--batch-sizes <list>]
 
 Takes --orders purchases through an APP_ROLE=api process (nothing consumes them), then, for each
 batch size, drains them into MySQL with a fresh APP_ROLE=worker process. Prints the api's CPU per

@@ -14,10 +14,10 @@ import { onCleanup } from '../scripts/lib/cleanup.js';
 import { integerFlag, readFlags } from '../scripts/lib/args.js';
 import { runScript } from '../scripts/lib/main.js';
 import { sampleProcess } from './lib/probes.js';
-import { freePortBelowEphemeral } from './lib/sides.js';
+import { freePortBelowEphemeral } from '../scripts/lib/ports.js';
 import { startRedis } from './lib/stores.js';
 
-const USAGE = `usage: npx tsx bench/redis-capacity.ts [--seconds <s>] [--clients <n>]
+const USAGE = `usage: npm run bench:redis -- [--seconds <s>] [--clients <n>]
 
 Measures, on a private redis-server, how many of each unit of work one Redis core executes per
 second: a purchase's whole Redis work (rate-limit budgets, Redlock acquire, deduct, unlock with

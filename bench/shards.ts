@@ -7,7 +7,6 @@
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -24,11 +23,12 @@ import { splitEvenly } from '../src/modules/stock/stock.service.js';
 import { onCleanup } from '../scripts/lib/cleanup.js';
 import { integerFlag, readFlags } from '../scripts/lib/args.js';
 import { ScriptError } from '../scripts/lib/errors.js';
+import { portIsFree } from '../scripts/lib/ports.js';
 import { runScript } from '../scripts/lib/main.js';
 import { sampleProcess } from './lib/probes.js';
 import { startRedis, type RedisServer } from './lib/stores.js';
 
-const USAGE = `usage: npx tsx bench/shards.ts [--seconds <s>] [--clients <n>] [--rounds <n>]
+const USAGE = `usage: npm run bench:shards -- [--seconds <s>] [--clients <n>] [--rounds <n>]
 
 Starts a private Redis Cluster of three masters and measures purchases per second of one hot
 item whose stock is in 1 bucket, then in 8 buckets (each its own hash tag, spread over the
@@ -64,21 +64,13 @@ const IN_FLIGHT_PER_CLIENT = 200;
 const HOUR_MS = 3_600_000;
 const STOCK = 1_000_000_000;
 
-function portFree(port: number): Promise<boolean> {
-  return new Promise<boolean>((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
 /** Three free ports in a row whose cluster-bus ports (+10000) are free too. */
 async function clusterPorts(): Promise<number[]> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const base = 18_000 + Math.floor(Math.random() * 4_700);
     const ports = [base, base + 1, base + 2];
     const free = await Promise.all(
-      ports.flatMap((port) => [portFree(port), portFree(port + 10_000)]),
+      ports.flatMap((port) => [portIsFree(port), portIsFree(port + 10_000)]),
     );
     if (free.every(Boolean)) return ports;
   }

@@ -1,6 +1,6 @@
 // Mints a bearer token for manual testing: TOKEN=$(npm run -s token -- --user 1 [--admin] [--ttl 3600])
 
-import { readFlags } from './lib/args.js';
+import { parsePositiveInteger, readFlags } from './lib/args.js';
 import { UsageError } from './lib/errors.js';
 import { loadDotEnv, signToken } from './lib/jwt.js';
 
@@ -10,16 +10,6 @@ interface TokenArgs {
   userId: number;
   admin: boolean;
   ttlSeconds: number | undefined;
-}
-
-function parsePositiveInteger(name: string, raw: string | undefined): number {
-  // Reject "1.5", "1e3", " 7" and friends that Number() would happily accept.
-  if (raw === undefined || !/^[1-9][0-9]*$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
-    throw new UsageError(
-      `--${name} must be a positive integer, got ${raw === undefined ? 'nothing' : JSON.stringify(raw)}`,
-    );
-  }
-  return Number(raw);
 }
 
 function flagsOf(argv: string[]) {

@@ -1,6 +1,5 @@
 // The two servers the bench compares, each started as a child process on its own stores.
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 import type { Redis } from 'ioredis';
@@ -9,6 +8,7 @@ import { createPool, type Pool, type RowDataPacket } from 'mysql2/promise';
 import { ScriptError } from '../../scripts/lib/errors.js';
 import { expectStatus, nonNegativeIntegerField, requestJson } from '../../scripts/lib/http.js';
 import { signToken } from '../../scripts/lib/jwt.js';
+import { freePortBelowEphemeral } from '../../scripts/lib/ports.js';
 import { createGoods, preheatGoods } from '../../scripts/lib/sale.js';
 import {
   startServer,
@@ -32,9 +32,6 @@ const STORE_NAMES: Record<SideName, string> = {
   project: 'seckill_bench_app',
   baseline: 'seckill_bench_base',
 };
-// Below the kernel's ephemeral range (32768+), so no outgoing connection can be holding one.
-const PORT_RANGE = { from: 20_000, to: 32_000 };
-
 export interface Side {
   name: SideName;
   origin: string;
@@ -58,27 +55,6 @@ export interface SideOptions {
   profileDir?: string;
   /** The project as APP_ROLE=api plus an APP_ROLE=worker process on the same stores. */
   worker?: boolean;
-}
-
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-  });
-}
-
-const taken = new Set<number>();
-
-export async function freePortBelowEphemeral(): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const port = PORT_RANGE.from + Math.floor(Math.random() * (PORT_RANGE.to - PORT_RANGE.from));
-    if (!taken.has(port) && (await portIsFree(port))) {
-      taken.add(port);
-      return port;
-    }
-  }
-  throw new ScriptError('no free port found below 32000');
 }
 
 function sideCommand(name: SideName, options: SideOptions): string[] {

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createPool, type Pool } from 'mysql2/promise';
 
-import { freePortBelowEphemeral } from '../../bench/lib/sides.js';
+import { freePortBelowEphemeral } from '../lib/ports.js';
 import {
   closeVhostConnections,
   databaseUrl,

@@ -1,6 +1,6 @@
 // The demo's command line: flags, their checks, and the usage text.
 
-import { readFlags } from '../lib/args.js';
+import { parsePositiveInteger, readFlags } from '../lib/args.js';
 import { ScriptError, UsageError } from '../lib/errors.js';
 import { MAX_BUYERS } from '../lib/load.js';
 
@@ -48,20 +48,6 @@ export interface DemoOptions {
 }
 
 export class DemoError extends ScriptError {}
-
-export function parsePositiveInteger(
-  name: string,
-  raw: string,
-  max = Number.MAX_SAFE_INTEGER,
-): number {
-  // A strict pattern, because Number() would accept "1e3", "0x10" or " 7".
-  if (!/^[1-9][0-9]*$/.test(raw) || Number(raw) > max) {
-    throw new UsageError(
-      `--${name} must be an integer between 1 and ${max}, got ${JSON.stringify(raw)}`,
-    );
-  }
-  return Number(raw);
-}
 
 export function parsePositiveSeconds(name: string, raw: string): number {
   const value = Number(raw);

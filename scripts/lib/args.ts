@@ -22,3 +22,20 @@ export function integerFlag(name: string, raw: string, min: number, max: number)
   }
   return value;
 }
+
+/** A positive integer flag, at most `max`: plain decimals only. */
+export function parsePositiveInteger(
+  name: string,
+  raw: string | undefined,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
+  // A strict pattern, because Number() would accept "1e3", "0x10" or " 7".
+  if (raw === undefined || !/^[1-9][0-9]*$/.test(raw) || Number(raw) > max) {
+    const range =
+      max === Number.MAX_SAFE_INTEGER ? 'a positive integer' : `an integer between 1 and ${max}`;
+    throw new UsageError(
+      `--${name} must be ${range}, got ${raw === undefined ? 'nothing' : JSON.stringify(raw)}`,
+    );
+  }
+  return Number(raw);
+}

@@ -2,6 +2,7 @@
 // connection each) taking requests from one source until it runs dry or the time is up.
 import { Pool } from 'undici';
 
+import { isRecord } from './http.js';
 import { signToken } from './jwt.js';
 
 export interface LoadRequest {
@@ -39,10 +40,6 @@ export interface LoadOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 export function errorCode(text: string): string | undefined {
   try {

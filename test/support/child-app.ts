@@ -1,27 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { freePortBelowEphemeral } from '../../scripts/lib/ports.js';
 import { adminAuth, waitFor } from './harness.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-/** A free port below the ephemeral range, so it cannot clash with an outgoing connection. */
-async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 10_000);
-    const server = createServer();
-    const free = await new Promise<boolean>((resolve) => {
-      server.once('error', () => resolve(false));
-      server.listen(port, '127.0.0.1', () => resolve(true));
-    });
-    if (free) {
-      await new Promise((resolve) => server.close(resolve));
-      return (server.address() as AddressInfo | null)?.port ?? port;
-    }
-  }
-  throw new Error('no free port found');
-}
 
 /** The built server (`node dist/main.js`) as its own process, as production runs it. */
 export class ChildApp {
@@ -44,7 +27,7 @@ export class ChildApp {
     env: Record<string, string> = {},
     { waitReady = true } = {},
   ): Promise<ChildApp> {
-    const port = await freePort();
+    const port = await freePortBelowEphemeral();
     const child = spawn(process.execPath, ['dist/main.js'], {
       cwd: ROOT,
       env: { ...process.env, LOG_LEVEL: 'log', ...env, PORT: String(port) },

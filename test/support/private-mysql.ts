@@ -4,7 +4,8 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { waitFor } from './harness.js';
-import { free, killChild, listening } from './private-redis.js';
+import { portIsFree } from '../../scripts/lib/ports.js';
+import { killChild, listening } from './private-redis.js';
 
 /**
  * A throwaway MariaDB server of the test's own (an empty data directory, a port below the
@@ -24,7 +25,7 @@ export class PrivateMysql {
     for (let attempt = 0; port === 0; attempt++) {
       if (attempt === 20) throw new Error('no free port for a private MariaDB');
       const candidate = 23_000 + Math.floor(Math.random() * 6_000);
-      if (await free(candidate)) port = candidate;
+      if (await portIsFree(candidate)) port = candidate;
     }
     const mysql = new PrivateMysql(port, mkdtempSync(join(tmpdir(), 'seckill-mysql-')));
     const user = userInfo().username;

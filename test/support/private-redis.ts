@@ -2,12 +2,13 @@ import { Cluster, Redis } from 'ioredis';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'vitest';
 import { keySlot } from '../../src/infra/redis/redis-client.js';
+import { portIsFree } from '../../scripts/lib/ports.js';
 import { ephemeralRedisArgs } from '../../scripts/lib/redis-server.js';
 import type { Stores } from './harness.js';
 import { waitFor } from './wait-for.js';
@@ -21,15 +22,6 @@ export function listening(port: number): Promise<boolean> {
       resolve(true);
     });
     socket.once('error', () => resolve(false));
-  });
-}
-
-/** True when nothing listens on the port (so a server of ours may). */
-export function free(port: number): Promise<boolean> {
-  return new Promise<boolean>((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
@@ -57,7 +49,8 @@ export class PrivateRedis {
   static async start(options: { dir?: string } = {}): Promise<PrivateRedis> {
     let port = 0;
     // A port something else listens on would pass the readiness check with that server.
-    while (port === 0 || !(await free(port))) port = 21_000 + Math.floor(Math.random() * 8_000);
+    while (port === 0 || !(await portIsFree(port)))
+      port = 21_000 + Math.floor(Math.random() * 8_000);
     const redis = new PrivateRedis(port, options.dir);
     await redis.up();
     return redis;
@@ -125,7 +118,9 @@ export class PrivateRedisCluster {
       if (attempt === 20) throw new Error('no three free ports for a private Redis Cluster');
       const candidate = 18_000 + Math.floor(Math.random() * 4_700);
       const ports = [candidate, candidate + 1, candidate + 2];
-      const checks = await Promise.all(ports.flatMap((port) => [free(port), free(port + 10_000)]));
+      const checks = await Promise.all(
+        ports.flatMap((port) => [portIsFree(port), portIsFree(port + 10_000)]),
+      );
       if (checks.every(Boolean)) base = candidate;
     }
     const cluster = new PrivateRedisCluster(
