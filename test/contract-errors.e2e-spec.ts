@@ -1,5 +1,6 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_STATUS, type ErrorCode } from '../src/common/errors/domain-error.js';
 import {
   adminAuth,
   bearer,
@@ -327,6 +328,31 @@ describe('contract errors', () => {
     );
   });
 
+  it("should document in /docs-json every error the contract gives each route, in the contract's body", async () => {
+    const spec = (await t.http.get('/docs-json').expect(200)).body as OpenApiDocument;
+    const missing: string[] = [];
+    for (const [route, codes] of Object.entries(CONTRACT_ERRORS)) {
+      const [method, path] = route.split(' ');
+      const responses = spec.paths[path]?.[method.toLowerCase()]?.responses;
+      if (responses === undefined) {
+        missing.push(`${route}: not in the document`);
+        continue;
+      }
+      for (const code of codes) {
+        const status = String(ERROR_STATUS[code]);
+        // An event-stream route documents its errors under its own media type.
+        const content = Object.values(responses[status]?.content ?? {});
+        const schema = resolve(spec, content.find((media) => media?.schema)?.schema);
+        const documented =
+          schema?.properties?.code?.enum?.includes(code) === true &&
+          ['statusCode', 'code', 'message'].every((field) => schema.properties?.[field]);
+        if (!documented) missing.push(`${route}: ${status} ${code}`);
+      }
+    }
+
+    expect(missing).toEqual([]);
+  });
+
   it('should answer health and metrics', async () => {
     await t.http.get('/health/live').expect(200);
     const ready = await t.http.get('/health/ready').expect(200);
@@ -373,3 +399,113 @@ describe('readiness while a dependency is down', () => {
     });
   });
 });
+
+interface OpenApiSchema {
+  $ref?: string;
+  properties?: Record<string, OpenApiSchema | undefined>;
+  enum?: unknown[];
+}
+
+interface OpenApiDocument {
+  paths: Record<
+    string,
+    | Record<
+        string,
+        | {
+            responses: Record<
+              string,
+              { content?: Record<string, { schema?: OpenApiSchema } | undefined> } | undefined
+            >;
+          }
+        | undefined
+      >
+    | undefined
+  >;
+  components: { schemas: Record<string, OpenApiSchema> };
+}
+
+function resolve(spec: OpenApiDocument, schema: OpenApiSchema | undefined) {
+  const name = schema?.$ref?.replace('#/components/schemas/', '');
+  return name === undefined ? schema : spec.components.schemas[name];
+}
+
+/**
+ * Per route, the errors the contract's "Errors" gives it: a goods id that is not a positive
+ * integer, no token, a user on an admin route or another user's order, a blocklisted buyer or a
+ * bad purchase token or challenge on the purchase, token and challenge routes, no such goods or
+ * order, the purchase's refusals, paying a cancelled and cancelling a paid order, a body over the
+ * limit, a rate limit, a dependency down.
+ */
+const USER: ErrorCode[] = ['UNAUTHORIZED', 'UNAVAILABLE'];
+const ADMIN: ErrorCode[] = [...USER, 'FORBIDDEN'];
+const CONTRACT_ERRORS: Record<string, ErrorCode[]> = {
+  'POST /api/v1/admin/goods': [...ADMIN, 'VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE'],
+  'POST /api/v1/admin/goods/{goodsId}/preheat': [...ADMIN, 'VALIDATION_FAILED', 'GOODS_NOT_FOUND'],
+  'GET /api/v1/admin/goods/{goodsId}/reconcile': [...ADMIN, 'VALIDATION_FAILED', 'GOODS_NOT_FOUND'],
+  'POST /api/v1/admin/goods/{goodsId}/reconcile/repair': [
+    ...ADMIN,
+    'VALIDATION_FAILED',
+    'GOODS_NOT_FOUND',
+  ],
+  'GET /api/v1/goods/{goodsId}': [
+    'VALIDATION_FAILED',
+    'GOODS_NOT_FOUND',
+    'TOO_MANY_REQUESTS',
+    'UNAVAILABLE',
+  ],
+  'POST /api/v1/seckill/{goodsId}': [
+    ...USER,
+    'VALIDATION_FAILED',
+    'FORBIDDEN',
+    'GOODS_NOT_FOUND',
+    'SOLD_OUT',
+    'ALREADY_PURCHASED',
+    'DUPLICATE_REQUEST',
+    'SALE_NOT_STARTED',
+    'SALE_ENDED',
+    'NOT_PREHEATED',
+    'PAYLOAD_TOO_LARGE',
+    'TOO_MANY_REQUESTS',
+  ],
+  'GET /api/v1/seckill/{goodsId}/token': [
+    ...USER,
+    'VALIDATION_FAILED',
+    'FORBIDDEN',
+    'GOODS_NOT_FOUND',
+    'SALE_NOT_STARTED',
+    'SALE_ENDED',
+    'TOO_MANY_REQUESTS',
+  ],
+  'GET /api/v1/seckill/{goodsId}/challenge': [
+    ...USER,
+    'VALIDATION_FAILED',
+    'FORBIDDEN',
+    'TOO_MANY_REQUESTS',
+  ],
+  'GET /api/v1/seckill/{goodsId}/result': [...USER, 'VALIDATION_FAILED', 'TOO_MANY_REQUESTS'],
+  'GET /api/v1/seckill/{goodsId}/result/stream': [
+    ...USER,
+    'VALIDATION_FAILED',
+    'GOODS_NOT_FOUND',
+    'TOO_MANY_REQUESTS',
+  ],
+  'GET /api/v1/orders/{orderNo}': [...USER, 'FORBIDDEN', 'ORDER_NOT_FOUND', 'TOO_MANY_REQUESTS'],
+  'POST /api/v1/orders/{orderNo}/pay': [
+    ...USER,
+    'FORBIDDEN',
+    'ORDER_NOT_FOUND',
+    'ORDER_CANCELLED',
+    'TOO_MANY_REQUESTS',
+  ],
+  'POST /api/v1/orders/{orderNo}/cancel': [
+    ...USER,
+    'FORBIDDEN',
+    'ORDER_NOT_FOUND',
+    'ORDER_PAID',
+    'TOO_MANY_REQUESTS',
+  ],
+  'POST /api/v1/admin/blocklist': [...ADMIN, 'VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE'],
+  'GET /api/v1/admin/blocklist': [...ADMIN],
+  'DELETE /api/v1/admin/blocklist/{type}/{value}': [...ADMIN, 'VALIDATION_FAILED'],
+  'GET /api/v1/admin/events': [...ADMIN],
+};

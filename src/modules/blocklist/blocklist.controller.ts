@@ -19,6 +19,7 @@ import {
   type BlockEntry,
   type BlockType,
 } from './blocklist.service.js';
+import { ADMIN, ApiErrors } from '../../common/errors/api-errors.decorator.js';
 
 /** The longest cursor a page gives (an IPv6 /64 entry's), with room to spare. */
 const MAX_CURSOR_LENGTH = 200;
@@ -56,6 +57,7 @@ export class BlocklistController {
       'A blocked user or address gets 403 FORBIDDEN on the purchase, token and challenge routes before anything else happens; every instance applies it within a moment. Without ttlSeconds it stays until deleted.',
   })
   @ApiCreatedResponse({ type: BlockEntryDto })
+  @ApiErrors(...ADMIN, 'VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE')
   add(@Body(strictValidation) body: CreateBlockDto): Promise<BlockEntry> {
     return this.blocklist.add(body);
   }
@@ -74,6 +76,7 @@ export class BlocklistController {
       'X-Next-Cursor': { description: 'The cursor of the next page; absent on the last' },
     },
   })
+  @ApiErrors(...ADMIN, 'VALIDATION_FAILED')
   async list(
     @Query('limit') limit: unknown,
     @Query('cursor') cursor: unknown,
@@ -89,6 +92,7 @@ export class BlocklistController {
   @AdminOnly()
   @ApiOperation({ summary: 'Unblock (admin); an unknown entry is fine' })
   @ApiNoContentResponse()
+  @ApiErrors(...ADMIN, 'VALIDATION_FAILED')
   async remove(@Param('type') type: string, @Param('value') value: string): Promise<void> {
     if (!BLOCK_TYPES.includes(type as BlockType)) {
       throw new DomainError('VALIDATION_FAILED', 'type must be ip or user');

@@ -9,6 +9,7 @@ import {
   MAX_FEEDS_PER_ADMIN,
   STALLED_FEED_MS,
 } from './dashboard-feed.service.js';
+import { ADMIN, ApiErrors } from '../../common/errors/api-errors.decorator.js';
 
 @ApiTags('admin')
 @ApiBearerAuth()
@@ -30,6 +31,7 @@ export class DashboardController {
   })
   @ApiProduces('text/event-stream')
   @ApiOkResponse({ description: 'text/event-stream' })
+  @ApiErrors(...ADMIN, 'TOO_MANY_REQUESTS')
   events(@Res() reply: FastifyReply, @CurrentUser() user: AuthUser): void {
     this.feed.attach(reply, user.userId);
   }

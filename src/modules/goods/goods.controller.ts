@@ -12,6 +12,7 @@ import { AdminOnly, Public } from '../auth/auth.decorators.js';
 import { RateLimit } from '../rate-limit/rate-limit.policy.js';
 import { CreateGoodsDto, GoodsCreatedDto, GoodsViewDto } from './goods.dto.js';
 import { GoodsService } from './goods.service.js';
+import { ADMIN, ApiErrors } from '../../common/errors/api-errors.decorator.js';
 
 @ApiTags('goods')
 @Controller()
@@ -24,6 +25,7 @@ export class GoodsController {
   @ApiBearerAuth()
   @ApiOperation({ summary: 'Create a sale (admin)' })
   @ApiCreatedResponse({ type: GoodsCreatedDto })
+  @ApiErrors(...ADMIN, 'VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE')
   create(@Body(strictValidation) body: CreateGoodsDto): Promise<GoodsCreatedDto> {
     return this.goods.create(body);
   }
@@ -33,6 +35,7 @@ export class GoodsController {
   @RateLimit('read')
   @ApiOperation({ summary: 'A sale with its live remaining stock and status' })
   @ApiOkResponse({ type: GoodsViewDto })
+  @ApiErrors('VALIDATION_FAILED', 'GOODS_NOT_FOUND', 'TOO_MANY_REQUESTS', 'UNAVAILABLE')
   view(@Param('goodsId', PositiveIntPipe) goodsId: number): Promise<GoodsViewDto> {
     return this.goods.view(goodsId);
   }

@@ -5,6 +5,7 @@ import { RateLimit } from '../rate-limit/rate-limit.policy.js';
 import { OrderViewDto } from './orders.dto.js';
 import { OrderLifecycleService } from './order-lifecycle.service.js';
 import { OrdersService } from './orders.service.js';
+import { ApiErrors, AUTHENTICATED } from '../../common/errors/api-errors.decorator.js';
 
 class OrderStatusDto {
   @ApiProperty() orderNo: string;
@@ -24,6 +25,7 @@ export class OrdersController {
   @Get(':orderNo')
   @ApiOperation({ summary: 'An order, for its owner or an admin' })
   @ApiOkResponse({ type: OrderViewDto })
+  @ApiErrors(...AUTHENTICATED, 'FORBIDDEN', 'ORDER_NOT_FOUND', 'TOO_MANY_REQUESTS')
   get(@Param('orderNo') orderNo: string, @CurrentUser() user: AuthUser) {
     return this.orders.getForViewer(orderNo, { userId: user.userId, admin: user.admin });
   }
@@ -35,6 +37,13 @@ export class OrdersController {
     description: '409 ORDER_CANCELLED once cancelled or past its expireAt.',
   })
   @ApiOkResponse({ type: OrderStatusDto })
+  @ApiErrors(
+    ...AUTHENTICATED,
+    'FORBIDDEN',
+    'ORDER_NOT_FOUND',
+    'ORDER_CANCELLED',
+    'TOO_MANY_REQUESTS',
+  )
   pay(@Param('orderNo') orderNo: string, @CurrentUser() user: AuthUser) {
     return this.lifecycle.pay(orderNo, user.userId);
   }
@@ -46,6 +55,7 @@ export class OrdersController {
     description: '409 ORDER_PAID for a paid order.',
   })
   @ApiOkResponse({ type: OrderStatusDto })
+  @ApiErrors(...AUTHENTICATED, 'FORBIDDEN', 'ORDER_NOT_FOUND', 'ORDER_PAID', 'TOO_MANY_REQUESTS')
   cancel(@Param('orderNo') orderNo: string, @CurrentUser() user: AuthUser) {
     return this.lifecycle.cancelByOwner(orderNo, user.userId);
   }

@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { AdminOnly } from '../auth/auth.decorators.js';
 import { PreheatService } from './preheat.service.js';
+import { ADMIN, ApiErrors } from '../../common/errors/api-errors.decorator.js';
 
 class PreheatResultDto {
   @ApiProperty() goodsId: number;
@@ -22,6 +23,7 @@ export class PreheatController {
   @AdminOnly()
   @ApiOperation({ summary: 'Load a sale into Redis (idempotent; never resets a live sale)' })
   @ApiOkResponse({ type: PreheatResultDto })
+  @ApiErrors(...ADMIN, 'VALIDATION_FAILED', 'GOODS_NOT_FOUND')
   run(@Param('goodsId', PositiveIntPipe) goodsId: number) {
     return this.preheat.preheat(goodsId);
   }

@@ -10,6 +10,7 @@ import {
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { AdminOnly } from '../auth/auth.decorators.js';
 import { ReconcileService } from './reconcile.service.js';
+import { ADMIN, ApiErrors } from '../../common/errors/api-errors.decorator.js';
 
 class OrderQuantitiesDto {
   @ApiProperty() pendingPayment: number;
@@ -60,6 +61,7 @@ export class ReconcileController {
       'Do MySQL and Redis agree? (redisStock + active + inFlight = total = dbStock + active)',
   })
   @ApiOkResponse({ type: ReconcileReportDto })
+  @ApiErrors(...ADMIN, 'VALIDATION_FAILED', 'GOODS_NOT_FOUND')
   report(@Param('goodsId', PositiveIntPipe) goodsId: number) {
     return this.reconcile.reconcile(goodsId);
   }
@@ -71,6 +73,7 @@ export class ReconcileController {
     summary: 'Rebuild the Redis stock and buyers from MySQL plus what is in flight (safe live)',
   })
   @ApiOkResponse({ type: RepairReportDto })
+  @ApiErrors(...ADMIN, 'VALIDATION_FAILED', 'GOODS_NOT_FOUND', 'NOT_PREHEATED')
   repair(@Param('goodsId', PositiveIntPipe) goodsId: number) {
     return this.reconcile.repair(goodsId);
   }

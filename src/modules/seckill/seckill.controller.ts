@@ -40,6 +40,8 @@ import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
 import { PurchaseResultService } from './purchase-result.service.js';
 import { ResultStreams } from './result-stream.service.js';
+import { ApiErrors, AUTHENTICATED } from '../../common/errors/api-errors.decorator.js';
+import type { ErrorCode } from '../../common/errors/domain-error.js';
 
 class PurchaseAcceptedDto {
   @ApiProperty({ enum: ['QUEUED'] }) status: string;
@@ -71,6 +73,17 @@ class PurchaseResultDto {
   @ApiPropertyOptional({ description: 'Why a FAILED purchase failed' }) reason?: string;
 }
 
+/** The challenge and token routes: answered only in the sale's window, to an unblocked buyer. */
+const SALE_WINDOW_ERRORS: ErrorCode[] = [
+  ...AUTHENTICATED,
+  'VALIDATION_FAILED',
+  'FORBIDDEN',
+  'GOODS_NOT_FOUND',
+  'SALE_NOT_STARTED',
+  'SALE_ENDED',
+  'TOO_MANY_REQUESTS',
+];
+
 @ApiTags('seckill')
 @ApiBearerAuth()
 @Controller('seckill')
@@ -94,6 +107,7 @@ export class SeckillController {
   @ApiOkResponse({
     description: '{parameters: {algorithm, nonce, salt, cost, keyLength, keyPrefix, …}, signature}',
   })
+  @ApiErrors(...SALE_WINDOW_ERRORS)
   challenge(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {
     return this.tokens.challenge(goodsId, user.userId);
   }
@@ -113,6 +127,7 @@ export class SeckillController {
       "base64 of the JSON {challenge, solution} of a challenge from GET /api/v1/seckill/{goodsId}/challenge; required when SECKILL_REQUIRE_CHALLENGE=true (403 FORBIDDEN when missing, wrong, expired, reused or another user's)",
   })
   @ApiOkResponse({ type: PurchaseTokenDto })
+  @ApiErrors(...SALE_WINDOW_ERRORS)
   token(
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @CurrentUser() user: AuthUser,
@@ -151,6 +166,21 @@ export class SeckillController {
     description:
       'A dependency is down. Nothing was taken, unless `requestId` is present: then the outcome is unknown and the result route tells it.',
   })
+  // Its 503 is PurchaseUnavailableDto above: the body may carry a requestId.
+  @ApiErrors(
+    'VALIDATION_FAILED',
+    'UNAUTHORIZED',
+    'FORBIDDEN',
+    'GOODS_NOT_FOUND',
+    'SOLD_OUT',
+    'ALREADY_PURCHASED',
+    'DUPLICATE_REQUEST',
+    'SALE_NOT_STARTED',
+    'SALE_ENDED',
+    'NOT_PREHEATED',
+    'PAYLOAD_TOO_LARGE',
+    'TOO_MANY_REQUESTS',
+  )
   purchase(
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @Body(PurchaseBodyPipe) quantity: number,
@@ -172,6 +202,7 @@ export class SeckillController {
       "After a purchase's 503 carrying a requestId: SUCCESS with that requestId once it became an order; FAILED, NONE or another purchase's result once it surely did not. 503 UNAVAILABLE while Redis is unreachable, or the sale is being rebuilt after a Redis restart, and MySQL holds no order of yours.",
   })
   @ApiOkResponse({ type: PurchaseResultDto })
+  @ApiErrors(...AUTHENTICATED, 'VALIDATION_FAILED', 'TOO_MANY_REQUESTS')
   result(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {
     return this.results.result(goodsId, user.userId);
   }
@@ -190,6 +221,7 @@ export class SeckillController {
     type: PurchaseResultDto,
   })
   @ApiTooManyRequestsResponse({ description: 'Too many open streams, or the read rate limit' })
+  @ApiErrors(...AUTHENTICATED, 'VALIDATION_FAILED', 'GOODS_NOT_FOUND', 'TOO_MANY_REQUESTS')
   resultStream(
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @CurrentUser() user: AuthUser,
