@@ -132,6 +132,8 @@ class AppInstance {
   }
 
   setSlowSteps(on: boolean): void {
+    // Without FAULT_DELAYS the app does not listen for SIGUSR2, whose default ends the process.
+    if (this.setup.env.FAULT_DELAYS === undefined) return;
     writeFileSync(this.switchFile, on ? 'on\n' : 'off\n');
     this.signal('SIGUSR2');
   }
@@ -356,6 +358,7 @@ export class ChaosSystem implements FaultSurface {
         proxy.up();
       }
       instance.signal('SIGCONT');
+      instance.setSlowSteps(false);
       if (instance.killed) instance.start();
     }
   }
