@@ -1,7 +1,7 @@
 // How fast the project's two halves go when each has the box's attention: an APP_ROLE=api
 // process taking purchases with nothing consuming them (its CPU per purchase), then an
 // APP_ROLE=worker process draining the queued orders into MySQL (orders per second and CPU per
-// order), for several consumer batch sizes. The capacity model in the README builds on these.
+// order), for several consumer batch sizes. The capacity model in docs/scaling.md builds on these.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';

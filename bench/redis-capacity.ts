@@ -1,4 +1,4 @@
-// How much purchase work one Redis core does: the figure the capacity model in the README
+// How much purchase work one Redis core does: the figure the capacity model in docs/scaling.md
 // ("Running at scale") builds on. A private redis-server, the project's own scripts and lock,
 // driven by pipelined clients on the other core; the rate is divided by the share of a core the
 // server used, so that a client that cannot keep up does not lower the figure.

@@ -3,7 +3,7 @@
 // and lock, driven by pipelined cluster clients; the purchase's Redis work is what StockService
 // and PurchaseService do on the way to an accepted purchase (lock, deduct at the buyer's home
 // bucket, unlock with the outbox entry). No HTTP: on this box the app, not Redis, is the limit
-// there (see README, "Running at scale").
+// there (see docs/scaling.md).
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';

@@ -13,7 +13,7 @@ type LoggedRequest = FastifyRequest & { logFields?: RequestLogFields };
 
 /**
  * The purchase route, whose expected answers (202, and the 409s of a crowd) are logged at debug:
- * at info they would be a line per purchase (see README, Logs). Its outcomes are counted in
+ * at info they would be a line per purchase (see docs/logs.md). Its outcomes are counted in
  * seckill_purchases_total.
  */
 const PURCHASE_PATH = /^\/api\/v1\/seckill\/[^/?]+(?:\?|$)/;
