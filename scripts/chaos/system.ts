@@ -97,10 +97,9 @@ class AppInstance {
       args: [join(this.setup.repoRoot, 'dist', 'main.js')],
       cwd: this.setup.repoRoot,
       port: this.setup.port,
-      env:
-        this.setup.env.FAULT_DELAYS === undefined
-          ? this.setup.env
-          : { ...this.setup.env, FAULT_DELAYS_SWITCH_FILE: this.switchFile },
+      env: this.hasSlowSteps
+        ? { ...this.setup.env, FAULT_DELAYS_SWITCH_FILE: this.switchFile }
+        : this.setup.env,
       // One log per start: a restart must not truncate what the killed process wrote.
       logPath: join(this.setup.logDir, `${this.spec.name}.${this.starts}.log`),
     });
@@ -126,14 +125,18 @@ class AppInstance {
     this.server?.child.kill(signal);
   }
 
+  /** Without FAULT_DELAYS the app does not listen for SIGUSR2, whose default ends the process. */
+  private get hasSlowSteps(): boolean {
+    return this.setup.env.FAULT_DELAYS !== undefined;
+  }
+
   /** Its slow steps' state (see FaultInjector): read by the process at each start and SIGUSR2. */
   private get switchFile(): string {
     return join(this.setup.logDir, `${this.spec.name}.slow-steps`);
   }
 
   setSlowSteps(on: boolean): void {
-    // Without FAULT_DELAYS the app does not listen for SIGUSR2, whose default ends the process.
-    if (this.setup.env.FAULT_DELAYS === undefined) return;
+    if (!this.hasSlowSteps) return;
     writeFileSync(this.switchFile, on ? 'on\n' : 'off\n');
     this.signal('SIGUSR2');
   }

@@ -13,15 +13,25 @@ describe('ApiErrors', () => {
   it("should document one response per status, each the contract's body with that status's codes", () => {
     const responses = Reflect.getMetadata(API_RESPONSE, Routes.prototype.buy) as Record<
       string,
-      { description: string; schema: { properties: Record<string, { enum?: unknown[] }> } }
+      {
+        description: string;
+        content: Record<string, { schema: { properties: Record<string, { enum?: unknown[] }> } }>;
+      }
     >;
 
     expect(Object.keys(responses).sort()).toEqual(['401', '409']);
     expect(responses['409'].description).toBe('SOLD_OUT, ALREADY_PURCHASED');
-    expect(responses['409'].schema.properties.code.enum).toEqual(['SOLD_OUT', 'ALREADY_PURCHASED']);
-    expect(responses['409'].schema.properties.statusCode.enum).toEqual([409]);
-    expect(responses['401'].schema.properties.code.enum).toEqual(['UNAUTHORIZED']);
-    expect(Object.keys(responses['401'].schema.properties)).toEqual([
+    expect(responses['409'].content['application/json'].schema.properties.code.enum).toEqual([
+      'SOLD_OUT',
+      'ALREADY_PURCHASED',
+    ]);
+    expect(responses['409'].content['application/json'].schema.properties.statusCode.enum).toEqual([
+      409,
+    ]);
+    expect(responses['401'].content['application/json'].schema.properties.code.enum).toEqual([
+      'UNAUTHORIZED',
+    ]);
+    expect(Object.keys(responses['401'].content['application/json'].schema.properties)).toEqual([
       'statusCode',
       'code',
       'message',

@@ -6,7 +6,8 @@ import { ERROR_STATUS, type ErrorCode } from './domain-error.js';
  * The error responses a route may give, in the OpenAPI document: one response per status, its
  * body the contract's `{statusCode, code, message}` with the codes it may carry, so that a client
  * generated from `/docs-json` knows them. The statuses come from ERROR_STATUS, the same table
- * the exception filter answers with.
+ * the exception filter answers with. Always `application/json`, as the filter answers: an
+ * event-stream route's @ApiProduces would otherwise put its errors under `text/event-stream`.
  */
 export function ApiErrors(...codes: ErrorCode[]): MethodDecorator & ClassDecorator {
   const byStatus = new Map<number, ErrorCode[]>();
@@ -19,14 +20,14 @@ export function ApiErrors(...codes: ErrorCode[]): MethodDecorator & ClassDecorat
       ApiResponse({
         status,
         description: of.join(', '),
-        schema: errorBodySchema(status, of),
+        content: { 'application/json': { schema: errorBodySchema(status, of) } },
       }),
     ),
   );
 }
 
 /** The contract's error body for `status`, its `code` one of `codes`. */
-export function errorBodySchema(status: number, codes: readonly string[]) {
+function errorBodySchema(status: number, codes: readonly string[]) {
   return {
     type: 'object' as const,
     required: ['statusCode', 'code', 'message'],
