@@ -1,6 +1,6 @@
 // One hot item on a Redis Cluster of three masters: its stock in 1 bucket (every purchase on one
 // master) against 8 buckets (spread over the three). A private cluster, the project's own scripts
-// and lock, driven by pipelined cluster clients; the purchase's Redis work is what StockService
+// and lock, driven by pipelined cluster clients; the purchase's Redis work is what PurchaseLedger
 // and PurchaseService do on the way to an accepted purchase (lock, deduct at the buyer's home
 // bucket, unlock with the outbox entry). No HTTP: on this box the app, not Redis, is the limit
 // there (see docs/scaling.md).
@@ -19,7 +19,7 @@ import { allBucketKeys, bucketKeys } from '../src/infra/redis/seckill-keys.js';
 import { DeductCode, SeckillScripts } from '../src/infra/redis/seckill-scripts.js';
 import { homeBucket } from '../src/infra/redis/stock-buckets.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
-import { splitEvenly } from '../src/modules/stock/stock.service.js';
+import { splitEvenly } from '../src/modules/sale-store/bucket-counts.service.js';
 import { onCleanup } from '../scripts/lib/cleanup.js';
 import { integerFlag, readFlags } from '../scripts/lib/args.js';
 import { ScriptError } from '../scripts/lib/errors.js';

@@ -19,8 +19,8 @@ import { BlocklistService } from './modules/blocklist/blocklist.service.js';
 import { Authenticator } from './modules/auth/authenticator.js';
 import { authenticateBeforeBody } from './modules/auth/early-auth.hook.js';
 import { MetricsService } from './modules/metrics/metrics.service.js';
-import { SoldOutMemo } from './modules/stock/sold-out-memo.js';
-import { answerSoldOutFromMemory } from './modules/stock/sold-out.hook.js';
+import { SoldOutMemo } from './modules/sale-store/sold-out-memo.js';
+import { answerSoldOutFromMemory } from './modules/sale-store/sold-out.hook.js';
 
 export const API_PREFIX = 'api/v1';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { FaultInjector } from '../src/config/fault-injector.js';
 import { OrderIngest } from '../src/modules/orders/order-ingest.service.js';
-import { ReleaseCode, StockService } from '../src/modules/stock/stock.service.js';
+import { ReleaseCode, PurchaseLedger } from '../src/modules/sale-store/purchase-ledger.service.js';
 import {
   acceptWithoutPublishing,
   bearer,
@@ -22,7 +22,7 @@ describe('two consumers holding copies of one purchase', () => {
     const userId = 601;
     const order = await acceptWithoutPublishing(t.app, goodsId, userId);
     const ingest = t.app.get(OrderIngest);
-    const stock = t.app.get(StockService);
+    const stock = t.app.get(PurchaseLedger);
     const hold = t.app.get(FaultInjector).holdAt('before-order-write');
     const releases = vi.spyOn(stock, 'release');
     try {

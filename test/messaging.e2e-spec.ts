@@ -6,7 +6,7 @@ import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.js';
 import { MetricsService } from '../src/modules/metrics/metrics.service.js';
 import type { NewOrder } from '../src/modules/orders/order.types.js';
-import { ReleaseCode, StockService } from '../src/modules/stock/stock.service.js';
+import { ReleaseCode, PurchaseLedger } from '../src/modules/sale-store/purchase-ledger.service.js';
 import { AmqpFrameWatcher } from './support/amqp-frames.js';
 import {
   adminAuth,
@@ -383,7 +383,7 @@ describe('messaging: a batch whose timeout publish is not confirmed, with a void
     // A purchase whose publish went unconfirmed and was voided, though its message got through.
     const voided = await acceptWithoutPublishing(t.app, goodsId, 401);
     expect(
-      await t.app.get(StockService).release(goodsId, voided.requestId, 'UNAVAILABLE', false, 401),
+      await t.app.get(PurchaseLedger).release(goodsId, voided.requestId, 'UNAVAILABLE', false, 401),
     ).toBe(ReleaseCode.Released);
     const valid: NewOrder[] = [];
     for (const userId of [402, 403, 404]) {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.js';
-import { StockService } from '../src/modules/stock/stock.service.js';
+import { SaleReads } from '../src/modules/sale-store/sale-reads.service.js';
 import { acceptWithoutPublishing, createSale, useApp } from './support/harness.js';
 
 describe('outbox sweeper and clock skew', () => {
@@ -26,7 +26,7 @@ describe('outbox sweeper and clock skew', () => {
       null,
     );
     // By Redis's own clock the entry does go stale, and is then republished.
-    const redisNow = await t.app.get(StockService).serverTimeMs(goodsId);
+    const redisNow = await t.app.get(SaleReads).serverTimeMs(goodsId);
     expect(await sweeper.sweep(redisNow + 60_000)).toBe(1);
   });
 });

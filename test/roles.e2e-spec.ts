@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SaleRebuilder } from '../src/modules/preheat/sale-rebuilder.service.js';
-import { SaleRecovery } from '../src/modules/preheat/sale-recovery.service.js';
+import { SaleRecovery } from '../src/modules/availability/sale-recovery.service.js';
 import { ChildApp } from './support/child-app.js';
 import {
   adminAuth,

@@ -12,7 +12,7 @@ import { PreheatModule } from '../modules/preheat/preheat.module.js';
 import { SaleRebuilder } from '../modules/preheat/sale-rebuilder.service.js';
 import { ReconcileCron } from '../modules/reconcile/reconcile.cron.js';
 import { ReconcileModule } from '../modules/reconcile/reconcile.module.js';
-import { StockModule } from '../modules/stock/stock.module.js';
+import { SaleStoreModule } from '../modules/sale-store/sale-store.module.js';
 
 /**
  * What a working instance (APP_ROLE `worker` or `all`) adds: the order and timeout consumers,
@@ -29,7 +29,7 @@ import { StockModule } from '../modules/stock/stock.module.js';
     PreheatModule,
     ReconcileModule,
     FallbackModule,
-    StockModule,
+    SaleStoreModule,
   ],
   providers: [
     MessagingCron,

@@ -10,7 +10,10 @@ import { encodeOrderMessage } from '../../src/modules/messaging/order-message.js
 import { MetricsService } from '../../src/modules/metrics/metrics.service.js';
 import type { NewOrder } from '../../src/modules/orders/order.types.js';
 import { newOrderNo } from '../../src/modules/orders/order-no.js';
-import { DeductCode, StockService } from '../../src/modules/stock/stock.service.js';
+import {
+  DeductCode,
+  PurchaseLedger,
+} from '../../src/modules/sale-store/purchase-ledger.service.js';
 import type { RedisClient } from '../../src/infra/redis/redis-client.js';
 import { proxyInFront, type TcpProxy } from './tcp-proxy.js';
 import { waitFor } from './wait-for.js';
@@ -335,7 +338,7 @@ export async function acceptWithoutPublishing(
 ): Promise<NewOrder> {
   const order = newPurchase(goodsId, userId);
   const { code } = await app
-    .get(StockService)
+    .get(PurchaseLedger)
     .deduct(goodsId, userId, 1, order.requestId, encodeOrderMessage(order));
   if (code !== DeductCode.Accepted) throw new Error(`the Lua step refused: code ${code}`);
   return order;

@@ -4,6 +4,7 @@ import type { AppConfig } from '../../config/env.validation.js';
 import { APP_CONFIG } from '../../config/app-config.js';
 import type { RedisClient } from './redis-client.js';
 import { REDIS_CLIENT, REDIS_COMMAND_TIMEOUT_MS } from './redis.constants.js';
+import { RedisHealth } from './redis-health.js';
 import { RedisLocks } from './redis-locks.js';
 import { RedisSubscriber } from './redis-subscriber.js';
 import { RedisWatchdog } from './redis-watchdog.js';
@@ -75,8 +76,9 @@ function createClient(config: AppConfig): RedisClient {
     RedisWatchdog,
     RedisLocks,
     RedisSubscriber,
+    RedisHealth,
   ],
-  exports: [REDIS_CLIENT, SeckillScripts, RedisWatchdog, RedisLocks, RedisSubscriber],
+  exports: [REDIS_CLIENT, SeckillScripts, RedisWatchdog, RedisLocks, RedisSubscriber, RedisHealth],
 })
 export class RedisModule implements OnApplicationShutdown {
   constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { ReconcileModule } from '../reconcile/reconcile.module.js';
-import { StockModule } from '../stock/stock.module.js';
+import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { DashboardFeed } from './dashboard-feed.service.js';
 import { DashboardPage } from './dashboard-page.js';
 import { DashboardController } from './dashboard.controller.js';
@@ -14,7 +14,7 @@ import { SaleBoard } from './sale-board.service.js';
  * answers per second to the sale's figures in Redis.
  */
 @Module({
-  imports: [MessagingModule, ReconcileModule, StockModule],
+  imports: [MessagingModule, ReconcileModule, SaleStoreModule],
   controllers: [DashboardController],
   providers: [SaleBoard, DashboardFeed, RateRecorder, DashboardPage],
 })

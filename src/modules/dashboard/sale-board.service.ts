@@ -13,7 +13,8 @@ import { statusOf } from '../goods/goods.service.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { parseVerdict, type SaleVerdict } from '../reconcile/reconcile-verdicts.js';
 import { ReconcileService } from '../reconcile/reconcile.service.js';
-import { StockService } from '../stock/stock.service.js';
+import { BucketCounts } from '../sale-store/bucket-counts.service.js';
+import { SaleRepair } from '../sale-store/sale-repair.service.js';
 import type { ByStatus, DashboardSnapshot, QueueFigures, SaleFigures } from './dashboard.types.js';
 
 // Same depth from src/modules/dashboard and dist/modules/dashboard: both reach the repo's lua/.
@@ -88,7 +89,8 @@ export class SaleBoard implements OnModuleInit {
     @Inject(REDIS_CLIENT) private readonly redis: Redis,
     private readonly publisher: OrderPublisher,
     private readonly reconcile: ReconcileService,
-    private readonly stock: StockService,
+    private readonly buckets: BucketCounts,
+    private readonly repair: SaleRepair,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
@@ -190,7 +192,7 @@ export class SaleBoard implements OnModuleInit {
     // A goods split over buckets: the call above read its goods-wide keys (verdict, rates); the
     // stock and what is in flight are the buckets' sum.
     const buckets =
-      (await this.stock.shardsOf(goodsId)) > 1 ? await this.stock.snapshot(goodsId) : null;
+      (await this.buckets.of(goodsId)) > 1 ? await this.repair.snapshot(goodsId) : null;
     return {
       stock: buckets ? buckets.stock : stock < 0 ? null : stock,
       inFlight: buckets ? buckets.inFlightQuantity : inFlight,

@@ -8,6 +8,7 @@ import {
   type OpenBarrier,
 } from '../messaging/order-barrier.service.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
+import type { BarrierStore } from '../messaging/barrier-store.js';
 
 /** A consumer beats every tick; its beat counts this long (longer than between two checks). */
 const HEARTBEAT_TTL_MS = 3_000;
@@ -29,7 +30,11 @@ export function isDatabaseBarrier(id: string): boolean {
  * is complete when Redis dies.
  */
 @Injectable()
-export class DatabaseBarrier {
+export class DatabaseBarrier implements BarrierStore {
+  owns(id: string): boolean {
+    return isDatabaseBarrier(id);
+  }
+
   private readonly logger = new Logger(DatabaseBarrier.name);
 
   constructor(

@@ -80,14 +80,9 @@ export class DatabasePurchase {
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
-  /** Whether MySQL decides this purchase: the Redis path is closed for it, or held from it. */
-  takes(goodsId: number, redisPathClosed: boolean): boolean {
-    const database =
-      this.config.redisDownMode === 'database' &&
-      (redisPathClosed || this.gate.holdsRedisPath(goodsId));
-    // Back on Redis: what the fallback found sold out no longer says anything.
-    if (!database && this.soldOut.size > 0) this.soldOut.delete(goodsId);
-    return database;
+  /** The goods is sold through Redis again: what the fallback found sold out no longer says anything. */
+  backOnRedis(goodsId: number): void {
+    if (this.soldOut.size > 0) this.soldOut.delete(goodsId);
   }
 
   async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {

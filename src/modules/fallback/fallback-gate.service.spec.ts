@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '../../config/env.validation.js';
 import type { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
-import type { StockService } from '../stock/stock.service.js';
+import type { BucketCounts } from '../sale-store/bucket-counts.service.js';
+import type { SaleLoader } from '../sale-store/sale-loader.service.js';
 import type { DatabaseBarrier } from './database-barrier.service.js';
 import { FallbackGate, MARKS_LEASE_MS } from './fallback-gate.service.js';
 
@@ -15,13 +16,15 @@ function gate() {
     mastersOf: vi.fn(() => ['']),
     identifiedFor: vi.fn(() => true),
   };
-  const stock = { knownShards: vi.fn(() => 1), isPreheated: vi.fn(async () => true) };
+  const buckets = { known: vi.fn(() => 1) };
+  const loader = { isPreheated: vi.fn(async () => true) };
   const instance = new FallbackGate(
     watchdog as unknown as RedisWatchdog,
     db as unknown as DataSource,
-    stock as unknown as StockService,
+    buckets as unknown as BucketCounts,
+    loader as unknown as SaleLoader,
     {} as DatabaseBarrier,
-    { redisDownMode: 'database', appRole: 'all' } as AppConfig,
+    { appRole: 'all' } as AppConfig,
   );
   // The interval's tick, run by hand.
   const refresh = () => (instance as unknown as { refresh(): Promise<void> }).refresh();
@@ -35,6 +38,7 @@ describe('FallbackGate', () => {
     vi.useFakeTimers();
     const { instance, db, refresh } = gate();
     db.query.mockResolvedValue([]);
+    instance.enable();
     await instance.onApplicationBootstrap();
     expect(instance.holdsRedisPath(1)).toBe(false);
 
@@ -54,6 +58,7 @@ describe('FallbackGate', () => {
   it('should free the Redis path once the marks are read, when their read failed at start', async () => {
     const { instance, db, refresh } = gate();
     db.query.mockRejectedValueOnce(new Error('connect ECONNREFUSED'));
+    instance.enable();
     await instance.onApplicationBootstrap();
     expect(instance.holdsRedisPath(1)).toBe(true);
 
@@ -66,6 +71,7 @@ describe('FallbackGate', () => {
   it('should learn on its next tick of a goods another instance opened to MySQL, having seen no drop itself', async () => {
     const { instance, db, refresh } = gate();
     db.query.mockResolvedValue([]);
+    instance.enable();
     await instance.onApplicationBootstrap();
     expect(instance.holdsRedisPath(5)).toBe(false);
 

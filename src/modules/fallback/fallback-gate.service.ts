@@ -13,7 +13,8 @@ import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
 import type { OpenBarrier } from '../messaging/order-barrier.service.js';
-import { StockService } from '../stock/stock.service.js';
+import { BucketCounts } from '../sale-store/bucket-counts.service.js';
+import { SaleLoader } from '../sale-store/sale-loader.service.js';
 import { DatabaseBarrier } from './database-barrier.service.js';
 
 /**
@@ -63,13 +64,14 @@ interface Fence {
 @Injectable()
 export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(FallbackGate.name);
-  private readonly enabled: boolean;
+  /** Switched on by the policy that sells through MySQL (SellThroughDatabase). */
+  private enabled = false;
   /** Outages: from a drop until every master is identified again. */
   private outages = 0;
   private down = false;
   private droppedAt = 0;
   /** The marks have not been read since start (cleared by the first read that succeeds). */
-  private unread: boolean;
+  private unread = false;
   /** Masters (watchdog.mastersOf) whose connection dropped since the marks were last read. */
   private droppedSinceRead = new Set<string>();
   /** Masters that were not identified when the marks were last read: held until read again. */
@@ -85,13 +87,17 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   constructor(
     private readonly watchdog: RedisWatchdog,
     @InjectDataSource() private readonly db: DataSource,
-    private readonly stock: StockService,
+    private readonly buckets: BucketCounts,
+    private readonly loader: SaleLoader,
     private readonly barriers: DatabaseBarrier,
     @InjectConfig() private readonly config: AppConfig,
-  ) {
-    // Only where purchases are served.
-    this.enabled = config.redisDownMode === 'database' && config.appRole !== 'worker';
-    this.unread = this.enabled;
+  ) {}
+
+  /** Switches the gate on, where purchases are served; before the module's init. */
+  enable(): void {
+    if (this.config.appRole === 'worker') return;
+    this.enabled = true;
+    this.unread = true;
   }
 
   /** Before the first request: an instance started while sales wait for their rebuild holds them. */
@@ -125,7 +131,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
     if (Date.now() - this.marksReadAt > MARKS_LEASE_MS) return true;
     if (this.droppedSinceRead.size === 0 && this.heldMasters.size === 0) return false;
     return this.watchdog
-      .mastersOf(goodsId, this.stock.knownShards(goodsId))
+      .mastersOf(goodsId, this.buckets.known(goodsId))
       .some((master) => this.droppedSinceRead.has(master) || this.heldMasters.has(master));
   }
 
@@ -134,7 +140,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
    * holding its goods-wide keys or one of its stock buckets.
    */
   redisDown(goodsId: number): boolean {
-    return !this.watchdog.identifiedFor(goodsId, this.stock.knownShards(goodsId));
+    return !this.watchdog.identifiedFor(goodsId, this.buckets.known(goodsId));
   }
 
   /** This goods was opened to the fallback: held from the Redis path until rebuilt. */
@@ -245,7 +251,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
     for (const goodsId of this.stale) {
       if (held.has(goodsId)) continue;
       // Rebuilt in MySQL; Redis sells it once its copy is loaded.
-      if (!(await this.stock.isPreheated(goodsId).catch(() => false))) held.add(goodsId);
+      if (!(await this.loader.isPreheated(goodsId).catch(() => false))) held.add(goodsId);
       else this.logger.warn(`sale back on redis: goods=${goodsId}`);
     }
     this.stale.clear();

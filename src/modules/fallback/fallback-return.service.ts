@@ -2,12 +2,11 @@ import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { DomainError } from '../../common/errors/domain-error.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import { PreheatService } from '../preheat/preheat.service.js';
-import { SaleStateLock } from '../stock/sale-state-lock.js';
+import { SaleStateLock } from '../sale-store/sale-state-lock.js';
 import { DatabaseBarrier } from './database-barrier.service.js';
+import { RedisDownPolicy } from './redis-down-policy.js';
 
 const EVERY_MS = 500;
 /** Rows of old barriers and beats are dropped this often. */
@@ -36,11 +35,11 @@ export class FallbackReturn implements OnModuleInit, OnApplicationShutdown {
     private readonly saleLock: SaleStateLock,
     private readonly faults: FaultInjector,
     private readonly barriers: DatabaseBarrier,
-    @InjectConfig() private readonly config: AppConfig,
+    private readonly policy: RedisDownPolicy,
   ) {}
 
   onModuleInit(): void {
-    if (this.config.redisDownMode !== 'database') return;
+    if (!this.policy.sellsThroughDatabase) return;
     this.timer = setInterval(() => void this.run(), EVERY_MS);
     this.timer.unref();
   }

@@ -1,19 +1,42 @@
-import { Module } from '@nestjs/common';
+import { Module, type FactoryProvider } from '@nestjs/common';
+import { APP_CONFIG } from '../../config/app-config.js';
+import type { AppConfig } from '../../config/env.validation.js';
+import { ORDER_BARRIER_STORES, type BarrierStore } from '../messaging/barrier-store.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
-import { StockModule } from '../stock/stock.module.js';
+import { OrderBarrier } from '../messaging/order-barrier.service.js';
+import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { DatabaseBarrier } from './database-barrier.service.js';
 import { DatabasePurchase } from './database-purchase.service.js';
 import { FallbackGate } from './fallback-gate.service.js';
+import { ClosedWhileRedisDown, RedisDownPolicy, SellThroughDatabase } from './redis-down-policy.js';
+
+/** The one reading of REDIS_DOWN_MODE: every Redis-down question is answered by this policy. */
+const policy: FactoryProvider<RedisDownPolicy> = {
+  provide: RedisDownPolicy,
+  inject: [APP_CONFIG, FallbackGate],
+  useFactory: (config: AppConfig, gate: FallbackGate) =>
+    config.redisDownMode === 'database'
+      ? new SellThroughDatabase(gate)
+      : new ClosedWhileRedisDown(),
+};
+
+const barrierStores: FactoryProvider<BarrierStore[]> = {
+  provide: ORDER_BARRIER_STORES,
+  inject: [RedisDownPolicy, OrderBarrier, DatabaseBarrier],
+  useFactory: (chosen: RedisDownPolicy, redis: OrderBarrier, database: DatabaseBarrier) =>
+    chosen.barrierStores(redis, database),
+};
 
 /**
- * The Redis-down fallback (REDIS_DOWN_MODE=database): the purchase decided by MySQL alone and
- * this instance's switch between the stores (SeckillModule), and the barrier in MySQL that the
+ * What the service does while Redis is down (REDIS_DOWN_MODE, read here only): the policy
+ * (closed, or sell through MySQL), the purchase decided by MySQL alone and this instance's
+ * switch between the stores (used through AvailabilityModule), and the barrier stores the
  * order consumers drain (ConsumersModule). FallbackReturn, which brings the sales MySQL sold
  * back to Redis, runs in WorkerModule (src/roles).
  */
 @Module({
-  imports: [MessagingModule, StockModule],
-  providers: [DatabaseBarrier, FallbackGate, DatabasePurchase],
-  exports: [DatabaseBarrier, FallbackGate, DatabasePurchase],
+  imports: [MessagingModule, SaleStoreModule],
+  providers: [DatabaseBarrier, FallbackGate, DatabasePurchase, policy, barrierStores],
+  exports: [DatabaseBarrier, FallbackGate, DatabasePurchase, RedisDownPolicy, ORDER_BARRIER_STORES],
 })
 export class FallbackModule {}

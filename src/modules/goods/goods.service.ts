@@ -5,7 +5,7 @@ import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
-import { StockService } from '../stock/stock.service.js';
+import { SaleReads } from '../sale-store/sale-reads.service.js';
 import type { CreateGoodsDto, GoodsCreatedDto, GoodsStatus, GoodsViewDto } from './goods.dto.js';
 
 const PAGE_CACHE_MS = 1_000;
@@ -18,7 +18,7 @@ export class GoodsService {
 
   constructor(
     @InjectRepository(GoodsEntity) private readonly goods: Repository<GoodsEntity>,
-    private readonly stock: StockService,
+    private readonly sale: SaleReads,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
@@ -106,7 +106,7 @@ export class GoodsService {
 
   async view(goodsId: number): Promise<GoodsViewDto> {
     const goods = await this.findForPage(goodsId);
-    const live = await this.stock.remaining(goodsId).catch((error: Error) => {
+    const live = await this.sale.remaining(goodsId).catch((error: Error) => {
       // Reading the page must not fail with Redis: MySQL's stock is a fine approximation.
       this.logger.warn(`remaining from MySQL, Redis failed: goods=${goodsId} ${error.message}`);
       return null;

@@ -9,9 +9,9 @@ import {
 } from '@nestjs/terminus';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
+import { RedisHealth } from '../../infra/redis/redis-health.js';
 import { Public } from '../auth/auth.decorators.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
-import { StockService } from '../stock/stock.service.js';
 
 const CHECK_TIMEOUT_MS = 2_000;
 
@@ -44,7 +44,7 @@ export class HealthController {
     private readonly health: HealthCheckService,
     private readonly indicators: HealthIndicatorService,
     private readonly database: TypeOrmHealthIndicator,
-    private readonly stock: StockService,
+    private readonly redis: RedisHealth,
     private readonly rabbit: RabbitConnection,
     private readonly publisher: OrderPublisher,
   ) {}
@@ -71,7 +71,7 @@ export class HealthController {
         () =>
           this.indicators
             .check('redis')
-            .attempt(() => this.stock.ping())
+            .attempt(() => this.redis.ping())
             .withTimeout(CHECK_TIMEOUT_MS),
         () => {
           const rabbitmq = this.indicators.check('rabbitmq');

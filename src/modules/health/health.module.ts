@@ -1,11 +1,10 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { MessagingModule } from '../messaging/messaging.module.js';
-import { StockModule } from '../stock/stock.module.js';
 import { HealthController } from './health.controller.js';
 
 @Module({
-  imports: [TerminusModule.forRoot({ logger: false }), StockModule, MessagingModule],
+  imports: [TerminusModule.forRoot({ logger: false }), MessagingModule],
   controllers: [HealthController],
 })
 export class HealthModule {}

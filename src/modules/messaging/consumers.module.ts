@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { FallbackModule } from '../fallback/fallback.module.js';
 import { OrderIngest, PAYMENT_TIMEOUTS } from '../orders/order-ingest.service.js';
 import { OrdersModule } from '../orders/orders.module.js';
-import { StockModule } from '../stock/stock.module.js';
+import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { MessagingModule } from './messaging.module.js';
 import { OrderPublisher } from './order-publisher.service.js';
 import { OrderConsumer } from './order-consumer.service.js';
@@ -14,7 +14,7 @@ import { TimeoutConsumer } from './timeout-consumer.service.js';
  * orders module never imports messaging, so the module graph stays acyclic.
  */
 @Module({
-  imports: [MessagingModule, OrdersModule, StockModule, FallbackModule],
+  imports: [MessagingModule, OrdersModule, SaleStoreModule, FallbackModule],
   providers: [
     { provide: PAYMENT_TIMEOUTS, useExisting: OrderPublisher },
     OrderIngest,

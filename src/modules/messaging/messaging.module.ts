@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { StockModule } from '../stock/stock.module.js';
+import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { OrderBarrier } from './order-barrier.service.js';
 import { OrderPublisher } from './order-publisher.service.js';
 import { OutboxSweeper } from './outbox-sweeper.service.js';
@@ -9,7 +9,7 @@ import { OutboxSweeper } from './outbox-sweeper.service.js';
  * (worker). The consumers are in ConsumersModule, only on the instances that consume.
  */
 @Module({
-  imports: [StockModule],
+  imports: [SaleStoreModule],
   providers: [OrderPublisher, OutboxSweeper, OrderBarrier],
   exports: [OrderPublisher, OutboxSweeper, OrderBarrier],
 })

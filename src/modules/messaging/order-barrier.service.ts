@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomHex } from '../../common/random/random-hex.js';
+import type { BarrierStore } from './barrier-store.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { barrierKeys } from '../../infra/redis/seckill-keys.js';
@@ -78,7 +79,7 @@ export async function judgeBarrier(
  * other sales does not hold a rebuild back (a quiet period on the queue would).
  */
 @Injectable()
-export class OrderBarrier {
+export class OrderBarrier implements BarrierStore {
   private readonly logger = new Logger(OrderBarrier.name);
 
   constructor(
@@ -86,6 +87,11 @@ export class OrderBarrier {
     private readonly scripts: SeckillScripts,
     private readonly publisher: OrderPublisher,
   ) {}
+
+  /** Its ids are 16 hex characters (DatabaseBarrier's are 20). */
+  owns(id: string): boolean {
+    return id.length === 16;
+  }
 
   /** Opens a barrier and publishes its message; throws when the broker did not confirm it. */
   async open(): Promise<OpenBarrier> {

@@ -7,8 +7,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import type { OrderIngest } from '../orders/order-ingest.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder } from '../orders/order.types.js';
 import { Delivery } from './delivery.js';
-import type { DatabaseBarrier } from '../fallback/database-barrier.service.js';
-import type { OrderBarrier } from './order-barrier.service.js';
+import type { BarrierStore } from './barrier-store.js';
 import { OrderConsumer } from './order-consumer.service.js';
 import { BARRIER_MESSAGE_TYPE, encodeOrderMessage } from './order-message.js';
 
@@ -53,6 +52,7 @@ describe('OrderConsumer', () => {
   const ingest = { ingest: vi.fn<OrderIngest['ingest']>() };
   let broker: ReturnType<typeof fakeBroker>;
   let consumer: OrderConsumer;
+  let barrierStore: BarrierStore;
   /** The order barrier as the consumer sees it: barriers open, delivered, drained by whom. */
   let barriers: {
     open: string[];
@@ -68,24 +68,25 @@ describe('OrderConsumer', () => {
     broker = fakeBroker({ ordersQueue: 'orders' });
     barriers = { open: [], delivered: new Set(), drained: [], sessions: new Set(), beats: [] };
     const state = barriers;
+    barrierStore = {
+      owns: () => true,
+      tick: vi.fn(async ({ session }: { session?: string } = {}) => {
+        if (session) state.sessions.add(session);
+        if (session) state.beats.push(session);
+        return { consumers: [...state.sessions], open: state.open };
+      }),
+      isDelivered: vi.fn(async (id: string) => state.delivered.has(id)),
+      markDelivered: vi.fn(async (id: string) => void state.delivered.add(id)),
+      markDrained: vi.fn(async (id: string, session: string) => {
+        state.drained.push([id, session]);
+      }),
+    };
     consumer = new OrderConsumer(
       broker.rabbit,
       ingest as unknown as OrderIngest,
       new MetricsService(),
       config,
-      {
-        tick: vi.fn(async ({ session }: { session?: string } = {}) => {
-          if (session) state.sessions.add(session);
-          if (session) state.beats.push(session);
-          return { consumers: [...state.sessions], open: state.open };
-        }),
-        isDelivered: vi.fn(async (id: string) => state.delivered.has(id)),
-        markDelivered: vi.fn(async (id: string) => void state.delivered.add(id)),
-        markDrained: vi.fn(async (id: string, session: string) => {
-          state.drained.push([id, session]);
-        }),
-      } as unknown as OrderBarrier,
-      {} as DatabaseBarrier,
+      [barrierStore],
     );
     consumer.onApplicationBootstrap();
     await broker.connect();
@@ -244,8 +245,7 @@ describe('OrderConsumer', () => {
     await vi.waitFor(() => expect(broker.settled()).toEqual([[barrier.fields.deliveryTag, 'ack']]));
     expect(barriers.delivered).toEqual(new Set(['b1']));
     // Several ticks go by with the message before the barrier still held: not drained.
-    const ticks = (consumer as unknown as { barriers: { tick: ReturnType<typeof vi.fn> } }).barriers
-      .tick;
+    const ticks = barrierStore.tick as ReturnType<typeof vi.fn>;
     const seen = ticks.mock.calls.length;
     await vi.waitFor(() => expect(ticks.mock.calls.length).toBeGreaterThan(seen + 3), {
       timeout: 5_000,

@@ -1,4 +1,10 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnModuleDestroy,
+} from '@nestjs/common';
 import type { ChannelWrapper } from 'amqp-connection-manager';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,13 +15,13 @@ import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { assertTopology } from '../../infra/rabbitmq/topology.js';
-import { DatabaseBarrier, isDatabaseBarrier } from '../fallback/database-barrier.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OrderIngest } from '../orders/order-ingest.service.js';
 import type { IngestOutcome, IngestPurchase } from '../orders/order.types.js';
 import { ConsumerSession } from './consumer-session.js';
 import { Delivery } from './delivery.js';
-import { CONSUMER_TICK_MS, OrderBarrier } from './order-barrier.service.js';
+import { ORDER_BARRIER_STORES, type BarrierStore } from './barrier-store.js';
+import { CONSUMER_TICK_MS } from './order-barrier.service.js';
 import { BARRIER_MESSAGE_TYPE, parseBarrierMessage, parseOrderMessage } from './order-message.js';
 
 /** A purchase of the batch and every delivery that carries it (the sweeper may republish). */
@@ -64,8 +70,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly ingest: OrderIngest,
     private readonly metrics: MetricsService,
     @InjectConfig() private readonly config: AppConfig,
-    private readonly barriers: OrderBarrier,
-    private readonly databaseBarriers: DatabaseBarrier,
+    @Inject(ORDER_BARRIER_STORES) private readonly stores: BarrierStore[],
   ) {
     this.batcher = new Batcher({
       size: config.consumerBatchSize,
@@ -128,7 +133,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** A session's first beat, before it takes a delivery. */
   private async join(session: ConsumerSession): Promise<void> {
-    for (const registry of this.registries()) {
+    for (const registry of this.stores) {
       await registry.tick({ session: session.id }).catch((error: Error) => {
         this.logger.warn(`not in the order barrier's registry yet: ${error.message}`);
       });
@@ -166,7 +171,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     const retiring = [...this.retiring];
     // Each registry on its own: the one in MySQL must go on while Redis is down.
     await Promise.all(
-      this.registries().map(async (registry) => {
+      this.stores.map(async (registry) => {
         try {
           for (const retired of retiring) await registry.tick({ session: retired.id });
           const { open } = await registry.tick({ session: session.id });
@@ -180,15 +185,8 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     this.ticking = false;
   }
 
-  /** Where this consumer beats: Redis, and MySQL too when purchases may go on without Redis. */
-  private registries(): (OrderBarrier | DatabaseBarrier)[] {
-    return this.config.redisDownMode === 'database'
-      ? [this.barriers, this.databaseBarriers]
-      : [this.barriers];
-  }
-
-  private storeOf(id: string): OrderBarrier | DatabaseBarrier {
-    return isDatabaseBarrier(id) ? this.databaseBarriers : this.barriers;
+  private storeOf(id: string): BarrierStore {
+    return this.stores.find((store) => store.owns(id)) ?? this.stores[0];
   }
 
   private async drain(session: ConsumerSession, id: string): Promise<void> {
@@ -265,10 +263,10 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     this.stop.abort();
     await Promise.race([this.batcher.drain(), sleep(this.config.shutdownTimeoutMs)]);
     await this.channel.close();
-    if (this.config.redisDownMode === 'database') {
-      // Gone now rather than when its beat expires: a barrier that saw it restarts at once.
+    // Gone now rather than when its beat expires: a barrier that saw it restarts at once.
+    for (const store of this.stores) {
       for (const session of [this.current, ...this.retiring]) {
-        if (session) await this.databaseBarriers.leave(session.id).catch(() => undefined);
+        if (session) await store.leave?.(session.id).catch(() => undefined);
       }
     }
     this.logger.log('consumer stopped');

@@ -2,7 +2,8 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
-import { StockService } from '../stock/stock.service.js';
+import { OutboxReader } from '../sale-store/outbox-reader.service.js';
+import { StockLoans } from '../sale-store/stock-loans.service.js';
 import { parseOrderMessage } from './order-message.js';
 import { OrderPublisher } from './order-publisher.service.js';
 
@@ -18,7 +19,8 @@ export class OutboxSweeper {
   private readonly logger = new Logger(OutboxSweeper.name);
 
   constructor(
-    private readonly stock: StockService,
+    private readonly outbox: OutboxReader,
+    private readonly loans: StockLoans,
     private readonly publisher: OrderPublisher,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
@@ -32,16 +34,16 @@ export class OutboxSweeper {
   async sweep(at?: number): Promise<number> {
     if (!this.publisher.isReady()) return 0;
     let republished = 0;
-    for (const goodsId of await this.stock.preheatedSales()) {
+    for (const goodsId of await this.outbox.sales()) {
       // A purchase lock outlived by its loan: the record step is not coming any more. Its
       // failure (a master of one bucket unreachable) must not hold back the republishing of
       // accepted purchases, of this sale or of any other: the next pass sweeps the loans again.
       try {
-        await this.stock.sweepLoans(goodsId, this.config.purchaseLockTtlMs, at);
+        await this.loans.sweep(goodsId, this.config.purchaseLockTtlMs, at);
       } catch (error) {
         this.logger.warn(`loans not swept: goods=${goodsId} ${(error as Error).message}`);
       }
-      for (const bucket of await this.stock.buckets(goodsId)) {
+      for (const bucket of await this.outbox.buckets(goodsId)) {
         try {
           republished += await this.sweepBucket(goodsId, bucket, at);
         } catch (error) {
@@ -55,9 +57,9 @@ export class OutboxSweeper {
 
   private async sweepBucket(goodsId: number, keys: SaleKeys, at?: number): Promise<number> {
     let republished = 0;
-    const now = at ?? (await this.stock.bucketServerTimeMs(keys));
-    await this.stock.forgetOldVoided(keys, now);
-    const stale = await this.stock.staleOutbox(keys, now - this.config.outboxStaleMs, SWEEP_BATCH);
+    const now = at ?? (await this.outbox.clock(keys));
+    await this.outbox.forgetOldVoided(keys, now);
+    const stale = await this.outbox.stale(keys, now - this.config.outboxStaleMs, SWEEP_BATCH);
     const settled: string[] = [];
     await Promise.all(
       stale.map(async ({ requestId, message }) => {
@@ -74,7 +76,7 @@ export class OutboxSweeper {
         }
       }),
     );
-    await this.stock.markPublished(keys, settled);
+    await this.outbox.markPublished(keys, settled);
     return republished;
   }
 }

@@ -1,13 +1,18 @@
-import type { AppConfig } from '../../config/env.validation.js';
 import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FaultInjector } from '../../config/fault-injector.js';
 import type { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
-import { CLAIM_LEASE_MS, ReleaseCode, type StockService } from '../stock/stock.service.js';
+import {
+  CLAIM_LEASE_MS,
+  ReleaseCode,
+  type PurchaseLedger,
+} from '../sale-store/purchase-ledger.service.js';
 import { OrderIngest, type PaymentTimeouts } from './order-ingest.service.js';
 import type { OrderWriter } from './order-writer.service.js';
 import type { NewOrder, WriteOutcome } from './order.types.js';
 import type { OrdersService } from './orders.service.js';
+import type { FallbackGate } from '../fallback/fallback-gate.service.js';
+import { ClosedWhileRedisDown, SellThroughDatabase } from '../fallback/redis-down-policy.js';
 
 const GOODS = 7;
 let nextUser = 1;
@@ -45,29 +50,29 @@ describe('OrderIngest', () => {
       vi.fn<
         (goodsId: number, purchases: { requestId: string }[], holder: string) => Promise<number[]>
       >(),
-    complete: vi.fn<StockService['complete']>(),
-    release: vi.fn<StockService['release']>(),
-    knownShards: vi.fn<StockService['knownShards']>(),
+    complete: vi.fn<PurchaseLedger['complete']>(),
+    release: vi.fn<PurchaseLedger['release']>(),
+    knownShards: vi.fn<PurchaseLedger['knownShards']>(),
   };
   const watchdog = { identifiedFor: vi.fn<RedisWatchdog['identifiedFor']>() };
   const timeouts = { publishTimeouts: vi.fn<PaymentTimeouts['publishTimeouts']>() };
   const ingest = new OrderIngest(
     writer as unknown as OrderWriter,
     orders as unknown as OrdersService,
-    stock as unknown as StockService,
+    stock as unknown as PurchaseLedger,
     timeouts,
     { crashPoint: vi.fn(), pausePoint: vi.fn() } as unknown as FaultInjector,
-    { redisDownMode: 'closed' } as AppConfig,
+    new ClosedWhileRedisDown(),
     watchdog as unknown as RedisWatchdog,
   );
   /** REDIS_DOWN_MODE=database: Redis steps are skipped while Redis is down (see redisStep). */
   const fallbackIngest = new OrderIngest(
     writer as unknown as OrderWriter,
     orders as unknown as OrdersService,
-    stock as unknown as StockService,
+    stock as unknown as PurchaseLedger,
     timeouts,
     { crashPoint: vi.fn(), pausePoint: vi.fn() } as unknown as FaultInjector,
-    { redisDownMode: 'database' } as AppConfig,
+    new SellThroughDatabase({ enable: vi.fn() } as unknown as FallbackGate),
     watchdog as unknown as RedisWatchdog,
   );
 

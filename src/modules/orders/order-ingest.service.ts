@@ -2,15 +2,17 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isPermanentDataError } from '../../common/database/transient-errors.js';
-import { isDependencyFailure } from '../../common/errors/dependency-errors.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
-import { CLAIM_LEASE_MS, ReleaseCode, StockService } from '../stock/stock.service.js';
+import {
+  CLAIM_LEASE_MS,
+  PurchaseLedger,
+  ReleaseCode,
+} from '../sale-store/purchase-ledger.service.js';
 import { OrderWriter } from './order-writer.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder, WriteOutcome } from './order.types.js';
 import { OrdersService } from './orders.service.js';
+import { RedisDownPolicy } from '../fallback/redis-down-policy.js';
 
 /**
  * Starts written orders' payment clocks (the messaging module's publisher). A port rather than
@@ -56,10 +58,10 @@ export class OrderIngest {
   constructor(
     private readonly writer: OrderWriter,
     private readonly orders: OrdersService,
-    private readonly stock: StockService,
+    private readonly ledger: PurchaseLedger,
     @Inject(PAYMENT_TIMEOUTS) private readonly timeouts: PaymentTimeouts,
     private readonly faults: FaultInjector,
-    @InjectConfig() private readonly config: AppConfig,
+    private readonly policy: RedisDownPolicy,
     private readonly watchdog: RedisWatchdog,
   ) {}
 
@@ -85,10 +87,10 @@ export class OrderIngest {
     try {
       return await step();
     } catch (error) {
-      if (this.config.redisDownMode !== 'database' || !isDependencyFailure(error)) throw error;
+      if (!this.policy.goesOnWithoutRedis(error)) throw error;
       if (
         options.onlyWhenDown &&
-        this.watchdog.identifiedFor(goodsId, this.stock.knownShards(goodsId))
+        this.watchdog.identifiedFor(goodsId, this.ledger.knownShards(goodsId))
       ) {
         throw error;
       }
@@ -167,7 +169,7 @@ export class OrderIngest {
     if (orders.length === 0) return work();
     const renewal = setInterval(() => {
       // A renewal that fails only brings the lapse nearer; the next one may pass.
-      this.stock.claim(goodsId, orders, holder).catch(() => undefined);
+      this.ledger.claim(goodsId, orders, holder).catch(() => undefined);
     }, CLAIM_LEASE_MS / 3);
     renewal.unref();
     try {
@@ -193,12 +195,12 @@ export class OrderIngest {
       // Through redisStep like the other steps: retried while Redis is down, one exhausted
       // message would hold its batch, hence the consumer's drain and the fallback's barrier.
       if (await this.orders.findByRequestId(order.requestId)) {
-        await this.redisStep(goodsId, () => this.stock.complete(goodsId, [completedOf(order)]));
+        await this.redisStep(goodsId, () => this.ledger.complete(goodsId, [completedOf(order)]));
         settled.set(order.requestId, { kind: 'completed', order });
         continue;
       }
       const released = await this.redisStep(goodsId, () =>
-        this.stock.release(goodsId, order.requestId, 'UNDELIVERABLE', holder, order.userId),
+        this.ledger.release(goodsId, order.requestId, 'UNDELIVERABLE', holder, order.userId),
       );
       if (released === ReleaseCode.Claimed) throw new WrittenElsewhere(order.requestId);
       if (released === ReleaseCode.Completed) {
@@ -223,7 +225,7 @@ export class OrderIngest {
     const claims = await this.redisStep(
       goodsId,
       () =>
-        this.stock.claim(
+        this.ledger.claim(
           goodsId,
           purchases.map(({ order }) => order),
           holder,
@@ -311,7 +313,7 @@ export class OrderIngest {
     );
     if (done.length === 0) return;
     await this.redisStep(goodsId, () =>
-      this.stock.complete(
+      this.ledger.complete(
         goodsId,
         done.map(({ order }) => completedOf(order)),
       ),
@@ -337,7 +339,7 @@ export class OrderIngest {
   ): Promise<void> {
     // Through redisStep: see settleExhausted.
     const released = await this.redisStep(goodsId, () =>
-      this.stock.release(goodsId, order.requestId, reason, holder, order.userId),
+      this.ledger.release(goodsId, order.requestId, reason, holder, order.userId),
     );
     if (released === ReleaseCode.Claimed) {
       this.logger.warn(

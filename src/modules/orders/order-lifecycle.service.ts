@@ -7,12 +7,10 @@ import { DomainError } from '../../common/errors/domain-error.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { isDependencyFailure } from '../../common/errors/dependency-errors.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
-import { RestockCode, StockService } from '../stock/stock.service.js';
+import { PurchaseLedger, RestockCode } from '../sale-store/purchase-ledger.service.js';
 import { OrderWriter } from './order-writer.service.js';
 import { OrdersService } from './orders.service.js';
+import { RedisDownPolicy } from '../fallback/redis-down-policy.js';
 
 export type CancelReason = 'USER' | 'EXPIRED';
 export type ExpireOutcome = 'cancelled' | 'already_cancelled' | 'paid' | 'not_found' | 'not_due';
@@ -46,12 +44,12 @@ export class OrderLifecycleService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @InjectRepository(OrderEntity) private readonly orders: Repository<OrderEntity>,
-    private readonly stock: StockService,
+    private readonly ledger: PurchaseLedger,
     private readonly metrics: MetricsService,
     private readonly faults: FaultInjector,
     private readonly writer: OrderWriter,
     private readonly ordersByNo: OrdersService,
-    @InjectConfig() private readonly config: AppConfig,
+    private readonly policy: RedisDownPolicy,
   ) {}
 
   async pay(orderNo: string, userId: number): Promise<{ orderNo: string; status: 'PAID' }> {
@@ -177,7 +175,7 @@ export class OrderLifecycleService {
         // While Redis is down (REDIS_DOWN_MODE=database), the sale is rebuilt from MySQL before
         // Redis sells it again, and the rebuild counts this cancel: marking it is enough, and
         // the payment timeouts of the fallback's orders are not held up behind Redis.
-        if (this.config.redisDownMode === 'database' && isDependencyFailure(error)) {
+        if (this.policy.goesOnWithoutRedis(error)) {
           await this.writer.markRedisStale(current.goodsId);
           return;
         }
@@ -188,7 +186,7 @@ export class OrderLifecycleService {
   }
 
   private async returnStockToRedis(order: OrderEntity): Promise<void> {
-    const code = await this.stock.restock(
+    const code = await this.ledger.restock(
       order.goodsId,
       order.orderNo,
       order.userId,

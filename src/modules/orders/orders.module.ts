@@ -1,7 +1,8 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { OrderEntity } from '../../infra/database/entities/order.entity.js';
-import { StockModule } from '../stock/stock.module.js';
+import { FallbackModule } from '../fallback/fallback.module.js';
+import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { OrderLifecycleService } from './order-lifecycle.service.js';
 import { OrderWriter } from './order-writer.service.js';
 import { OrdersService } from './orders.service.js';
@@ -12,7 +13,7 @@ import { VoidedRequests } from './voided-requests.service.js';
  * each on the instances of its role.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([OrderEntity]), StockModule],
+  imports: [TypeOrmModule.forFeature([OrderEntity]), SaleStoreModule, FallbackModule],
   providers: [OrdersService, OrderWriter, OrderLifecycleService, VoidedRequests],
   exports: [OrdersService, OrderWriter, OrderLifecycleService, VoidedRequests],
 })

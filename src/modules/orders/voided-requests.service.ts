@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
-import { VOIDED_RETENTION_MS } from '../stock/stock.service.js';
+import { VOIDED_RETENTION_MS } from '../sale-store/outbox-reader.service.js';
 
 /** Tries of a void whose transaction InnoDB chose as a deadlock's victim (or timed out a wait). */
 const MAX_RECORD_ATTEMPTS = 5;

@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { GoodsModule } from '../goods/goods.module.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
-import { StockModule } from '../stock/stock.module.js';
+import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { PreheatService } from './preheat.service.js';
 import { SurvivorWipe } from './survivor-wipe.service.js';
 
@@ -11,7 +11,7 @@ import { SurvivorWipe } from './survivor-wipe.service.js';
  * (src/roles); SaleRecovery guards the purchase path in SeckillModule.
  */
 @Module({
-  imports: [GoodsModule, OrdersModule, StockModule, MessagingModule],
+  imports: [GoodsModule, OrdersModule, SaleStoreModule, MessagingModule],
   providers: [PreheatService, SurvivorWipe],
   exports: [PreheatService, SurvivorWipe],
 })

@@ -3,8 +3,8 @@ import type { AppConfig } from '../../config/env.validation.js';
 import type { GoodsService } from '../goods/goods.service.js';
 import type { OrderBarrier } from '../messaging/order-barrier.service.js';
 import type { OrdersService, SaleHistory } from '../orders/orders.service.js';
-import type { SaleStateHold, SaleStateLock } from '../stock/sale-state-lock.js';
-import type { StockService } from '../stock/stock.service.js';
+import type { SaleStateHold, SaleStateLock } from '../sale-store/sale-state-lock.js';
+import type { SaleLoader } from '../sale-store/sale-loader.service.js';
 import { PreheatService } from './preheat.service.js';
 
 const CONFIRM_MS = 1_000;
@@ -64,7 +64,7 @@ function setup({ unsold = false } = {}) {
   const preheat = new PreheatService(
     goods as unknown as GoodsService,
     orders as unknown as OrdersService,
-    stock as unknown as StockService,
+    stock as unknown as SaleLoader,
     barrier as unknown as OrderBarrier,
     lock as unknown as SaleStateLock,
     { publishConfirmTimeoutMs: CONFIRM_MS } as AppConfig,

@@ -6,8 +6,8 @@ import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js'
 import { GoodsService } from '../goods/goods.service.js';
 import { OrderBarrier, type OpenBarrier } from '../messaging/order-barrier.service.js';
 import { OrdersService } from '../orders/orders.service.js';
-import { SaleStateLock, type SaleStateHold } from '../stock/sale-state-lock.js';
-import { StockService } from '../stock/stock.service.js';
+import { SaleStateLock, type SaleStateHold } from '../sale-store/sale-state-lock.js';
+import { SaleLoader } from '../sale-store/sale-loader.service.js';
 
 export interface PreheatResult {
   goodsId: number;
@@ -33,7 +33,7 @@ export class PreheatService {
   constructor(
     private readonly goods: GoodsService,
     private readonly orders: OrdersService,
-    private readonly stock: StockService,
+    private readonly loader: SaleLoader,
     private readonly barriers: OrderBarrier,
     private readonly saleLock: SaleStateLock,
     @InjectConfig() private readonly config: AppConfig,
@@ -53,7 +53,7 @@ export class PreheatService {
     // Read under the lock: another path may have loaded (or wiped) the sale since the caller
     // found it missing.
     const goods = await this.goods.findOrThrow(held.goodsId);
-    if (await this.stock.isPreheated(goods.id)) {
+    if (await this.loader.isPreheated(goods.id)) {
       // Whatever rebuild this instance had begun, another finished it.
       this.pending.delete(goods.id);
       return this.load(goods, goods.stock, undefined);
@@ -95,7 +95,7 @@ export class PreheatService {
     const after = await this.orders.lastRebuild(goods.id);
     let pending = this.pending.get(goods.id);
     if (pending === undefined || pending.after !== after) {
-      await this.stock.forget(goods.id, { keepVoided: true });
+      await this.loader.forget(goods.id, { keepVoided: true });
       pending = { wipedAt: Date.now(), after };
       this.pending.set(goods.id, pending);
     }
@@ -144,9 +144,9 @@ export class PreheatService {
   private async load(
     goods: GoodsEntity,
     stock: number,
-    history: Parameters<StockService['preheat']>[2] | undefined,
+    history: Parameters<SaleLoader['preheat']>[2] | undefined,
   ): Promise<PreheatResult> {
-    const result = await this.stock.preheat(
+    const result = await this.loader.preheat(
       goods.id,
       {
         totalStock: goods.totalStock,
@@ -167,13 +167,13 @@ export class PreheatService {
    * nothing of theirs is in flight. Returns the goods ids it evicted.
    */
   async evictEnded(afterEndMs: number, now = Date.now()): Promise<number[]> {
-    const preheated = await this.stock.preheatedSales();
+    const preheated = await this.loader.preheatedSales();
     const known = new Map((await this.goods.findByIds(preheated)).map((g) => [g.id, g]));
     const evicted: number[] = [];
     for (const goodsId of preheated) {
       const goods = known.get(goodsId);
       if (goods && goods.endAt.getTime() + afterEndMs > now) continue;
-      if (await this.stock.evict(goodsId)) {
+      if (await this.loader.evict(goodsId)) {
         evicted.push(goodsId);
         this.logger.log(`sale evicted from redis: goods=${goodsId}`);
       } else {

@@ -13,8 +13,10 @@ import {
 } from '../../infra/redis/redis-watchdog.js';
 import { recoveryKey, SALES_INDEX_KEY } from '../../infra/redis/seckill-keys.js';
 import { OrdersService } from '../orders/orders.service.js';
-import { SaleStateLock } from '../stock/sale-state-lock.js';
-import { StockService } from '../stock/stock.service.js';
+import { SaleStateLock } from '../sale-store/sale-state-lock.js';
+import { BucketCounts } from '../sale-store/bucket-counts.service.js';
+import { RestartMarkers } from '../sale-store/restart-markers.service.js';
+import { SaleLoader } from '../sale-store/sale-loader.service.js';
 
 /** Longest a wipe may take before another instance takes it over (its holder died). */
 const CLAIM_LEASE_MS = 15_000;
@@ -43,7 +45,9 @@ export class SurvivorWipe {
   constructor(
     private readonly goods: GoodsService,
     private readonly orders: OrdersService,
-    private readonly stock: StockService,
+    private readonly buckets: BucketCounts,
+    private readonly markers: RestartMarkers,
+    private readonly loader: SaleLoader,
     private readonly saleLock: SaleStateLock,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
@@ -57,7 +61,7 @@ export class SurvivorWipe {
       new Date(Date.now() + this.config.preheatLookaheadMs),
     );
     return sales.filter((sale) => {
-      this.stock.rememberShards(sale.id, sale.stockShards);
+      this.buckets.remember(sale.id, sale.stockShards);
       return saleInScope(slots, sale.id, sale.stockShards);
     });
   }
@@ -74,7 +78,7 @@ export class SurvivorWipe {
    */
   async done(restart: RedisRestart): Promise<boolean> {
     const marker = recoveryKey(restart.current, restart.slots);
-    if (await this.stock.isRecovered(marker)) {
+    if (await this.markers.isWiped(marker)) {
       this.claims.delete(marker);
       return true;
     }
@@ -84,7 +88,7 @@ export class SurvivorWipe {
       token: randomHex(8),
       rebuilds: new Map(),
     };
-    if (!(await this.stock.claimRecovery(marker, claim.token, CLAIM_LEASE_MS))) {
+    if (!(await this.markers.claim(marker, claim.token, CLAIM_LEASE_MS))) {
       this.claims.delete(marker);
       return false;
     }
@@ -104,8 +108,8 @@ export class SurvivorWipe {
     }
     // The index of preheated sales (which the outbox sweeper and the eviction walk) lived there:
     // the sales other servers still hold are listed again (the rebuilt ones list themselves).
-    if (keyInScope(restart.slots, SALES_INDEX_KEY)) await this.stock.reindexSales();
-    await this.stock.markRecovered(marker);
+    if (keyInScope(restart.slots, SALES_INDEX_KEY)) await this.loader.reindexSales();
+    await this.markers.markWiped(marker);
     this.claims.delete(marker);
     this.logger.warn(
       `wiped ${sales.length} sales that survived the restart, to rebuild them: run_id=${restart.current}`,
@@ -122,9 +126,9 @@ export class SurvivorWipe {
   ): Promise<'wiped' | 'taken over' | 'busy'> {
     try {
       return await this.saleLock.hold(goodsId, 'survivor-wipe', async () => {
-        if (!(await this.stock.holdsRecovery(marker, token))) return 'taken over';
+        if (!(await this.markers.holds(marker, token))) return 'taken over';
         if ((await this.orders.lastRebuild(goodsId)) === rebuiltThen) {
-          await this.stock.forget(goodsId);
+          await this.loader.forget(goodsId);
         }
         return 'wiped';
       });

@@ -3,13 +3,13 @@ import { GoodsModule } from '../goods/goods.module.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { PreheatModule } from '../preheat/preheat.module.js';
-import { StockModule } from '../stock/stock.module.js';
+import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ReconcileVerdicts } from './reconcile-verdicts.js';
 import { ReconcileService } from './reconcile.service.js';
 
 /** ReconcileController is served by ApiModule and ReconcileCron run by WorkerModule (src/roles). */
 @Module({
-  imports: [GoodsModule, OrdersModule, StockModule, PreheatModule, MessagingModule],
+  imports: [GoodsModule, OrdersModule, SaleStoreModule, PreheatModule, MessagingModule],
   providers: [ReconcileService, ReconcileVerdicts],
   exports: [ReconcileService],
 })

@@ -6,8 +6,8 @@ import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OrdersService } from '../orders/orders.service.js';
 import { PreheatService } from '../preheat/preheat.service.js';
-import { SaleStateLock } from '../stock/sale-state-lock.js';
-import { StockService } from '../stock/stock.service.js';
+import { SaleStateLock } from '../sale-store/sale-state-lock.js';
+import { SaleRepair } from '../sale-store/sale-repair.service.js';
 import { ReconcileVerdicts, type RedisSaleState, type SaleVerdict } from './reconcile-verdicts.js';
 
 export interface ReconcileReport {
@@ -53,7 +53,7 @@ export class ReconcileService {
   constructor(
     private readonly goods: GoodsService,
     private readonly orders: OrdersService,
-    private readonly stock: StockService,
+    private readonly store: SaleRepair,
     private readonly preheat: PreheatService,
     private readonly publisher: OrderPublisher,
     private readonly metrics: MetricsService,
@@ -67,7 +67,7 @@ export class ReconcileService {
    * can show drift that is not there; `check` reads again before it believes one.
    */
   async reconcile(goodsId: number): Promise<ReconcileReport> {
-    const redis = await this.stock.snapshot(goodsId);
+    const redis = await this.store.snapshot(goodsId);
     const ledger = await this.orders.ledger(goodsId);
     if (!ledger) throw new DomainError('GOODS_NOT_FOUND', `Goods ${goodsId} not found`);
     const { totalStock, stock: dbStock, quantities } = ledger;
@@ -174,7 +174,7 @@ export class ReconcileService {
       return false;
     }
     const recent = await this.orders.recentlyCancelled(report.goodsId, RECENT_CANCEL_WINDOW_MS);
-    const pending = await this.stock.notYetRestocked(
+    const pending = await this.store.notYetRestocked(
       report.goodsId,
       recent.map((order) => order.orderNo),
     );
@@ -196,12 +196,12 @@ export class ReconcileService {
       STALLED_RESTOCK_MS,
     );
     if (recent.length === 0) return;
-    const pending = await this.stock.notYetRestocked(
+    const pending = await this.store.notYetRestocked(
       goodsId,
       recent.map((order) => order.orderNo),
     );
     for (const order of recent.filter((candidate) => pending.has(candidate.orderNo))) {
-      await this.stock.restock(goodsId, order.orderNo, order.userId, order.quantity);
+      await this.store.restock(goodsId, order.orderNo, order.userId, order.quantity);
       this.logger.warn(`finished a stalled stock return: order=${order.orderNo} goods=${goodsId}`);
     }
   }
@@ -222,7 +222,7 @@ export class ReconcileService {
    * Rebuilds the sale's Redis stock and buyers from MySQL's active orders plus what is still in
    * flight (see lua/seckill-rebuild.lua: safe while the sale runs). A goods split over several
    * buckets answers 503 to its purchases for the moment its buckets are rebuilt
-   * (StockService.rebuild). Under the goods' sale-state lock: 503 while a rebuild, a wipe or the
+   * (SaleRepair.rebuild). Under the goods' sale-state lock: 503 while a rebuild, a wipe or the
    * fallback's return of the sale holds it.
    */
   async repair(goodsId: number): Promise<RepairReport> {
@@ -232,9 +232,9 @@ export class ReconcileService {
       // Makes sure the window and limit are in Redis (and the stock, if Redis lost the sale),
       // under the lock the rebuild below needs too: no wipe or rebuild runs in between.
       await this.preheat.preheatHeld(held);
-      const since = await this.stock.serverTimeMs(goodsId);
+      const since = await this.store.serverTimeMs(goodsId);
       return this.orders.history(goodsId, (history) =>
-        this.stock.rebuild(
+        this.store.rebuild(
           goodsId,
           goods.totalStock,
           since,

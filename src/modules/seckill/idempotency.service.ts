@@ -6,8 +6,8 @@ import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { idempotencyKey } from '../../infra/redis/seckill-keys.js';
 import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
-import { StockService } from '../stock/stock.service.js';
-import { isFinalRefusal } from '../stock/deduct-refusals.js';
+import { SaleReads } from '../sale-store/sale-reads.service.js';
+import { isFinalRefusal } from '../sale-store/deduct-refusals.js';
 import { replay, type IdempotencyRecord } from './idempotency.js';
 import type { PurchaseAccepted } from './purchase.types.js';
 
@@ -25,7 +25,7 @@ export class IdempotencyService {
 
   constructor(
     private readonly scripts: SeckillScripts,
-    private readonly stock: StockService,
+    private readonly sale: SaleReads,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 
@@ -106,7 +106,7 @@ export class IdempotencyService {
   }
 
   private async retentionMs(goodsId: number): Promise<number> {
-    const endAt = await this.stock.saleEndAt(goodsId);
+    const endAt = await this.sale.saleEndAt(goodsId);
     const retention = this.config.idempotencyRetentionMs;
     if (endAt === null) return retention;
     return Math.max(endAt + retention - Date.now(), MIN_RETENTION_MS);

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
-import { isFinalRefusal } from '../stock/deduct-refusals.js';
+import { isFinalRefusal } from '../sale-store/deduct-refusals.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseService } from './purchase.service.js';

@@ -2,15 +2,15 @@ import { Injectable } from '@nestjs/common';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { OrdersService } from '../orders/orders.service.js';
-import { SaleRecovery } from '../preheat/sale-recovery.service.js';
-import { StockService } from '../stock/stock.service.js';
+import { SaleRecovery } from '../availability/sale-recovery.service.js';
+import { PurchaseLedger } from '../sale-store/purchase-ledger.service.js';
 import type { PurchaseResultView } from './purchase.types.js';
 
 /** What became of a user's latest purchase of a goods (the result route). */
 @Injectable()
 export class PurchaseResultService {
   constructor(
-    private readonly stock: StockService,
+    private readonly ledger: PurchaseLedger,
     private readonly orders: OrdersService,
     private readonly goods: GoodsService,
     private readonly recovery: SaleRecovery,
@@ -24,7 +24,7 @@ export class PurchaseResultService {
    */
   async result(goodsId: number, userId: number): Promise<PurchaseResultView> {
     let redisDown = false;
-    const live = await this.stock.result(goodsId, userId).catch(() => {
+    const live = await this.ledger.result(goodsId, userId).catch(() => {
       redisDown = true;
       return null;
     });

@@ -4,13 +4,16 @@ import { toErrorBody } from '../../common/filters/all-exceptions.filter.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import type { FaultInjector } from '../../config/fault-injector.js';
 import type { RedisLocks } from '../../infra/redis/redis-locks.js';
-import type { DatabasePurchase } from '../fallback/database-purchase.service.js';
 import type { GoodsService } from '../goods/goods.service.js';
 import type { OrderPublisher } from '../messaging/order-publisher.service.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import type { VoidedRequests } from '../orders/voided-requests.service.js';
-import type { SaleRecovery } from '../preheat/sale-recovery.service.js';
-import { DeductCode, ReleaseCode, type StockService } from '../stock/stock.service.js';
+import type { PurchaseAvailability } from '../availability/purchase-availability.service.js';
+import {
+  DeductCode,
+  ReleaseCode,
+  type PurchaseLedger,
+} from '../sale-store/purchase-ledger.service.js';
 import { PurchaseService } from './purchase.service.js';
 
 const redisGone = () => new Error('Connection is closed.');
@@ -25,17 +28,14 @@ let publishes: ReturnType<typeof vi.fn>;
  * A purchase service whose Redis steps, publish and MySQL void behave as given; the Redis
  * release always fails, the MySQL void records unless told otherwise.
  */
-function purchases(
-  redisDownMode: AppConfig['redisDownMode'],
-  steps: {
-    deduct: () => Promise<{ code: DeductCode }>;
-    published?: boolean;
-    recordVoid?: () => Promise<'voided' | 'ordered'>;
-    /** The goods is held from the Redis path from the deduct on (another instance opens it to MySQL). */
-    heldAfterDeduct?: boolean;
-    release?: () => Promise<ReleaseCode>;
-  },
-) {
+function purchases(steps: {
+  deduct: () => Promise<{ code: DeductCode }>;
+  published?: boolean;
+  recordVoid?: () => Promise<'voided' | 'ordered'>;
+  /** The goods is held from the Redis path from the deduct on (another instance opens it to MySQL). */
+  heldAfterDeduct?: boolean;
+  release?: () => Promise<ReleaseCode>;
+}) {
   let deducted = false;
   const stock = {
     homeKeys: vi.fn(async () => ({})),
@@ -56,7 +56,7 @@ function purchases(
   releases = stock.release;
   publishes = vi.fn(async () => steps.published ?? false);
   return new PurchaseService(
-    stock as unknown as StockService,
+    stock as unknown as PurchaseLedger,
     { tryLockPurchase: vi.fn(async () => ({ release: vi.fn() })) } as unknown as RedisLocks,
     {
       isReady: () => true,
@@ -68,9 +68,12 @@ function purchases(
       fallbackRefusals: { inc: vi.fn() },
     } as unknown as MetricsService,
     { crashPoint: vi.fn() } as unknown as FaultInjector,
-    { closed: () => false } as unknown as SaleRecovery,
-    { redisDownMode, purchaseLockTtlMs: 5_000 } as AppConfig,
-    { takes: () => (steps.heldAfterDeduct ?? false) && deducted } as unknown as DatabasePurchase,
+    { purchaseLockTtlMs: 5_000 } as AppConfig,
+    {
+      route: () => 'redis',
+      rebuilding: () => false,
+      heldFromRedis: () => (steps.heldAfterDeduct ?? false) && deducted,
+    } as unknown as PurchaseAvailability,
     voids as unknown as VoidedRequests,
   );
 }
@@ -78,30 +81,27 @@ function purchases(
 const accepted = async () => ({ code: DeductCode.Accepted });
 
 describe('PurchaseService, an outcome Redis did not let it settle', () => {
-  it.each(['database', 'closed'] as const)(
-    'should answer 503 with the requestId, not 202, when the publish was not confirmed and MySQL did not record the void, and leave Redis alone (REDIS_DOWN_MODE=%s)',
-    async (mode) => {
-      const error = await purchases(mode, {
-        deduct: accepted,
-        recordVoid: async () => {
-          throw mysqlGone();
-        },
-      })
-        .purchase(1, 2, 1)
-        .catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(UnknownOutcomeError);
-      expect(toErrorBody(error)).toMatchObject({
-        statusCode: 503,
-        code: 'UNAVAILABLE',
-        requestId: expect.stringMatching(/^[0-9a-f-]{36}$/),
-      });
-      // Still in flight in Redis: its message (or the sweeper's copy) makes it an order.
-      expect(releases).not.toHaveBeenCalled();
-    },
-  );
+  it('should answer 503 with the requestId, not 202, when the publish was not confirmed and MySQL did not record the void, and leave Redis alone', async () => {
+    const error = await purchases({
+      deduct: accepted,
+      recordVoid: async () => {
+        throw mysqlGone();
+      },
+    })
+      .purchase(1, 2, 1)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnknownOutcomeError);
+    expect(toErrorBody(error)).toMatchObject({
+      statusCode: 503,
+      code: 'UNAVAILABLE',
+      requestId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    // Still in flight in Redis: its message (or the sweeper's copy) makes it an order.
+    expect(releases).not.toHaveBeenCalled();
+  });
 
   it('should answer a plain 503 (nothing taken) once MySQL recorded the void, even when Redis then fails to give the stock back', async () => {
-    const error = await purchases('closed', { deduct: accepted })
+    const error = await purchases({ deduct: accepted })
       .purchase(1, 2, 1)
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnavailableError);
@@ -114,17 +114,13 @@ describe('PurchaseService, an outcome Redis did not let it settle', () => {
 
   it('should answer 202 when MySQL finds the order a consumer wrote before the void, and not release it', async () => {
     await expect(
-      purchases('closed', { deduct: accepted, recordVoid: async () => 'ordered' }).purchase(
-        1,
-        2,
-        1,
-      ),
+      purchases({ deduct: accepted, recordVoid: async () => 'ordered' }).purchase(1, 2, 1),
     ).resolves.toMatchObject({ status: 'QUEUED' });
     expect(releases).not.toHaveBeenCalled();
   });
 
   it('should answer 503 with the requestId when the deduct reply was lost and the void failed', async () => {
-    const error = await purchases('database', {
+    const error = await purchases({
       deduct: async () => {
         throw new Error('Command timed out');
       },
@@ -136,7 +132,7 @@ describe('PurchaseService, an outcome Redis did not let it settle', () => {
   });
 
   it('should answer a plain 503 (nothing taken) when the deduct never left this process', async () => {
-    const error = await purchases('closed', {
+    const error = await purchases({
       deduct: async () => {
         throw new Error("Stream isn't writeable and enableOfflineQueue options is false");
       },
@@ -150,7 +146,7 @@ describe('PurchaseService, an outcome Redis did not let it settle', () => {
 
   it('should answer 202 when the broker confirmed, with no void asked of MySQL or Redis', async () => {
     await expect(
-      purchases('closed', { deduct: accepted, published: true }).purchase(1, 2, 1),
+      purchases({ deduct: accepted, published: true }).purchase(1, 2, 1),
     ).resolves.toMatchObject({ status: 'QUEUED' });
     expect(voids.record).not.toHaveBeenCalled();
     expect(releases).not.toHaveBeenCalled();
@@ -159,7 +155,7 @@ describe('PurchaseService, an outcome Redis did not let it settle', () => {
 
 describe('PurchaseService, a purchase Redis took while its goods was being held from the Redis path', () => {
   it('should give it back in Redis before any publish and answer 503, nothing taken', async () => {
-    const error = await purchases('database', {
+    const error = await purchases({
       deduct: accepted,
       heldAfterDeduct: true,
       published: true,
@@ -176,7 +172,7 @@ describe('PurchaseService, a purchase Redis took while its goods was being held 
   });
 
   it('should answer 503 with the requestId when Redis does not answer that release', async () => {
-    const error = await purchases('database', {
+    const error = await purchases({
       deduct: accepted,
       heldAfterDeduct: true,
       published: true,

@@ -17,12 +17,11 @@ import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { newOrderNo } from '../orders/order-no.js';
 import type { NewOrder } from '../orders/order.types.js';
 import { VoidedRequests } from '../orders/voided-requests.service.js';
-import { DatabasePurchase } from '../fallback/database-purchase.service.js';
 import { MetricsService, type PurchaseMode } from '../metrics/metrics.service.js';
-import { SaleRecovery } from '../preheat/sale-recovery.service.js';
-import { deductRefusal } from '../stock/deduct-refusals.js';
-import { DeductCode, ReleaseCode, StockService } from '../stock/stock.service.js';
+import { deductRefusal } from '../sale-store/deduct-refusals.js';
+import { DeductCode, PurchaseLedger, ReleaseCode } from '../sale-store/purchase-ledger.service.js';
 import type { PurchaseAccepted } from './purchase.types.js';
+import { PurchaseAvailability } from '../availability/purchase-availability.service.js';
 
 /**
  * The purchase itself: the per-user lock, the atomic deduct in Redis, the confirmed publish, and
@@ -33,27 +32,26 @@ export class PurchaseService {
   private readonly logger = new Logger(PurchaseService.name);
 
   constructor(
-    private readonly stock: StockService,
+    private readonly ledger: PurchaseLedger,
     private readonly locks: RedisLocks,
     private readonly publisher: OrderPublisher,
     private readonly goods: GoodsService,
     private readonly metrics: MetricsService,
     private readonly faults: FaultInjector,
-    private readonly recovery: SaleRecovery,
     @InjectConfig() private readonly config: AppConfig,
-    private readonly database: DatabasePurchase,
+    private readonly availability: PurchaseAvailability,
     private readonly voids: VoidedRequests,
   ) {}
 
   async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
     // Redis unreachable, being rebuilt, or behind MySQL for this sale: MySQL decides (or 503).
-    const mode: PurchaseMode = this.database.takes(goodsId, this.recovery.closed(goodsId))
-      ? 'database'
-      : 'redis';
+    const route = this.availability.route(goodsId);
+    const mode: PurchaseMode = route === 'database' ? 'database' : 'redis';
     try {
+      if (route === 'unavailable') throw rebuilding();
       const accepted =
         mode === 'database'
-          ? await this.database.purchase(goodsId, userId, quantity)
+          ? await this.availability.sellThroughDatabase(goodsId, userId, quantity)
           : await this.purchaseOnce(goodsId, userId, quantity);
       this.metrics.countPurchase(goodsId, 'ACCEPTED', mode);
       return accepted;
@@ -73,14 +71,12 @@ export class PurchaseService {
     quantity: number,
   ): Promise<PurchaseAccepted> {
     // The bucket count: read once per goods and instance (Redis meta, else MySQL), then from memory.
-    const home = await orUnavailable('Redis or MySQL', () => this.stock.homeKeys(goodsId, userId));
-    if (this.recovery.closed(goodsId)) {
-      throw new UnavailableError('Redis is being rebuilt after a restart; nothing was taken');
-    }
+    const home = await orUnavailable('Redis or MySQL', () => this.ledger.homeKeys(goodsId, userId));
+    if (this.availability.rebuilding(goodsId)) throw rebuilding();
     // Asked again now that the bucket count is known: the first purchase of a goods with stock
     // buckets on this instance was judged by its goods-wide keys' master alone, and a master
     // holding one of its buckets may be held from the Redis path. The retry is decided whole.
-    if (this.database.takes(goodsId, false)) {
+    if (this.availability.heldFromRedis(goodsId)) {
       throw new UnavailableError('Part of this sale is held from Redis; nothing was taken');
     }
     if (!this.publisher.isReady()) {
@@ -125,7 +121,7 @@ export class PurchaseService {
     };
     let code: DeductCode;
     try {
-      ({ code } = await this.stock.deduct(
+      ({ code } = await this.ledger.deduct(
         goodsId,
         userId,
         quantity,
@@ -142,7 +138,7 @@ export class PurchaseService {
     // Held from the Redis path while Redis took it (another instance is opening the sale to
     // MySQL, or this one's marks are past their lease): a 202 now could be refused by MySQL once
     // the fallback sells. Nothing is published yet, so giving it back in Redis settles it.
-    if (this.database.takes(goodsId, false)) {
+    if (this.availability.heldFromRedis(goodsId)) {
       return { accepted: await this.afterHeldDeduct(order), confirmed: false };
     }
 
@@ -186,7 +182,7 @@ export class PurchaseService {
     if (recorded === 'ordered') return { status: 'QUEUED', requestId };
     try {
       // Refused while a consumer holds the claim: that one finds the void and gives it back.
-      await this.stock.release(goodsId, requestId, 'UNAVAILABLE', false, userId);
+      await this.ledger.release(goodsId, requestId, 'UNAVAILABLE', false, userId);
     } catch {
       this.logger.warn(
         `voided purchase left in flight in redis, its message settles it: request=${requestId} goods=${goodsId}`,
@@ -254,7 +250,7 @@ export class PurchaseService {
    * what the release threw.
    */
   private async voidInRedis(order: NewOrder): Promise<boolean> {
-    const released = await this.stock.release(
+    const released = await this.ledger.release(
       order.goodsId,
       order.requestId,
       'UNAVAILABLE',
@@ -276,4 +272,8 @@ export class PurchaseService {
       'The sale is not open for purchases yet; try again shortly',
     );
   }
+}
+
+function rebuilding(): UnavailableError {
+  return new UnavailableError('Redis is being rebuilt after a restart; nothing was taken');
 }

@@ -2,7 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
 import { resultChannel } from '../../infra/redis/seckill-keys.js';
-import { StockService } from '../stock/stock.service.js';
+import { BucketCounts } from '../sale-store/bucket-counts.service.js';
 
 /**
  * Tells this instance's result streams that a user's result changed: the scripts that write a
@@ -19,7 +19,7 @@ export class ResultEvents implements OnModuleInit {
 
   constructor(
     private readonly subscriber: RedisSubscriber,
-    private readonly stock: StockService,
+    private readonly buckets: BucketCounts,
   ) {}
 
   onModuleInit(): void {
@@ -40,7 +40,7 @@ export class ResultEvents implements OnModuleInit {
     }
     let stop: () => void;
     try {
-      const shards = await this.stock.shardsOf(goodsId);
+      const shards = await this.buckets.of(goodsId);
       stop = await this.subscriber.listen(resultChannel(goodsId, userId, shards), listener);
     } catch (error) {
       throw new UnavailableError('Result events are unavailable; try again shortly', error);

@@ -12,7 +12,7 @@ import {
 } from '../../infra/redis/seckill-keys.js';
 import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { StockService } from '../stock/stock.service.js';
+import { PurchaseLedger } from '../sale-store/purchase-ledger.service.js';
 import { PurchaseResultService } from './purchase-result.service.js';
 import type { PurchaseResultView } from './purchase.types.js';
 import { ResultEvents } from './result-events.js';
@@ -131,7 +131,7 @@ export class ResultStreams implements BeforeApplicationShutdown {
 
   constructor(
     private readonly results: PurchaseResultService,
-    private readonly stock: StockService,
+    private readonly ledger: PurchaseLedger,
     private readonly events: ResultEvents,
     private readonly scripts: SeckillScripts,
     private readonly metrics: MetricsService,
@@ -169,7 +169,7 @@ export class ResultStreams implements BeforeApplicationShutdown {
         teardown,
       );
       const feed = new ResultFeed(
-        () => this.stock.result(goodsId, userId),
+        () => this.ledger.result(goodsId, userId),
         this.config.resultStream,
         this.enders,
       );

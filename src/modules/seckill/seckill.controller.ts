@@ -29,7 +29,7 @@ import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
 import { BlocklistChecked } from '../blocklist/blocklist.hook.js';
 import { RateLimit } from '../rate-limit/rate-limit.policy.js';
-import { SoldOutShortcut } from '../stock/sold-out-memo.js';
+import { SoldOutShortcut } from '../sale-store/sold-out-memo.js';
 import {
   PURCHASE_BODY_LIMIT_BYTES,
   PurchaseBodyDto,

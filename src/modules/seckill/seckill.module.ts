@@ -1,11 +1,10 @@
 import { Module } from '@nestjs/common';
-import { FallbackModule } from '../fallback/fallback.module.js';
 import { GoodsModule } from '../goods/goods.module.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { PreheatModule } from '../preheat/preheat.module.js';
-import { SaleRecovery } from '../preheat/sale-recovery.service.js';
-import { StockModule } from '../stock/stock.module.js';
+import { AvailabilityModule } from '../availability/availability.module.js';
+import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ChallengeService } from './challenge.service.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
@@ -17,12 +16,19 @@ import { ResultStreams } from './result-stream.service.js';
 import { SeckillController } from './seckill.controller.js';
 
 /**
- * The purchase path, served by the instances that serve the API (ApiModule). SaleRecovery is
- * provided here, with what it guards: every instance that sells closes its own purchases while
- * Redis is rebuilt.
+ * The purchase path, served by the instances that serve the API (ApiModule). Which store
+ * decides each purchase comes from AvailabilityModule (the restart recovery and the outage
+ * policy).
  */
 @Module({
-  imports: [StockModule, MessagingModule, GoodsModule, OrdersModule, PreheatModule, FallbackModule],
+  imports: [
+    SaleStoreModule,
+    MessagingModule,
+    GoodsModule,
+    OrdersModule,
+    PreheatModule,
+    AvailabilityModule,
+  ],
   controllers: [SeckillController],
   providers: [
     PurchaseService,
@@ -31,7 +37,6 @@ import { SeckillController } from './seckill.controller.js';
     PurchaseTokenService,
     ChallengeService,
     IdempotencyService,
-    SaleRecovery,
     ResultEvents,
     ResultStreams,
   ],

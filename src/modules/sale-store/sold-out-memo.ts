@@ -106,6 +106,14 @@ export class SoldOutMemo implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
+   * After stock really came back (a release, restock, load or repair): announceStockBack, best
+   * effort. A lost announcement only keeps the memo until it lapses (SOLD_OUT_MEMO_MS).
+   */
+  async stockBack(goodsId: number): Promise<void> {
+    await this.announceStockBack(goodsId).catch(() => undefined);
+  }
+
+  /**
    * The goods id when this request may be answered SOLD_OUT from memory (its route allows it, it
    * has no Idempotency-Key, since a retry must get its stored answer, maybe its own 202, and its
    * goods is known to be sold out); 0 when it may not.

@@ -1,8 +1,9 @@
 import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { RedisWatchdog, type SlotScope } from '../../infra/redis/redis-watchdog.js';
-import { StockService } from '../stock/stock.service.js';
-import { RecoveryLoop } from './recovery-loop.js';
-import { SurvivorWipe } from './survivor-wipe.service.js';
+import { BucketCounts } from '../sale-store/bucket-counts.service.js';
+import { SaleLoader } from '../sale-store/sale-loader.service.js';
+import { RecoveryLoop } from '../preheat/recovery-loop.js';
+import { SurvivorWipe } from '../preheat/survivor-wipe.service.js';
 
 /**
  * After Redis restarts or fails over, this instance's purchases stay closed (503, nothing sold)
@@ -19,7 +20,8 @@ export class SaleRecovery implements OnModuleInit, OnApplicationShutdown {
   constructor(
     private readonly watchdog: RedisWatchdog,
     private readonly wipe: SurvivorWipe,
-    private readonly stock: StockService,
+    private readonly buckets: BucketCounts,
+    private readonly loader: SaleLoader,
   ) {
     this.loop = new RecoveryLoop(SaleRecovery.name, wipe, ({ slots }) => this.missingSales(slots), {
       began: 'redis restarted: purchases closed until the sales are rebuilt from MySQL',
@@ -37,7 +39,7 @@ export class SaleRecovery implements OnModuleInit, OnApplicationShutdown {
    */
   closed(goodsId: number): boolean {
     // The bucket count is known here: the purchase read it (homeKeys) just before asking.
-    const shards = this.stock.knownShards(goodsId);
+    const shards = this.buckets.known(goodsId);
     return this.loop.covers(goodsId, shards) || !this.watchdog.identifiedFor(goodsId, shards);
   }
 
@@ -45,7 +47,7 @@ export class SaleRecovery implements OnModuleInit, OnApplicationShutdown {
   private async missingSales(slots: SlotScope): Promise<number> {
     let missing = 0;
     for (const sale of await this.wipe.salesToRecover(slots)) {
-      if (!(await this.stock.isPreheated(sale.id))) missing++;
+      if (!(await this.loader.isPreheated(sale.id))) missing++;
     }
     return missing;
   }

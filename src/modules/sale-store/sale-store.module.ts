@@ -1,0 +1,41 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
+import { BucketCounts } from './bucket-counts.service.js';
+import { OutboxReader } from './outbox-reader.service.js';
+import { PurchaseLedger } from './purchase-ledger.service.js';
+import { RestartMarkers } from './restart-markers.service.js';
+import { SaleLoader } from './sale-loader.service.js';
+import { SaleReads } from './sale-reads.service.js';
+import { SaleRepair } from './sale-repair.service.js';
+import { SaleStateLock } from './sale-state-lock.js';
+import { SoldOutMemo } from './sold-out-memo.js';
+import { StockLoans } from './stock-loans.service.js';
+
+/**
+ * The sale's live state in Redis, one service per job: where a goods' keys are (BucketCounts),
+ * the purchase's ledger (PurchaseLedger) and the loans between buckets under it (StockLoans),
+ * the load and unload (SaleLoader), the reconcile's snapshot and rebuild (SaleRepair), plain
+ * reads (SaleReads), the restart markers (RestartMarkers), the outbox sweeper's reads
+ * (OutboxReader), the sold-out memo and the per-goods lock of every repair path.
+ */
+const SERVICES = [
+  BucketCounts,
+  PurchaseLedger,
+  StockLoans,
+  SaleLoader,
+  SaleRepair,
+  SaleReads,
+  RestartMarkers,
+  OutboxReader,
+  SoldOutMemo,
+  SaleStateLock,
+];
+
+@Module({
+  // The goods' bucket count (stock_shards) is read from its row, once per goods.
+  imports: [TypeOrmModule.forFeature([GoodsEntity])],
+  providers: SERVICES,
+  exports: SERVICES,
+})
+export class SaleStoreModule {}
