@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 
 import { Redis } from 'ioredis';
 
+import { LuaScripts } from '../src/infra/redis/lua-scripts.js';
 import { RedisLocks } from '../src/infra/redis/redis-locks.js';
 import { saleKeys, throttleKeys } from '../src/infra/redis/seckill-keys.js';
 import { SeckillScripts } from '../src/infra/redis/seckill-scripts.js';
@@ -85,8 +86,9 @@ async function run(options: Options): Promise<boolean> {
   onCleanup(() => server.stop());
   const clients: Client[] = Array.from({ length: options.clients }, () => {
     const redis = new Redis(server.url, { enableAutoPipelining: true });
-    const scripts = new SeckillScripts(redis);
-    scripts.onModuleInit();
+    const lua = new LuaScripts(redis);
+    lua.onModuleInit();
+    const scripts = new SeckillScripts(lua);
     return { redis, scripts, locks: new RedisLocks(redis, scripts) };
   });
   onCleanup(async () => {

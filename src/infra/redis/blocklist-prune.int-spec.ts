@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LuaScripts } from './lua-scripts.js';
 import { SeckillScripts } from './seckill-scripts.js';
 
 describe('SeckillScripts.pruneBlocklist (real Redis)', () => {
@@ -11,8 +12,9 @@ describe('SeckillScripts.pruneBlocklist (real Redis)', () => {
 
   beforeAll(() => {
     redis = new Redis(process.env.REDIS_URL!);
-    scripts = new SeckillScripts(redis);
-    scripts.onModuleInit();
+    const lua = new LuaScripts(redis);
+    lua.onModuleInit();
+    scripts = new SeckillScripts(lua);
   });
 
   afterAll(async () => {

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { encodeOrderMessage } from '../../modules/messaging/order-message.js';
+import { LuaScripts } from './lua-scripts.js';
 import { saleKeys, throttleKeys, type SaleKeys } from './seckill-keys.js';
 import {
   DeductCode,
@@ -40,8 +41,9 @@ describe('SeckillScripts (real Redis)', () => {
 
   beforeAll(() => {
     redis = new Redis(process.env.REDIS_URL!);
-    scripts = new SeckillScripts(redis);
-    scripts.onModuleInit();
+    const lua = new LuaScripts(redis);
+    lua.onModuleInit();
+    scripts = new SeckillScripts(lua);
   });
 
   afterEach(async () => {
@@ -553,7 +555,7 @@ describe('SeckillScripts (real Redis)', () => {
       ) as Redis;
 
       await expect(
-        new SeckillScripts(noRedis).claim(newSale().keys, [], CONSUMER, MINUTE),
+        new SeckillScripts(new LuaScripts(noRedis)).claim(newSale().keys, [], CONSUMER, MINUTE),
       ).resolves.toEqual([]);
     });
   });
@@ -709,7 +711,9 @@ describe('SeckillScripts (real Redis)', () => {
         },
       ) as Redis;
 
-      await expect(new SeckillScripts(noRedis).complete(newSale().keys, [])).resolves.toEqual({
+      await expect(
+        new SeckillScripts(new LuaScripts(noRedis)).complete(newSale().keys, []),
+      ).resolves.toEqual({
         completed: 0,
         retaken: [],
       });
@@ -1551,8 +1555,9 @@ describe('SeckillScripts (real Redis)', () => {
     it("should answer every command of a tick, the first throttle calls' among them", async () => {
       // A client of its own, as the app's: commands of one tick share a pipeline.
       const piped = new Redis(process.env.REDIS_URL!, { enableAutoPipelining: true });
-      const pipedScripts = new SeckillScripts(piped);
-      pipedScripts.onModuleInit();
+      const pipedLua = new LuaScripts(piped);
+      pipedLua.onModuleInit();
+      const pipedScripts = new SeckillScripts(pipedLua);
       const tracker = `spec-${randomUUID()}`;
       const budget = (name: string) => ({
         keys: throttleKeys(name, tracker),

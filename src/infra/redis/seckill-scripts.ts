@@ -1,44 +1,14 @@
-import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { isCluster, keySlot, type RedisClient } from './redis-client.js';
-import { REDIS_CLIENT } from './redis.constants.js';
+import { Injectable } from '@nestjs/common';
+import { keySlot } from './redis-client.js';
+import {
+  LuaScripts,
+  MAX_THROTTLE_BUDGETS,
+  type ScriptName,
+  type ThrottleCommand,
+} from './lua-scripts.js';
 import type { SaleKeys, throttleKeys } from './seckill-keys.js';
 
-// Same depth from src/infra/redis and dist/infra/redis: both reach the repo's lua/ folder.
-const LUA_DIR = fileURLToPath(new URL('../../../lua/', import.meta.url));
-
-const SCRIPTS = {
-  seckillDeduct: { file: 'seckill-deduct.lua', keys: 8 },
-  seckillRelease: { file: 'seckill-release.lua', keys: 8 },
-  seckillClaim: { file: 'seckill-claim.lua', keys: 3 },
-  seckillComplete: { file: 'seckill-complete.lua', keys: 8 },
-  seckillPreheat: { file: 'seckill-preheat.lua', keys: 2 },
-  seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
-  seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 5 },
-  seckillRebuild: { file: 'seckill-rebuild.lua', keys: 7 },
-  seckillLoan: { file: 'seckill-loan.lua', keys: 4 },
-  seckillLoanSettle: { file: 'seckill-loan-settle.lua', keys: 3 },
-  seckillFreeze: { file: 'seckill-freeze.lua', keys: 1 },
-  // Two keys a budget: defined once per budget count (see onModuleInit).
-  throttleHits: { file: 'throttle-hits.lua', keys: undefined },
-  purchaseTokenConsume: { file: 'purchase-token-consume.lua', keys: 1 },
-  purchaseUnlock: { file: 'purchase-unlock.lua', keys: 2 },
-  idempotencyReserve: { file: 'idempotency-reserve.lua', keys: 1 },
-  idempotencySettle: { file: 'idempotency-settle.lua', keys: 1 },
-  autobanCount: { file: 'autoban-count.lua', keys: 1 },
-  redisTime: { file: 'redis-time.lua', keys: 1 },
-  barrierTick: { file: 'barrier-tick.lua', keys: 3 },
-  resultStreamSlot: { file: 'result-stream-slot.lua', keys: 1 },
-  blocklistPrune: { file: 'blocklist-prune.lua', keys: 1 },
-} as const;
-
-type ScriptName = keyof typeof SCRIPTS | `throttleHits${number}`;
-
-/** The most budgets one request spends (per user, per IP and global are three). */
-const MAX_THROTTLE_BUDGETS = 8;
-
-function throttleCommand(budgets: number): ScriptName {
+function throttleCommand(budgets: number): ThrottleCommand {
   if (budgets < 1 || budgets > MAX_THROTTLE_BUDGETS) {
     throw new Error(
       `a request spends 1 to ${MAX_THROTTLE_BUDGETS} rate-limit budgets, not ${budgets}`,
@@ -46,7 +16,6 @@ function throttleCommand(budgets: number): ScriptName {
   }
   return `throttleHits${budgets}`;
 }
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 
 export enum DeductCode {
   Accepted = 0,
@@ -148,35 +117,13 @@ export type ReleaseForce = false | string;
 /** Fields or members per command of a load: each command stays a modest size. */
 const LOAD_CHUNK = 1_000;
 
-/**
- * The Lua scripts in lua/, each registered once with ioredis `defineCommand` (EVALSHA, with a
- * transparent re-send of the body after NOSCRIPT). The contracts live in each file's header.
- */
+/** Typed wrappers of the scripts LuaScripts defines: what they take, their replies decoded. */
 @Injectable()
-export class SeckillScripts implements OnModuleInit {
-  constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
-
-  onModuleInit(): void {
-    for (const [name, { file, keys }] of Object.entries(SCRIPTS)) {
-      const lua = readFileSync(LUA_DIR + file, 'utf8');
-      if (keys !== undefined) {
-        this.redis.defineCommand(name, { numberOfKeys: keys, lua });
-        continue;
-      }
-      // The throttle script as one command per budget count, each with a fixed key count:
-      // ioredis then knows its keys, which a cluster client needs to route it (and to
-      // auto-pipeline it with the other commands for the same node; a key count passed as the
-      // first argument is taken for a key there). All defined here, before any command is sent:
-      // a command defined later is missing from an auto-pipeline already gathering, and the
-      // other commands of that pipeline then never get an answer.
-      for (let budgets = 1; budgets <= MAX_THROTTLE_BUDGETS; budgets++) {
-        this.redis.defineCommand(`${name}${budgets}`, { numberOfKeys: budgets * 2, lua });
-      }
-    }
-  }
+export class SeckillScripts {
+  constructor(private readonly lua: LuaScripts) {}
 
   private call(name: ScriptName, ...args: (string | number)[]): Promise<unknown> {
-    return (this.redis as unknown as Record<ScriptName, ScriptFn>)[name](...args);
+    return this.lua.run(name, ...args);
   }
 
   async deduct(
@@ -428,7 +375,7 @@ export class SeckillScripts implements OnModuleInit {
       restocked: [],
     },
   ): Promise<{ loaded: boolean; stock: number }> {
-    const load = this.redis.multi();
+    const load = this.lua.multi();
     for (let i = 0; i < history.buyers.length; i += LOAD_CHUNK) {
       const chunk = history.buyers.slice(i, i + LOAD_CHUNK);
       load.hset(keys.buyers, Object.fromEntries(chunk.map((b) => [String(b.userId), b.quantity])));
@@ -437,9 +384,9 @@ export class SeckillScripts implements OnModuleInit {
       load.sadd(keys.restocked, ...history.restocked.slice(i, i + LOAD_CHUNK));
     }
     // Queued on the transaction (a chainable, not a promise): its reply comes with exec().
-    (
-      load as unknown as Record<'seckillPreheat', (...args: (string | number)[]) => unknown>
-    ).seckillPreheat(
+    this.lua.queue(
+      load,
+      'seckillPreheat',
       keys.stock,
       keys.meta,
       sale.totalStock,
@@ -468,7 +415,7 @@ export class SeckillScripts implements OnModuleInit {
    * the global budget; the answer is the same 429).
    */
   async throttleHits(budgets: readonly ThrottleBudget[]): Promise<ThrottleVerdict> {
-    if (!isCluster(this.redis)) return this.throttleGroup(budgets);
+    if (!this.lua.onCluster) return this.throttleGroup(budgets);
     const groups = new Map<number, number[]>();
     budgets.forEach(({ keys }, index) => {
       const slot = keySlot(keys.hits);
@@ -539,8 +486,8 @@ export class SeckillScripts implements OnModuleInit {
   }
 
   /** The clock (epoch ms) of the server holding `key`: on a cluster, the master of its slot. */
-  async serverTimeMs(key: string): Promise<number> {
-    return Number(await this.call('redisTime', key));
+  serverTimeMs(key: string): Promise<number> {
+    return this.lua.serverTimeMs(key);
   }
 
   /**

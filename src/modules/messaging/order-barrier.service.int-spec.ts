@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { barrierKeys } from '../../infra/redis/seckill-keys.js';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { OrderBarrier } from './order-barrier.service.js';
 import type { OrderPublisher } from './order-publisher.service.js';
@@ -15,8 +16,9 @@ describe('OrderBarrier (real Redis)', () => {
 
   beforeAll(() => {
     redis = new Redis(process.env.REDIS_URL!);
-    const scripts = new SeckillScripts(redis);
-    scripts.onModuleInit();
+    const lua = new LuaScripts(redis);
+    lua.onModuleInit();
+    const scripts = new SeckillScripts(lua);
     barriers = new OrderBarrier(redis, scripts, publisher as unknown as OrderPublisher);
   });
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/harness.js';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { RedisThrottlerStorage } from './redis-throttler.storage.js';
 
@@ -14,10 +15,12 @@ describe('RedisThrottlerStorage (real Redis)', () => {
   beforeAll(() => {
     redis = new Redis(process.env.REDIS_URL!);
     other = new Redis(process.env.REDIS_URL!);
-    const scripts = new SeckillScripts(redis);
-    scripts.onModuleInit();
-    const otherScripts = new SeckillScripts(other);
-    otherScripts.onModuleInit();
+    const lua = new LuaScripts(redis);
+    lua.onModuleInit();
+    const otherLua = new LuaScripts(other);
+    otherLua.onModuleInit();
+    const scripts = new SeckillScripts(lua);
+    const otherScripts = new SeckillScripts(otherLua);
     storage = new RedisThrottlerStorage(scripts);
     otherInstance = new RedisThrottlerStorage(otherScripts);
   });
@@ -166,9 +169,9 @@ describe('RedisThrottlerStorage (real Redis)', () => {
       retryStrategy: () => null,
     });
     down.on('error', () => undefined);
-    const scripts = new SeckillScripts(down);
-    scripts.onModuleInit();
-    const offline = new RedisThrottlerStorage(scripts);
+    const lua = new LuaScripts(down);
+    lua.onModuleInit();
+    const offline = new RedisThrottlerStorage(new SeckillScripts(lua));
     const budgets = [
       { throttler: 'spec', tracker: tracker(), ttl: 60_000, limit: 1, blockDuration: 30_000 },
     ];
