@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { encodeOrderMessage } from '../../modules/messaging/order-message.js';
+import { ThrottleScripts } from '../../modules/rate-limit/throttle-scripts.js';
 import { LuaScripts } from './lua-scripts.js';
 import { saleKeys, throttleKeys, type SaleKeys } from './seckill-keys.js';
 import {
@@ -1557,7 +1558,7 @@ describe('SeckillScripts (real Redis)', () => {
       const piped = new Redis(process.env.REDIS_URL!, { enableAutoPipelining: true });
       const pipedLua = new LuaScripts(piped);
       pipedLua.onModuleInit();
-      const pipedScripts = new SeckillScripts(pipedLua);
+      const pipedThrottle = new ThrottleScripts(pipedLua);
       const tracker = `spec-${randomUUID()}`;
       const budget = (name: string) => ({
         keys: throttleKeys(name, tracker),
@@ -1568,8 +1569,8 @@ describe('SeckillScripts (real Redis)', () => {
       try {
         const [value, one, two] = await Promise.all([
           piped.get(`seckill:spec:${tracker}`),
-          pipedScripts.throttleHits([budget('a')]),
-          pipedScripts.throttleHits([budget('b'), budget('c')]),
+          pipedThrottle.throttleHits([budget('a')]),
+          pipedThrottle.throttleHits([budget('b'), budget('c')]),
         ]);
         expect(value).toBeNull();
         expect(one).toMatchObject({ refused: -1, totalHits: 1 });

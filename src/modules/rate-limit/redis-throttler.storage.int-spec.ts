@@ -3,8 +3,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/harness.js';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
-import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { RedisThrottlerStorage } from './redis-throttler.storage.js';
+import { ThrottleScripts } from './throttle-scripts.js';
 
 describe('RedisThrottlerStorage (real Redis)', () => {
   let redis: Redis;
@@ -19,8 +19,8 @@ describe('RedisThrottlerStorage (real Redis)', () => {
     lua.onModuleInit();
     const otherLua = new LuaScripts(other);
     otherLua.onModuleInit();
-    const scripts = new SeckillScripts(lua);
-    const otherScripts = new SeckillScripts(otherLua);
+    const scripts = new ThrottleScripts(lua);
+    const otherScripts = new ThrottleScripts(otherLua);
     storage = new RedisThrottlerStorage(scripts);
     otherInstance = new RedisThrottlerStorage(otherScripts);
   });
@@ -171,7 +171,7 @@ describe('RedisThrottlerStorage (real Redis)', () => {
     down.on('error', () => undefined);
     const lua = new LuaScripts(down);
     lua.onModuleInit();
-    const offline = new RedisThrottlerStorage(new SeckillScripts(lua));
+    const offline = new RedisThrottlerStorage(new ThrottleScripts(lua));
     const budgets = [
       { throttler: 'spec', tracker: tracker(), ttl: 60_000, limit: 1, blockDuration: 30_000 },
     ];
