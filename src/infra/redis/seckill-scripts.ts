@@ -45,13 +45,6 @@ export enum RestockCode {
   NotPreheated = 2,
 }
 
-export enum TokenConsumeCode {
-  Unknown = 0,
-  Consumed = 1,
-  OtherUser = 2,
-  Used = 3,
-}
-
 export interface RedisSaleSnapshot {
   /** null when Redis does not hold the sale */
   stock: number | null;
@@ -393,10 +386,6 @@ export class SeckillScripts {
     return (await this.call('blocklistPrune', key, ...expired.flat())) as number;
   }
 
-  async consumePurchaseToken(tokenKey: string, userId: number): Promise<TokenConsumeCode> {
-    return (await this.call('purchaseTokenConsume', tokenKey, userId)) as TokenConsumeCode;
-  }
-
   /** The clock (epoch ms) of the server holding `key`: on a cluster, the master of its slot. */
   serverTimeMs(key: string): Promise<number> {
     return this.lua.serverTimeMs(key);
@@ -421,44 +410,5 @@ export class SeckillScripts {
       options.open ?? '',
     )) as [string[], string[]];
     return { consumers, open };
-  }
-
-  /** Returns null when reserved for this attempt, else the JSON the key holds. */
-  async reserveIdempotencyKey(
-    key: string,
-    goodsId: number,
-    quantity: number,
-    reservationId: string,
-    reservationTtlMs: number,
-  ): Promise<string | null> {
-    const [reserved, stored] = (await this.call(
-      'idempotencyReserve',
-      key,
-      goodsId,
-      reservationId,
-      reservationTtlMs,
-      quantity,
-    )) as [number, string?];
-    return reserved === 1 ? null : (stored ?? null);
-  }
-
-  /** Stores `answer` (or frees the key when it is null); false if the reservation had expired. */
-  async settleIdempotencyKey(
-    key: string,
-    reservationId: string,
-    answer: string | null,
-    ttlMs: number,
-  ): Promise<boolean> {
-    return (await this.call('idempotencySettle', key, reservationId, answer ?? '', ttlMs)) === 1;
-  }
-
-  /** Takes one of the user's result-stream slots (see lua/result-stream-slot.lua). */
-  async takeResultStreamSlot(
-    slotsKey: string,
-    streamId: string,
-    limit: number,
-    slotTtlMs: number,
-  ): Promise<boolean> {
-    return (await this.call('resultStreamSlot', slotsKey, streamId, limit, slotTtlMs)) === 1;
   }
 }
