@@ -381,11 +381,6 @@ export class SeckillScripts {
     return { unlocked: unlocked === 1, removedFromOutbox: removed === 1 };
   }
 
-  /** See lua/blocklist-prune.lua: drops each `[field, json]` read as expired, if still that. */
-  async pruneBlocklist(key: string, expired: readonly [string, string][]): Promise<number> {
-    return (await this.call('blocklistPrune', key, ...expired.flat())) as number;
-  }
-
   /** The clock (epoch ms) of the server holding `key`: on a cluster, the master of its slot. */
   serverTimeMs(key: string): Promise<number> {
     return this.lua.serverTimeMs(key);
