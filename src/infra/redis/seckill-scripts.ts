@@ -385,25 +385,4 @@ export class SeckillScripts {
   serverTimeMs(key: string): Promise<number> {
     return this.lua.serverTimeMs(key);
   }
-
-  /**
-   * See lua/barrier-tick.lua: records a consumer session as alive, opens a barrier, or only reads;
-   * returns the sessions alive and the barriers open.
-   */
-  async barrierTick(
-    keys: { consumers: string; open: string; barrier: string },
-    ttlMs: number,
-    options: { session?: string; open?: string } = {},
-  ): Promise<{ consumers: string[]; open: string[] }> {
-    const [consumers, open] = (await this.call(
-      'barrierTick',
-      keys.consumers,
-      keys.open,
-      keys.barrier,
-      options.session ?? '',
-      ttlMs,
-      options.open ?? '',
-    )) as [string[], string[]];
-    return { consumers, open };
-  }
 }

@@ -2,7 +2,6 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { barrierKeys } from '../../infra/redis/seckill-keys.js';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
-import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { OrderBarrier } from './order-barrier.service.js';
 import type { OrderPublisher } from './order-publisher.service.js';
 
@@ -18,8 +17,7 @@ describe('OrderBarrier (real Redis)', () => {
     redis = new Redis(process.env.REDIS_URL!);
     const lua = new LuaScripts(redis);
     lua.onModuleInit();
-    const scripts = new SeckillScripts(lua);
-    barriers = new OrderBarrier(redis, scripts, publisher as unknown as OrderPublisher);
+    barriers = new OrderBarrier(redis, lua, publisher as unknown as OrderPublisher);
   });
 
   beforeEach(async () => {
