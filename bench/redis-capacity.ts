@@ -95,7 +95,7 @@ async function run(options: Options): Promise<boolean> {
       redis,
       scripts,
       throttle: new ThrottleScripts(lua),
-      locks: new RedisLocks(redis, scripts),
+      locks: new RedisLocks(redis, lua),
     };
   });
   onCleanup(async () => {

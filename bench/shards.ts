@@ -178,7 +178,7 @@ async function run(options: Options): Promise<boolean> {
     const lua = new LuaScripts(redis);
     lua.onModuleInit();
     const scripts = new SeckillScripts(lua);
-    return { redis, scripts, locks: new RedisLocks(redis, scripts) };
+    return { redis, scripts, locks: new RedisLocks(redis, lua) };
   });
   onCleanup(async () => {
     for (const { redis } of clients) redis.disconnect();

@@ -1491,48 +1491,6 @@ describe('SeckillScripts (real Redis)', () => {
     });
   });
 
-  describe('purchaseUnlock', () => {
-    const lockOf = (sale: Sale, userId: number) => ({
-      lock: sale.keys.userLock(userId),
-      outbox: sale.keys.outbox,
-    });
-
-    it('should drop the lock it holds and take the confirmed request out of the outbox, and nothing else', async () => {
-      const sale = await openSale();
-      const confirmed = await buy(sale, 701);
-      const other = await buy(sale, 702);
-      await redis.set(sale.keys.userLock(701), 'mine', 'PX', 5_000);
-
-      const result = await scripts.purchaseUnlock(lockOf(sale, 701), 'mine', confirmed.requestId);
-
-      expect(result).toEqual({ unlocked: true, removedFromOutbox: true });
-      expect(await redis.exists(sale.keys.userLock(701))).toBe(0);
-      expect(await redis.zrange(sale.keys.outbox, 0, -1)).toEqual([other.requestId]);
-    });
-
-    it('should leave a lock alone that a later click holds now, and still settle the outbox', async () => {
-      const sale = await openSale();
-      const confirmed = await buy(sale, 703);
-      await redis.set(sale.keys.userLock(703), 'a later click', 'PX', 5_000);
-
-      const result = await scripts.purchaseUnlock(lockOf(sale, 703), 'mine', confirmed.requestId);
-
-      expect(result).toEqual({ unlocked: false, removedFromOutbox: true });
-      expect(await redis.get(sale.keys.userLock(703))).toBe('a later click');
-    });
-
-    it('should keep the request in the outbox when no confirmed request is given', async () => {
-      const sale = await openSale();
-      const unconfirmed = await buy(sale, 704);
-      await redis.set(sale.keys.userLock(704), 'mine', 'PX', 5_000);
-
-      const result = await scripts.purchaseUnlock(lockOf(sale, 704), 'mine', undefined);
-
-      expect(result).toEqual({ unlocked: true, removedFromOutbox: false });
-      expect(await redis.zrange(sale.keys.outbox, 0, -1)).toEqual([unconfirmed.requestId]);
-    });
-  });
-
   describe('NOSCRIPT resilience', () => {
     it('should still deduct after the server lost its script cache', async () => {
       const lua = readFileSync(

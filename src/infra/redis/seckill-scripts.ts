@@ -365,22 +365,6 @@ export class SeckillScripts {
     return { loaded: loaded === 1, stock };
   }
 
-  /** See lua/purchase-unlock.lua; `confirmedRequestId` leaves the outbox with the lock. */
-  async purchaseUnlock(
-    keys: Pick<SaleKeys, 'outbox'> & { lock: string },
-    lockValue: string,
-    confirmedRequestId: string | undefined,
-  ): Promise<{ unlocked: boolean; removedFromOutbox: boolean }> {
-    const [unlocked, removed] = (await this.call(
-      'purchaseUnlock',
-      keys.lock,
-      keys.outbox,
-      lockValue,
-      confirmedRequestId ?? '',
-    )) as [number, number];
-    return { unlocked: unlocked === 1, removedFromOutbox: removed === 1 };
-  }
-
   /** The clock (epoch ms) of the server holding `key`: on a cluster, the master of its slot. */
   serverTimeMs(key: string): Promise<number> {
     return this.lua.serverTimeMs(key);
