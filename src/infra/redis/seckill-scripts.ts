@@ -78,7 +78,10 @@ export type ReleaseForce = false | string;
 /** Fields or members per command of a load: each command stays a modest size. */
 const LOAD_CHUNK = 1_000;
 
-/** Typed wrappers of the scripts LuaScripts defines: what they take, their replies decoded. */
+/**
+ * The sale's own scripts (lua/seckill-*.lua), typed: what they take, their replies decoded. The
+ * other features' wrappers live with those features; all run through LuaScripts.
+ */
 @Injectable()
 export class SeckillScripts {
   constructor(private readonly lua: LuaScripts) {}
