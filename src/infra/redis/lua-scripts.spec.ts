@@ -54,6 +54,6 @@ describe('LuaScripts', () => {
     const dir = copyOfLua();
     writeFileSync(join(dir, 'forgotten.lua'), "return redis.call('PING')");
 
-    expect(() => readScripts(dir)).toThrow(/forgotten\.lua .*not in the script registry/);
+    expect(() => readScripts(dir)).toThrow(/forgotten\.lua .*no entry in the script registry/);
   });
 });

@@ -54,7 +54,8 @@ type ScriptArgs = (string | number)[];
 
 /**
  * Each registered script's body, read from `dir`. Throws, naming the file, when the folder and
- * the registry disagree: a registered file that is missing, or a script no entry registers.
+ * the registry disagree (a registered file missing, a .lua file with no entry): the process then
+ * fails at start, not at the script's first call, or with a script that never runs.
  */
 export function readScripts(dir: string = LUA_DIR): Map<RegisteredName, string> {
   const present = new Set(readdirSync(dir).filter((file) => file.endsWith('.lua')));
@@ -62,7 +63,7 @@ export function readScripts(dir: string = LUA_DIR): Map<RegisteredName, string> 
   const unregistered = [...present].filter((file) => !registered.has(file)).sort();
   if (unregistered.length > 0) {
     throw new Error(
-      `${unregistered.join(', ')} in ${dir} not in the script registry (src/infra/redis/lua-scripts.ts)`,
+      `${unregistered.join(', ')} in ${dir}: no entry in the script registry (src/infra/redis/lua-scripts.ts)`,
     );
   }
   const bodies = new Map<RegisteredName, string>();
