@@ -51,6 +51,7 @@ export type ThrottleCommand = `throttleHits${number}`;
 export type ScriptName = Exclude<RegisteredName, 'throttleHits'> | ThrottleCommand;
 
 type ScriptArgs = (string | number)[];
+type ScriptFn = (...args: ScriptArgs) => Promise<unknown>;
 
 /**
  * Each registered script's body, read from `dir`. Throws, naming the file, when the folder and
@@ -106,9 +107,7 @@ export class LuaScripts implements OnModuleInit {
 
   /** The script's raw reply (decoded by its wrapper); keys first, as the registry counts them. */
   run(name: ScriptName, ...args: ScriptArgs): Promise<unknown> {
-    return (this.redis as unknown as Record<ScriptName, (...args: ScriptArgs) => Promise<unknown>>)[
-      name
-    ](...args);
+    return (this.redis as unknown as Record<ScriptName, ScriptFn>)[name](...args);
   }
 
   /**
