@@ -6,10 +6,12 @@ import { randomUUID } from 'node:crypto';
 
 import { Redis } from 'ioredis';
 
+import { LuaScripts } from '../src/infra/redis/lua-scripts.js';
 import { RedisLocks } from '../src/infra/redis/redis-locks.js';
 import { saleKeys, throttleKeys } from '../src/infra/redis/seckill-keys.js';
 import { SeckillScripts } from '../src/infra/redis/seckill-scripts.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
+import { ThrottleScripts } from '../src/modules/rate-limit/throttle-scripts.js';
 import { onCleanup } from '../scripts/lib/cleanup.js';
 import { integerFlag, readFlags } from '../scripts/lib/args.js';
 import { runScript } from '../scripts/lib/main.js';
@@ -50,6 +52,7 @@ const HOUR_MS = 3_600_000;
 interface Client {
   redis: Redis;
   scripts: SeckillScripts;
+  throttle: ThrottleScripts;
   locks: RedisLocks;
 }
 
@@ -85,9 +88,15 @@ async function run(options: Options): Promise<boolean> {
   onCleanup(() => server.stop());
   const clients: Client[] = Array.from({ length: options.clients }, () => {
     const redis = new Redis(server.url, { enableAutoPipelining: true });
-    const scripts = new SeckillScripts(redis);
-    scripts.onModuleInit();
-    return { redis, scripts, locks: new RedisLocks(redis, scripts) };
+    const lua = new LuaScripts(redis);
+    lua.onModuleInit();
+    const scripts = new SeckillScripts(lua);
+    return {
+      redis,
+      scripts,
+      throttle: new ThrottleScripts(lua),
+      locks: new RedisLocks(redis, lua),
+    };
   });
   onCleanup(async () => {
     for (const { redis } of clients) redis.disconnect();
@@ -134,7 +143,7 @@ async function run(options: Options): Promise<boolean> {
         limit: 5,
         blockMs: 10_000,
       });
-      await client.scripts.throttleHits([
+      await client.throttle.throttleHits([
         budget('purchase-user', `u:${userId}`),
         budget('purchase-ip', `ip:10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`),
       ]);

@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 
 import { Cluster } from 'ioredis';
 
+import { LuaScripts } from '../src/infra/redis/lua-scripts.js';
 import { keySlot } from '../src/infra/redis/redis-client.js';
 import { RedisLocks } from '../src/infra/redis/redis-locks.js';
 import { allBucketKeys, bucketKeys } from '../src/infra/redis/seckill-keys.js';
@@ -174,9 +175,10 @@ async function run(options: Options): Promise<boolean> {
   }));
   const clients: Client[] = Array.from({ length: options.clients }, () => {
     const redis = new Cluster(nodes, { enableAutoPipelining: true });
-    const scripts = new SeckillScripts(redis);
-    scripts.onModuleInit();
-    return { redis, scripts, locks: new RedisLocks(redis, scripts) };
+    const lua = new LuaScripts(redis);
+    lua.onModuleInit();
+    const scripts = new SeckillScripts(lua);
+    return { redis, scripts, locks: new RedisLocks(redis, lua) };
   });
   onCleanup(async () => {
     for (const { redis } of clients) redis.disconnect();

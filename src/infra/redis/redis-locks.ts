@@ -2,9 +2,9 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { RedisClient } from './redis-client.js';
 import Redlock from 'redlock';
 import { randomHex } from '../../common/random/random-hex.js';
+import { LuaScripts } from './lua-scripts.js';
 import { REDIS_CLIENT } from './redis.constants.js';
 import { jobLockKey, type SaleKeys } from './seckill-keys.js';
-import { SeckillScripts } from './seckill-scripts.js';
 
 /**
  * Redlock with its lock values (16 random bytes, as redlock makes them) from the pooled source:
@@ -31,6 +31,23 @@ export interface PurchaseLock {
   release(confirmedRequestId?: string): Promise<void>;
 }
 
+/** See lua/purchase-unlock.lua; `confirmedRequestId` leaves the outbox with the lock. */
+export async function purchaseUnlock(
+  lua: LuaScripts,
+  keys: Pick<SaleKeys, 'outbox'> & { lock: string },
+  lockValue: string,
+  confirmedRequestId: string | undefined,
+): Promise<{ unlocked: boolean; removedFromOutbox: boolean }> {
+  const [unlocked, removed] = (await lua.run(
+    'purchaseUnlock',
+    keys.lock,
+    keys.outbox,
+    lockValue,
+    confirmedRequestId ?? '',
+  )) as [number, number];
+  return { unlocked: unlocked === 1, removedFromOutbox: removed === 1 };
+}
+
 /**
  * Redlock locks, for the purchase path and for scheduled jobs alike. Taken without retry: a held
  * lock means someone else is already doing the work, so the caller answers at once
@@ -43,7 +60,7 @@ export class RedisLocks {
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    private readonly scripts: SeckillScripts,
+    private readonly lua: LuaScripts,
   ) {
     // redlock 4 passes EVAL its arguments as one array, which ioredis 5 flattens; only the
     // typings disagree.
@@ -71,9 +88,12 @@ export class RedisLocks {
     if (!lock) return null;
     return {
       release: async (confirmedRequestId) => {
-        await this.scripts
-          .purchaseUnlock({ lock: lockKey, outbox: keys.outbox }, lock.value!, confirmedRequestId)
-          .catch(() => undefined);
+        await purchaseUnlock(
+          this.lua,
+          { lock: lockKey, outbox: keys.outbox },
+          lock.value!,
+          confirmedRequestId,
+        ).catch(() => undefined);
       },
     };
   }

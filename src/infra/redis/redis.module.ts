@@ -2,6 +2,7 @@ import { Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/c
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { AppConfig } from '../../config/env.validation.js';
 import { APP_CONFIG } from '../../config/app-config.js';
+import { LuaScripts } from './lua-scripts.js';
 import type { RedisClient } from './redis-client.js';
 import { REDIS_CLIENT, REDIS_COMMAND_TIMEOUT_MS } from './redis.constants.js';
 import { RedisHealth } from './redis-health.js';
@@ -72,13 +73,22 @@ function createClient(config: AppConfig): RedisClient {
         return client;
       },
     },
+    LuaScripts,
     SeckillScripts,
     RedisWatchdog,
     RedisLocks,
     RedisSubscriber,
     RedisHealth,
   ],
-  exports: [REDIS_CLIENT, SeckillScripts, RedisWatchdog, RedisLocks, RedisSubscriber, RedisHealth],
+  exports: [
+    REDIS_CLIENT,
+    LuaScripts,
+    SeckillScripts,
+    RedisWatchdog,
+    RedisLocks,
+    RedisSubscriber,
+    RedisHealth,
+  ],
 })
 export class RedisModule implements OnApplicationShutdown {
   constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}

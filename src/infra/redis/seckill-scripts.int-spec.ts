@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { encodeOrderMessage } from '../../modules/messaging/order-message.js';
+import { ThrottleScripts } from '../../modules/rate-limit/throttle-scripts.js';
+import { LuaScripts } from './lua-scripts.js';
 import { saleKeys, throttleKeys, type SaleKeys } from './seckill-keys.js';
 import {
   DeductCode,
@@ -40,8 +42,9 @@ describe('SeckillScripts (real Redis)', () => {
 
   beforeAll(() => {
     redis = new Redis(process.env.REDIS_URL!);
-    scripts = new SeckillScripts(redis);
-    scripts.onModuleInit();
+    const lua = new LuaScripts(redis);
+    lua.onModuleInit();
+    scripts = new SeckillScripts(lua);
   });
 
   afterEach(async () => {
@@ -553,7 +556,7 @@ describe('SeckillScripts (real Redis)', () => {
       ) as Redis;
 
       await expect(
-        new SeckillScripts(noRedis).claim(newSale().keys, [], CONSUMER, MINUTE),
+        new SeckillScripts(new LuaScripts(noRedis)).claim(newSale().keys, [], CONSUMER, MINUTE),
       ).resolves.toEqual([]);
     });
   });
@@ -709,7 +712,9 @@ describe('SeckillScripts (real Redis)', () => {
         },
       ) as Redis;
 
-      await expect(new SeckillScripts(noRedis).complete(newSale().keys, [])).resolves.toEqual({
+      await expect(
+        new SeckillScripts(new LuaScripts(noRedis)).complete(newSale().keys, []),
+      ).resolves.toEqual({
         completed: 0,
         retaken: [],
       });
@@ -1486,48 +1491,6 @@ describe('SeckillScripts (real Redis)', () => {
     });
   });
 
-  describe('purchaseUnlock', () => {
-    const lockOf = (sale: Sale, userId: number) => ({
-      lock: sale.keys.userLock(userId),
-      outbox: sale.keys.outbox,
-    });
-
-    it('should drop the lock it holds and take the confirmed request out of the outbox, and nothing else', async () => {
-      const sale = await openSale();
-      const confirmed = await buy(sale, 701);
-      const other = await buy(sale, 702);
-      await redis.set(sale.keys.userLock(701), 'mine', 'PX', 5_000);
-
-      const result = await scripts.purchaseUnlock(lockOf(sale, 701), 'mine', confirmed.requestId);
-
-      expect(result).toEqual({ unlocked: true, removedFromOutbox: true });
-      expect(await redis.exists(sale.keys.userLock(701))).toBe(0);
-      expect(await redis.zrange(sale.keys.outbox, 0, -1)).toEqual([other.requestId]);
-    });
-
-    it('should leave a lock alone that a later click holds now, and still settle the outbox', async () => {
-      const sale = await openSale();
-      const confirmed = await buy(sale, 703);
-      await redis.set(sale.keys.userLock(703), 'a later click', 'PX', 5_000);
-
-      const result = await scripts.purchaseUnlock(lockOf(sale, 703), 'mine', confirmed.requestId);
-
-      expect(result).toEqual({ unlocked: false, removedFromOutbox: true });
-      expect(await redis.get(sale.keys.userLock(703))).toBe('a later click');
-    });
-
-    it('should keep the request in the outbox when no confirmed request is given', async () => {
-      const sale = await openSale();
-      const unconfirmed = await buy(sale, 704);
-      await redis.set(sale.keys.userLock(704), 'mine', 'PX', 5_000);
-
-      const result = await scripts.purchaseUnlock(lockOf(sale, 704), 'mine', undefined);
-
-      expect(result).toEqual({ unlocked: true, removedFromOutbox: false });
-      expect(await redis.zrange(sale.keys.outbox, 0, -1)).toEqual([unconfirmed.requestId]);
-    });
-  });
-
   describe('NOSCRIPT resilience', () => {
     it('should still deduct after the server lost its script cache', async () => {
       const lua = readFileSync(
@@ -1551,8 +1514,9 @@ describe('SeckillScripts (real Redis)', () => {
     it("should answer every command of a tick, the first throttle calls' among them", async () => {
       // A client of its own, as the app's: commands of one tick share a pipeline.
       const piped = new Redis(process.env.REDIS_URL!, { enableAutoPipelining: true });
-      const pipedScripts = new SeckillScripts(piped);
-      pipedScripts.onModuleInit();
+      const pipedLua = new LuaScripts(piped);
+      pipedLua.onModuleInit();
+      const pipedThrottle = new ThrottleScripts(pipedLua);
       const tracker = `spec-${randomUUID()}`;
       const budget = (name: string) => ({
         keys: throttleKeys(name, tracker),
@@ -1563,8 +1527,8 @@ describe('SeckillScripts (real Redis)', () => {
       try {
         const [value, one, two] = await Promise.all([
           piped.get(`seckill:spec:${tracker}`),
-          pipedScripts.throttleHits([budget('a')]),
-          pipedScripts.throttleHits([budget('b'), budget('c')]),
+          pipedThrottle.throttleHits([budget('a')]),
+          pipedThrottle.throttleHits([budget('b'), budget('c')]),
         ]);
         expect(value).toBeNull();
         expect(one).toMatchObject({ refused: -1, totalHits: 1 });

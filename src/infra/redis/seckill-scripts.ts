@@ -1,52 +1,6 @@
-import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { isCluster, keySlot, type RedisClient } from './redis-client.js';
-import { REDIS_CLIENT } from './redis.constants.js';
-import type { SaleKeys, throttleKeys } from './seckill-keys.js';
-
-// Same depth from src/infra/redis and dist/infra/redis: both reach the repo's lua/ folder.
-const LUA_DIR = fileURLToPath(new URL('../../../lua/', import.meta.url));
-
-const SCRIPTS = {
-  seckillDeduct: { file: 'seckill-deduct.lua', keys: 8 },
-  seckillRelease: { file: 'seckill-release.lua', keys: 8 },
-  seckillClaim: { file: 'seckill-claim.lua', keys: 3 },
-  seckillComplete: { file: 'seckill-complete.lua', keys: 8 },
-  seckillPreheat: { file: 'seckill-preheat.lua', keys: 2 },
-  seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
-  seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 5 },
-  seckillRebuild: { file: 'seckill-rebuild.lua', keys: 7 },
-  seckillLoan: { file: 'seckill-loan.lua', keys: 4 },
-  seckillLoanSettle: { file: 'seckill-loan-settle.lua', keys: 3 },
-  seckillFreeze: { file: 'seckill-freeze.lua', keys: 1 },
-  // Two keys a budget: defined once per budget count (see onModuleInit).
-  throttleHits: { file: 'throttle-hits.lua', keys: undefined },
-  purchaseTokenConsume: { file: 'purchase-token-consume.lua', keys: 1 },
-  purchaseUnlock: { file: 'purchase-unlock.lua', keys: 2 },
-  idempotencyReserve: { file: 'idempotency-reserve.lua', keys: 1 },
-  idempotencySettle: { file: 'idempotency-settle.lua', keys: 1 },
-  autobanCount: { file: 'autoban-count.lua', keys: 1 },
-  redisTime: { file: 'redis-time.lua', keys: 1 },
-  barrierTick: { file: 'barrier-tick.lua', keys: 3 },
-  resultStreamSlot: { file: 'result-stream-slot.lua', keys: 1 },
-  blocklistPrune: { file: 'blocklist-prune.lua', keys: 1 },
-} as const;
-
-type ScriptName = keyof typeof SCRIPTS | `throttleHits${number}`;
-
-/** The most budgets one request spends (per user, per IP and global are three). */
-const MAX_THROTTLE_BUDGETS = 8;
-
-function throttleCommand(budgets: number): ScriptName {
-  if (budgets < 1 || budgets > MAX_THROTTLE_BUDGETS) {
-    throw new Error(
-      `a request spends 1 to ${MAX_THROTTLE_BUDGETS} rate-limit budgets, not ${budgets}`,
-    );
-  }
-  return `throttleHits${budgets}`;
-}
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+import { Injectable } from '@nestjs/common';
+import { LuaScripts, type ScriptName } from './lua-scripts.js';
+import type { SaleKeys } from './seckill-keys.js';
 
 export enum DeductCode {
   Accepted = 0,
@@ -91,30 +45,6 @@ export enum RestockCode {
   NotPreheated = 2,
 }
 
-export enum TokenConsumeCode {
-  Unknown = 0,
-  Consumed = 1,
-  OtherUser = 2,
-  Used = 3,
-}
-
-/** One rate-limit budget a request spends: its two keys and its window, limit and block. */
-export interface ThrottleBudget {
-  keys: ReturnType<typeof throttleKeys>;
-  windowMs: number;
-  limit: number;
-  blockMs: number;
-}
-
-export interface ThrottleVerdict {
-  /** The index of the budget that refused the request, or -1 when every one let it through. */
-  refused: number;
-  msToBlockEnd: number;
-  /** The last budget checked's count and window (the refusing one, or the last). */
-  totalHits: number;
-  msToWindowEnd: number;
-}
-
 export interface RedisSaleSnapshot {
   /** null when Redis does not hold the sale */
   stock: number | null;
@@ -149,34 +79,15 @@ export type ReleaseForce = false | string;
 const LOAD_CHUNK = 1_000;
 
 /**
- * The Lua scripts in lua/, each registered once with ioredis `defineCommand` (EVALSHA, with a
- * transparent re-send of the body after NOSCRIPT). The contracts live in each file's header.
+ * The sale's own scripts (lua/seckill-*.lua), typed: what they take, their replies decoded. The
+ * other features' wrappers live with those features; all run through LuaScripts.
  */
 @Injectable()
-export class SeckillScripts implements OnModuleInit {
-  constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
-
-  onModuleInit(): void {
-    for (const [name, { file, keys }] of Object.entries(SCRIPTS)) {
-      const lua = readFileSync(LUA_DIR + file, 'utf8');
-      if (keys !== undefined) {
-        this.redis.defineCommand(name, { numberOfKeys: keys, lua });
-        continue;
-      }
-      // The throttle script as one command per budget count, each with a fixed key count:
-      // ioredis then knows its keys, which a cluster client needs to route it (and to
-      // auto-pipeline it with the other commands for the same node; a key count passed as the
-      // first argument is taken for a key there). All defined here, before any command is sent:
-      // a command defined later is missing from an auto-pipeline already gathering, and the
-      // other commands of that pipeline then never get an answer.
-      for (let budgets = 1; budgets <= MAX_THROTTLE_BUDGETS; budgets++) {
-        this.redis.defineCommand(`${name}${budgets}`, { numberOfKeys: budgets * 2, lua });
-      }
-    }
-  }
+export class SeckillScripts {
+  constructor(private readonly lua: LuaScripts) {}
 
   private call(name: ScriptName, ...args: (string | number)[]): Promise<unknown> {
-    return (this.redis as unknown as Record<ScriptName, ScriptFn>)[name](...args);
+    return this.lua.run(name, ...args);
   }
 
   async deduct(
@@ -428,7 +339,7 @@ export class SeckillScripts implements OnModuleInit {
       restocked: [],
     },
   ): Promise<{ loaded: boolean; stock: number }> {
-    const load = this.redis.multi();
+    const load = this.lua.multi();
     for (let i = 0; i < history.buyers.length; i += LOAD_CHUNK) {
       const chunk = history.buyers.slice(i, i + LOAD_CHUNK);
       load.hset(keys.buyers, Object.fromEntries(chunk.map((b) => [String(b.userId), b.quantity])));
@@ -437,9 +348,9 @@ export class SeckillScripts implements OnModuleInit {
       load.sadd(keys.restocked, ...history.restocked.slice(i, i + LOAD_CHUNK));
     }
     // Queued on the transaction (a chainable, not a promise): its reply comes with exec().
-    (
-      load as unknown as Record<'seckillPreheat', (...args: (string | number)[]) => unknown>
-    ).seckillPreheat(
+    this.lua.queue(
+      load,
+      'seckillPreheat',
       keys.stock,
       keys.meta,
       sale.totalStock,
@@ -457,149 +368,8 @@ export class SeckillScripts implements OnModuleInit {
     return { loaded: loaded === 1, stock };
   }
 
-  /**
-   * Spends one request from each budget in order; see lua/throttle-hits.lua. On one Redis that
-   * is one call. On a cluster a script may only touch keys of one slot, and a request's budgets
-   * (per user, per IP, global) are in different slots: the budgets are grouped by slot, one call
-   * per group, the groups concurrently, and the verdict is the first refusal in the budgets'
-   * order. Within a slot the walk still stops at the first refusal; across slots it cannot
-   * without a round trip per slot, so a request refused by one budget still spends the other
-   * slots' budgets (a user hammering past its own limit also counts against its address's and
-   * the global budget; the answer is the same 429).
-   */
-  async throttleHits(budgets: readonly ThrottleBudget[]): Promise<ThrottleVerdict> {
-    if (!isCluster(this.redis)) return this.throttleGroup(budgets);
-    const groups = new Map<number, number[]>();
-    budgets.forEach(({ keys }, index) => {
-      const slot = keySlot(keys.hits);
-      const group = groups.get(slot);
-      if (group) group.push(index);
-      else groups.set(slot, [index]);
-    });
-    if (groups.size === 1) return this.throttleGroup(budgets);
-    const verdicts = await Promise.all(
-      [...groups.values()].map(async (indexes) => {
-        const verdict = await this.throttleGroup(indexes.map((index) => budgets[index]));
-        return {
-          ...verdict,
-          refused: verdict.refused < 0 ? -1 : indexes[verdict.refused],
-          last: indexes[indexes.length - 1],
-        };
-      }),
-    );
-    const refusals = verdicts.filter((verdict) => verdict.refused >= 0);
-    const chosen =
-      refusals.length > 0
-        ? refusals.reduce((first, verdict) => (verdict.refused < first.refused ? verdict : first))
-        : verdicts.find((verdict) => verdict.last === budgets.length - 1)!;
-    const { refused, msToBlockEnd, totalHits, msToWindowEnd } = chosen;
-    return { refused, msToBlockEnd, totalHits, msToWindowEnd };
-  }
-
-  /** One throttle-hits call: budgets whose keys share a slot (any budgets on one Redis). */
-  private async throttleGroup(budgets: readonly ThrottleBudget[]): Promise<ThrottleVerdict> {
-    const args: (string | number)[] = [];
-    for (const { keys } of budgets) args.push(keys.hits, keys.block);
-    for (const { windowMs, limit, blockMs } of budgets) args.push(windowMs, limit, blockMs);
-    const [refused, msToBlockEnd, totalHits, msToWindowEnd] = (await this.call(
-      throttleCommand(budgets.length),
-      ...args,
-    )) as [number, number, number, number];
-    return { refused: refused - 1, msToBlockEnd, totalHits, msToWindowEnd };
-  }
-
-  /** See lua/purchase-unlock.lua; `confirmedRequestId` leaves the outbox with the lock. */
-  async purchaseUnlock(
-    keys: Pick<SaleKeys, 'outbox'> & { lock: string },
-    lockValue: string,
-    confirmedRequestId: string | undefined,
-  ): Promise<{ unlocked: boolean; removedFromOutbox: boolean }> {
-    const [unlocked, removed] = (await this.call(
-      'purchaseUnlock',
-      keys.lock,
-      keys.outbox,
-      lockValue,
-      confirmedRequestId ?? '',
-    )) as [number, number];
-    return { unlocked: unlocked === 1, removedFromOutbox: removed === 1 };
-  }
-
-  /** See lua/autoban-count.lua: the client's throttled requests in the window, this one included. */
-  async autobanCount(counterKey: string, windowMs: number): Promise<number> {
-    return (await this.call('autobanCount', counterKey, windowMs)) as number;
-  }
-
-  /** See lua/blocklist-prune.lua: drops each `[field, json]` read as expired, if still that. */
-  async pruneBlocklist(key: string, expired: readonly [string, string][]): Promise<number> {
-    return (await this.call('blocklistPrune', key, ...expired.flat())) as number;
-  }
-
-  async consumePurchaseToken(tokenKey: string, userId: number): Promise<TokenConsumeCode> {
-    return (await this.call('purchaseTokenConsume', tokenKey, userId)) as TokenConsumeCode;
-  }
-
   /** The clock (epoch ms) of the server holding `key`: on a cluster, the master of its slot. */
-  async serverTimeMs(key: string): Promise<number> {
-    return Number(await this.call('redisTime', key));
-  }
-
-  /**
-   * See lua/barrier-tick.lua: records a consumer session as alive, opens a barrier, or only reads;
-   * returns the sessions alive and the barriers open.
-   */
-  async barrierTick(
-    keys: { consumers: string; open: string; barrier: string },
-    ttlMs: number,
-    options: { session?: string; open?: string } = {},
-  ): Promise<{ consumers: string[]; open: string[] }> {
-    const [consumers, open] = (await this.call(
-      'barrierTick',
-      keys.consumers,
-      keys.open,
-      keys.barrier,
-      options.session ?? '',
-      ttlMs,
-      options.open ?? '',
-    )) as [string[], string[]];
-    return { consumers, open };
-  }
-
-  /** Returns null when reserved for this attempt, else the JSON the key holds. */
-  async reserveIdempotencyKey(
-    key: string,
-    goodsId: number,
-    quantity: number,
-    reservationId: string,
-    reservationTtlMs: number,
-  ): Promise<string | null> {
-    const [reserved, stored] = (await this.call(
-      'idempotencyReserve',
-      key,
-      goodsId,
-      reservationId,
-      reservationTtlMs,
-      quantity,
-    )) as [number, string?];
-    return reserved === 1 ? null : (stored ?? null);
-  }
-
-  /** Stores `answer` (or frees the key when it is null); false if the reservation had expired. */
-  async settleIdempotencyKey(
-    key: string,
-    reservationId: string,
-    answer: string | null,
-    ttlMs: number,
-  ): Promise<boolean> {
-    return (await this.call('idempotencySettle', key, reservationId, answer ?? '', ttlMs)) === 1;
-  }
-
-  /** Takes one of the user's result-stream slots (see lua/result-stream-slot.lua). */
-  async takeResultStreamSlot(
-    slotsKey: string,
-    streamId: string,
-    limit: number,
-    slotTtlMs: number,
-  ): Promise<boolean> {
-    return (await this.call('resultStreamSlot', slotsKey, streamId, limit, slotTtlMs)) === 1;
+  serverTimeMs(key: string): Promise<number> {
+    return this.lua.serverTimeMs(key);
   }
 }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import type { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
-import type { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
+import type { BlocklistScripts } from './blocklist-scripts.js';
 import { BlocklistService } from './blocklist.service.js';
 
 /** A Redis whose HGETALL answers when the test says, and a subscriber the test speaks through. */
@@ -21,11 +21,11 @@ function fakes(stored: Record<string, string> = {}) {
       return () => undefined;
     }),
   };
-  const scripts = { pruneBlocklist: vi.fn(async () => 1) };
+  const scripts = { prune: vi.fn(async () => 1) };
   const service = new BlocklistService(
     redis as unknown as RedisClient,
     subscriber as unknown as RedisSubscriber,
-    scripts as unknown as SeckillScripts,
+    scripts as unknown as BlocklistScripts,
   );
   return {
     service,
@@ -113,7 +113,7 @@ describe('BlocklistService', () => {
     const second = await f.service.list(3, first.next!);
 
     expect(first.entries.map((e) => e.value)).toEqual(['3', '2', '1']);
-    expect(f.scripts.pruneBlocklist).not.toHaveBeenCalled();
+    expect(f.scripts.prune).not.toHaveBeenCalled();
     expect(second).toEqual({ entries: [expect.objectContaining({ value: '4' })], next: null });
     await expect(f.service.list(3, 'bm90IGEgY3Vyc29y')).rejects.toMatchObject({
       code: 'VALIDATION_FAILED',
@@ -131,7 +131,7 @@ describe('BlocklistService', () => {
     f.service.onModuleInit();
     await f.answerReads();
 
-    expect(f.scripts.pruneBlocklist).toHaveBeenCalledWith('seckill:blocklist', [
+    expect(f.scripts.prune).toHaveBeenCalledWith('seckill:blocklist', [
       ['user:5', lapsed],
       ['user:6', 'not json'],
     ]);

@@ -5,8 +5,8 @@ import { DomainError, orUnavailable, UnavailableError } from '../../common/error
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
-import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { BLOCKLIST_CHANNEL, BLOCKLIST_KEY } from '../../infra/redis/seckill-keys.js';
+import { BlocklistScripts } from './blocklist-scripts.js';
 
 export type BlockType = 'ip' | 'user';
 
@@ -82,7 +82,7 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly subscriber: RedisSubscriber,
-    private readonly scripts: SeckillScripts,
+    private readonly scripts: BlocklistScripts,
   ) {}
 
   onModuleInit(): void {
@@ -219,7 +219,7 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
       for (const change of during) this.apply(change);
       // A failed prune is tried again by the next reload.
       if (expired.length > 0) {
-        await this.scripts.pruneBlocklist(BLOCKLIST_KEY, expired).catch(() => 0);
+        await this.scripts.prune(BLOCKLIST_KEY, expired).catch(() => 0);
       }
     } catch (error) {
       // The copy stays as it was; the next refresh tries again.

@@ -1,13 +1,10 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Redis } from 'ioredis';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { DataSource } from 'typeorm';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import type { OrderStatus } from '../../infra/database/entities/order.entity.js';
-import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
 import { statusOf } from '../goods/goods.service.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
@@ -16,9 +13,6 @@ import { ReconcileService } from '../reconcile/reconcile.service.js';
 import { BucketCounts } from '../sale-store/bucket-counts.service.js';
 import { SaleRepair } from '../sale-store/sale-repair.service.js';
 import type { ByStatus, DashboardSnapshot, QueueFigures, SaleFigures } from './dashboard.types.js';
-
-// Same depth from src/modules/dashboard and dist/modules/dashboard: both reach the repo's lua/.
-const SCRIPT = fileURLToPath(new URL('../../../lua/dashboard-sale.lua', import.meta.url));
 
 /** "Recent": a sale that ended within this long is still shown (its orders still expire). */
 export const RECENT_SALE_MS = 60 * 60_000;
@@ -80,24 +74,19 @@ const STATUS_RANK = { ACTIVE: 0, SOLD_OUT: 0, UPCOMING: 1, ENDED: 2 } as const;
  * counters. A few reads per second in all, however many dashboards are open.
  */
 @Injectable()
-export class SaleBoard implements OnModuleInit {
+export class SaleBoard {
   private readonly logger = new Logger(SaleBoard.name);
   private readonly refreshing = new Set<number>();
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    private readonly lua: LuaScripts,
     private readonly publisher: OrderPublisher,
     private readonly reconcile: ReconcileService,
     private readonly buckets: BucketCounts,
     private readonly repair: SaleRepair,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
-
-  onModuleInit(): void {
-    // The key count varies with the window: the caller passes it first.
-    this.redis.defineCommand('dashboardSale', { lua: readFileSync(SCRIPT, 'utf8') });
-  }
 
   async build(now = Date.now()): Promise<DashboardSnapshot> {
     const problems: string[] = [];
@@ -174,11 +163,9 @@ export class SaleBoard implements OnModuleInit {
     const last = Math.floor(now / 1000) - RATE_LAG_SECONDS;
     const start = last - RATE_WINDOW_SECONDS + 1;
     const rateKeys = Array.from({ length: RATE_WINDOW_SECONDS }, (_, i) => keys.rate(start + i));
-    const redis = this.redis as unknown as {
-      dashboardSale(...args: (string | number)[]): Promise<unknown>;
-    };
     const [stock, inFlight, inFlightPurchases, rawVerdict, claimed, ...seconds] =
-      (await redis.dashboardSale(
+      (await this.lua.run(
+        'dashboardSale',
         5 + rateKeys.length,
         keys.stock,
         keys.meta,

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { barrierKeys } from '../../infra/redis/seckill-keys.js';
-import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { OrderBarrier } from './order-barrier.service.js';
 import type { OrderPublisher } from './order-publisher.service.js';
 
@@ -15,9 +15,9 @@ describe('OrderBarrier (real Redis)', () => {
 
   beforeAll(() => {
     redis = new Redis(process.env.REDIS_URL!);
-    const scripts = new SeckillScripts(redis);
-    scripts.onModuleInit();
-    barriers = new OrderBarrier(redis, scripts, publisher as unknown as OrderPublisher);
+    const lua = new LuaScripts(redis);
+    lua.onModuleInit();
+    barriers = new OrderBarrier(redis, lua, publisher as unknown as OrderPublisher);
   });
 
   beforeEach(async () => {

@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomHex } from '../../common/random/random-hex.js';
 import type { BarrierStore } from './barrier-store.js';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { barrierKeys } from '../../infra/redis/seckill-keys.js';
-import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { OrderPublisher } from './order-publisher.service.js';
 
 /** How long a consumer's heartbeat counts: it beats every CONSUMER_TICK_MS. */
@@ -84,7 +84,7 @@ export class OrderBarrier implements BarrierStore {
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    private readonly scripts: SeckillScripts,
+    private readonly lua: LuaScripts,
     private readonly publisher: OrderPublisher,
   ) {}
 
@@ -120,13 +120,23 @@ export class OrderBarrier implements BarrierStore {
     );
   }
 
-  /** A consumer session's heartbeat (or a read without one); returns who is alive, what is open. */
-  tick(options: { session?: string; open?: string } = {}) {
-    return this.scripts.barrierTick(
-      { ...barrierKeys, barrier: barrierKeys.barrier(options.open ?? '') },
+  /**
+   * A consumer session's heartbeat, a barrier's opening, or a read without either
+   * (lua/barrier-tick.lua); returns the sessions alive and the barriers open.
+   */
+  async tick(
+    options: { session?: string; open?: string } = {},
+  ): Promise<{ consumers: string[]; open: string[] }> {
+    const [consumers, open] = (await this.lua.run(
+      'barrierTick',
+      barrierKeys.consumers,
+      barrierKeys.open,
+      barrierKeys.barrier(options.open ?? ''),
+      options.session ?? '',
       options.open ? BARRIER_TTL_MS : HEARTBEAT_TTL_MS,
-      options,
-    );
+      options.open ?? '',
+    )) as [string[], string[]];
+    return { consumers, open };
   }
 
   async isDelivered(id: string): Promise<boolean> {

@@ -1,4 +1,4 @@
-import type { ThrottleVerdict } from '../../infra/redis/seckill-scripts.js';
+import type { ThrottleVerdict } from './throttle-scripts.js';
 import type { RateLimitBudget } from './redis-throttler.storage.js';
 
 interface Count {

@@ -4,7 +4,6 @@ import { DomainError } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { autobanCounterKey } from '../../infra/redis/seckill-keys.js';
-import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import type { AuthenticatedRequest } from '../auth/auth.decorators.js';
 import { BlocklistService } from '../blocklist/blocklist.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -15,6 +14,7 @@ import {
   type ThrottlerSpec,
 } from './rate-limit.policy.js';
 import type { RateLimitBudget, RedisThrottlerStorage } from './redis-throttler.storage.js';
+import { ThrottleScripts } from './throttle-scripts.js';
 
 /**
  * `clientAddress` is the peer, or the client named in X-Forwarded-For only when the peer is in
@@ -48,7 +48,7 @@ export class RateLimitGuard implements CanActivate {
   constructor(
     @InjectThrottlerStorage() private readonly storage: RedisThrottlerStorage,
     private readonly metrics: MetricsService,
-    private readonly scripts: SeckillScripts,
+    private readonly scripts: ThrottleScripts,
     private readonly blocklist: BlocklistService,
     @InjectConfig() private readonly config: AppConfig,
   ) {

@@ -2,18 +2,27 @@ import { Module } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { APP_CONFIG } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
-import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { BlocklistModule } from '../blocklist/blocklist.module.js';
 import { throttlerSpecs } from './rate-limit.policy.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import { RedisThrottlerStorage } from './redis-throttler.storage.js';
+import { ThrottleScripts } from './throttle-scripts.js';
+
+/**
+ * A module of its own: the guard's autoban counts through these scripts, and so does the storage,
+ * which ThrottlerModule builds (and imports it for).
+ */
+@Module({ providers: [ThrottleScripts], exports: [ThrottleScripts] })
+class ThrottleScriptsModule {}
 
 @Module({
   imports: [
     BlocklistModule,
+    ThrottleScriptsModule,
     ThrottlerModule.forRootAsync({
-      inject: [APP_CONFIG, SeckillScripts],
-      useFactory: (config: AppConfig, scripts: SeckillScripts) => ({
+      imports: [ThrottleScriptsModule],
+      inject: [APP_CONFIG, ThrottleScripts],
+      useFactory: (config: AppConfig, scripts: ThrottleScripts) => ({
         // The configured limits; RateLimitGuard spends those of a route's policy together.
         throttlers: throttlerSpecs(config.rateLimit).map((spec) => ({
           name: spec.name,

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/harness.js';
-import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { RedisThrottlerStorage } from './redis-throttler.storage.js';
+import { ThrottleScripts } from './throttle-scripts.js';
 
 describe('RedisThrottlerStorage (real Redis)', () => {
   let redis: Redis;
@@ -14,10 +15,12 @@ describe('RedisThrottlerStorage (real Redis)', () => {
   beforeAll(() => {
     redis = new Redis(process.env.REDIS_URL!);
     other = new Redis(process.env.REDIS_URL!);
-    const scripts = new SeckillScripts(redis);
-    scripts.onModuleInit();
-    const otherScripts = new SeckillScripts(other);
-    otherScripts.onModuleInit();
+    const lua = new LuaScripts(redis);
+    lua.onModuleInit();
+    const otherLua = new LuaScripts(other);
+    otherLua.onModuleInit();
+    const scripts = new ThrottleScripts(lua);
+    const otherScripts = new ThrottleScripts(otherLua);
     storage = new RedisThrottlerStorage(scripts);
     otherInstance = new RedisThrottlerStorage(otherScripts);
   });
@@ -166,9 +169,9 @@ describe('RedisThrottlerStorage (real Redis)', () => {
       retryStrategy: () => null,
     });
     down.on('error', () => undefined);
-    const scripts = new SeckillScripts(down);
-    scripts.onModuleInit();
-    const offline = new RedisThrottlerStorage(scripts);
+    const lua = new LuaScripts(down);
+    lua.onModuleInit();
+    const offline = new RedisThrottlerStorage(new ThrottleScripts(lua));
     const budgets = [
       { throttler: 'spec', tracker: tracker(), ttl: 60_000, limit: 1, blockDuration: 30_000 },
     ];

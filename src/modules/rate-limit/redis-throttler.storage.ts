@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import type { ThrottlerLimitDetail, ThrottlerStorage } from '@nestjs/throttler';
 import { throttleKeys } from '../../infra/redis/seckill-keys.js';
-import type { SeckillScripts, ThrottleVerdict } from '../../infra/redis/seckill-scripts.js';
 import { LocalThrottle } from './local-throttle.js';
+import type { ThrottleScripts, ThrottleVerdict } from './throttle-scripts.js';
 
 type ThrottlerStorageRecord = Omit<ThrottlerLimitDetail, 'ttl' | 'limit' | 'key' | 'tracker'>;
 
@@ -42,7 +42,7 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
   private lastOutageLogAt = 0;
   private readonly local = new LocalThrottle();
 
-  constructor(private readonly scripts: SeckillScripts) {}
+  constructor(private readonly scripts: ThrottleScripts) {}
 
   /**
    * Spends one request from each budget in order; the first that refuses ends the walk (the

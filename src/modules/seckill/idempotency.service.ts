@@ -4,8 +4,8 @@ import { REDIS_COMMAND_TIMEOUT_MS } from '../../infra/redis/redis.constants.js';
 import { orUnavailable } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { idempotencyKey } from '../../infra/redis/seckill-keys.js';
-import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { SaleReads } from '../sale-store/sale-reads.service.js';
 import { isFinalRefusal } from '../sale-store/deduct-refusals.js';
 import { replay, type IdempotencyRecord } from './idempotency.js';
@@ -24,7 +24,7 @@ export class IdempotencyService {
   private readonly logger = new Logger(IdempotencyService.name);
 
   constructor(
-    private readonly scripts: SeckillScripts,
+    private readonly lua: LuaScripts,
     private readonly sale: SaleReads,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
@@ -46,7 +46,7 @@ export class IdempotencyService {
       2 * REDIS_COMMAND_TIMEOUT_MS +
       5_000;
     const stored = await orUnavailable('Redis', () =>
-      this.scripts.reserveIdempotencyKey(redisKey, goodsId, quantity, owner, reservationTtlMs),
+      this.reserve(redisKey, goodsId, quantity, owner, reservationTtlMs),
     );
     if (stored !== null) return replay(JSON.parse(stored) as IdempotencyRecord, goodsId, quantity);
 
@@ -87,7 +87,7 @@ export class IdempotencyService {
   ): Promise<void> {
     try {
       const ttlMs = record ? await this.retentionMs(goodsId) : 0;
-      const settled = await this.scripts.settleIdempotencyKey(
+      const settled = await this.store(
         redisKey,
         owner,
         record ? JSON.stringify(record) : null,
@@ -103,6 +103,41 @@ export class IdempotencyService {
         `idempotency answer not stored: user=${userId} goods=${goodsId} ${(error as Error).message}`,
       );
     }
+  }
+
+  /**
+   * lua/idempotency-reserve.lua: null when reserved for this attempt, else the JSON the key
+   * holds.
+   */
+  private async reserve(
+    key: string,
+    goodsId: number,
+    quantity: number,
+    reservationId: string,
+    reservationTtlMs: number,
+  ): Promise<string | null> {
+    const [reserved, stored] = (await this.lua.run(
+      'idempotencyReserve',
+      key,
+      goodsId,
+      reservationId,
+      reservationTtlMs,
+      quantity,
+    )) as [number, string?];
+    return reserved === 1 ? null : (stored ?? null);
+  }
+
+  /**
+   * lua/idempotency-settle.lua: stores `answer` (or frees the key when it is null); false if the
+   * reservation had expired.
+   */
+  private async store(
+    key: string,
+    reservationId: string,
+    answer: string | null,
+    ttlMs: number,
+  ): Promise<boolean> {
+    return (await this.lua.run('idempotencySettle', key, reservationId, answer ?? '', ttlMs)) === 1;
   }
 
   private async retentionMs(goodsId: number): Promise<number> {

@@ -4,9 +4,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
-import { SeckillScripts, TokenConsumeCode } from '../../infra/redis/seckill-scripts.js';
 import { GoodsService } from '../goods/goods.service.js';
 import type { Challenge } from 'altcha-lib';
 import { ChallengeService } from './challenge.service.js';
@@ -21,6 +21,14 @@ const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
 /** What lua/purchase-token-consume.lua leaves in a spent token's key. */
 const USED = 'used';
+
+/** lua/purchase-token-consume.lua's answers. */
+enum TokenConsumeCode {
+  Unknown = 0,
+  Consumed = 1,
+  OtherUser = 2,
+  Used = 3,
+}
 
 const digest = (token: string) => createHash('sha256').update(token).digest('hex');
 
@@ -37,7 +45,7 @@ export class PurchaseTokenService {
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    private readonly scripts: SeckillScripts,
+    private readonly lua: LuaScripts,
     private readonly goods: GoodsService,
     private readonly challenges: ChallengeService,
     @InjectConfig() private readonly config: AppConfig,
@@ -116,10 +124,11 @@ export class PurchaseTokenService {
    */
   async spend(goodsId: number, userId: number, token: string): Promise<void> {
     try {
-      const code = await this.scripts.consumePurchaseToken(
+      const code = (await this.lua.run(
+        'purchaseTokenConsume',
         saleKeys(goodsId).purchaseToken(digest(token)),
         userId,
-      );
+      )) as TokenConsumeCode;
       if (code !== TokenConsumeCode.Consumed && code !== TokenConsumeCode.Used) {
         this.logger.warn(
           `purchase token vanished before it was spent: goods=${goodsId} user=${userId}`,

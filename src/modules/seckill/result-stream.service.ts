@@ -5,12 +5,12 @@ import { Observable } from 'rxjs';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import {
   resultStreamAddressSlotsKey,
   resultStreamSlotsKey,
 } from '../../infra/redis/seckill-keys.js';
-import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { PurchaseLedger } from '../sale-store/purchase-ledger.service.js';
 import { PurchaseResultService } from './purchase-result.service.js';
@@ -133,7 +133,7 @@ export class ResultStreams implements BeforeApplicationShutdown {
     private readonly results: PurchaseResultService,
     private readonly ledger: PurchaseLedger,
     private readonly events: ResultEvents,
-    private readonly scripts: SeckillScripts,
+    private readonly lua: LuaScripts,
     private readonly metrics: MetricsService,
     @Inject(REDIS_CLIENT) private readonly redis: Redis,
     @InjectConfig() private readonly config: AppConfig,
@@ -206,9 +206,9 @@ export class ResultStreams implements BeforeApplicationShutdown {
     const streamId = randomUUID();
     const slotTtlMs = this.config.resultStream.lifetimeMs + SLOT_MARGIN_MS;
     const taken = await orUnavailable('Redis', () =>
-      this.scripts.takeResultStreamSlot(key, streamId, limit, slotTtlMs),
+      this.lua.run('resultStreamSlot', key, streamId, limit, slotTtlMs),
     );
-    if (!taken) throw tooMany(refusal, 5);
+    if (taken !== 1) throw tooMany(refusal, 5);
     // Best effort: a slot not given back lapses after the stream's lifetime.
     teardown.add(() => void this.redis.zrem(key, streamId).catch(() => undefined));
   }

@@ -1,18 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SeckillScripts } from './seckill-scripts.js';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
+import { BlocklistScripts } from './blocklist-scripts.js';
 
-describe('SeckillScripts.pruneBlocklist (real Redis)', () => {
+describe('BlocklistScripts.prune (real Redis)', () => {
   let redis: Redis;
-  let scripts: SeckillScripts;
+  let scripts: BlocklistScripts;
   // A hash of this test's own, never the service's blocklist.
   const key = `seckill:test:blocklist-prune:${randomUUID()}`;
 
   beforeAll(() => {
     redis = new Redis(process.env.REDIS_URL!);
-    scripts = new SeckillScripts(redis);
-    scripts.onModuleInit();
+    const lua = new LuaScripts(redis);
+    lua.onModuleInit();
+    scripts = new BlocklistScripts(lua);
   });
 
   afterAll(async () => {
@@ -23,7 +25,7 @@ describe('SeckillScripts.pruneBlocklist (real Redis)', () => {
   it('drops each entry that is still as it was read, and keeps one written again since', async () => {
     await redis.hset(key, 'user:1', 'lapsed-1', 'user:2', 'written-again', 'user:3', 'live');
 
-    const dropped = await scripts.pruneBlocklist(key, [
+    const dropped = await scripts.prune(key, [
       ['user:1', 'lapsed-1'],
       ['user:2', 'lapsed-2'],
       ['user:4', 'gone-already'],

@@ -1,0 +1,59 @@
+import { cpSync, mkdtempSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { LuaScripts, MAX_THROTTLE_BUDGETS, readScripts } from './lua-scripts.js';
+import type { RedisClient } from './redis-client.js';
+
+const LUA_DIR = fileURLToPath(new URL('../../../lua/', import.meta.url));
+
+describe('LuaScripts', () => {
+  const copies: string[] = [];
+  afterEach(() => copies.splice(0).forEach((dir) => rmSync(dir, { recursive: true })));
+
+  /** A copy of lua/ to break. */
+  function copyOfLua(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'lua-scripts-'));
+    copies.push(dir);
+    cpSync(LUA_DIR, dir, { recursive: true });
+    return dir;
+  }
+
+  it('should define every script at init, the throttle script once per budget count, and send nothing', () => {
+    const defineCommand = vi.fn(
+      (_name: string, _definition: { numberOfKeys?: number }) => undefined,
+    );
+    new LuaScripts({ defineCommand } as unknown as RedisClient).onModuleInit();
+
+    const defined = new Map(
+      defineCommand.mock.calls.map(([name, definition]) => [name, definition.numberOfKeys]),
+    );
+    expect(defined.get('seckillDeduct')).toBe(8);
+    expect(defined.get('redisTime')).toBe(1);
+    for (let budgets = 1; budgets <= MAX_THROTTLE_BUDGETS; budgets++) {
+      expect(defined.get(`throttleHits${budgets}`)).toBe(budgets * 2);
+    }
+    expect(defined.has('throttleHits')).toBe(false);
+    // The dashboard's caller passes its key count first.
+    expect(defined.has('dashboardSale')).toBe(true);
+    expect(defined.get('dashboardSale')).toBeUndefined();
+    const files = readdirSync(LUA_DIR).filter((file) => file.endsWith('.lua'));
+    // One command a file, but the throttle script's one per budget count.
+    expect(defineCommand).toHaveBeenCalledTimes(files.length - 1 + MAX_THROTTLE_BUDGETS);
+  });
+
+  it('should refuse to start when a registered script is missing, naming its file', () => {
+    const dir = copyOfLua();
+    unlinkSync(join(dir, 'barrier-tick.lua'));
+
+    expect(() => readScripts(dir)).toThrow(/barrier-tick\.lua \(script barrierTick\) is missing/);
+  });
+
+  it('should refuse to start when a script in the folder has no registry entry, naming it', () => {
+    const dir = copyOfLua();
+    writeFileSync(join(dir, 'forgotten.lua'), "return redis.call('PING')");
+
+    expect(() => readScripts(dir)).toThrow(/forgotten\.lua .*no entry in the script registry/);
+  });
+});
