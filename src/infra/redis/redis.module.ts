@@ -51,6 +51,16 @@ function createClient(config: AppConfig): RedisClient {
   });
 }
 
+/** What the module provides on top of the client, every one exported. */
+const SERVICES = [
+  LuaScripts,
+  SeckillScripts,
+  RedisWatchdog,
+  RedisLocks,
+  RedisSubscriber,
+  RedisHealth,
+];
+
 @Global()
 @Module({
   providers: [
@@ -73,22 +83,9 @@ function createClient(config: AppConfig): RedisClient {
         return client;
       },
     },
-    LuaScripts,
-    SeckillScripts,
-    RedisWatchdog,
-    RedisLocks,
-    RedisSubscriber,
-    RedisHealth,
+    ...SERVICES,
   ],
-  exports: [
-    REDIS_CLIENT,
-    LuaScripts,
-    SeckillScripts,
-    RedisWatchdog,
-    RedisLocks,
-    RedisSubscriber,
-    RedisHealth,
-  ],
+  exports: [REDIS_CLIENT, ...SERVICES],
 })
 export class RedisModule implements OnApplicationShutdown {
   constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
