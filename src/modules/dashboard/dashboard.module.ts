@@ -7,6 +7,7 @@ import { DashboardPage } from './dashboard-page.js';
 import { DashboardController } from './dashboard.controller.js';
 import { RateRecorder } from './rate-recorder.service.js';
 import { SaleBoard } from './sale-board.service.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
 
 /**
  * The operator dashboard, on instances that serve the API (ApiModule): the page at /dashboard,
@@ -14,7 +15,7 @@ import { SaleBoard } from './sale-board.service.js';
  * answers per second to the sale's figures in Redis.
  */
 @Module({
-  imports: [MessagingModule, ReconcileModule, SaleStoreModule],
+  imports: [MetricsModule, MessagingModule, ReconcileModule, SaleStoreModule],
   controllers: [DashboardController],
   providers: [SaleBoard, DashboardFeed, RateRecorder, DashboardPage],
 })

@@ -9,6 +9,7 @@ import { DatabaseBarrier } from './database-barrier.service.js';
 import { DatabasePurchase } from './database-purchase.service.js';
 import { FallbackGate } from './fallback-gate.service.js';
 import { ClosedWhileRedisDown, RedisDownPolicy, SellThroughDatabase } from './redis-down-policy.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
 
 /** The one reading of REDIS_DOWN_MODE: every Redis-down question is answered by this policy. */
 const policy: FactoryProvider<RedisDownPolicy> = {
@@ -35,7 +36,7 @@ const barrierStores: FactoryProvider<BarrierStore[]> = {
  * back to Redis, runs in WorkerModule (src/roles).
  */
 @Module({
-  imports: [MessagingModule, SaleStoreModule],
+  imports: [MetricsModule, MessagingModule, SaleStoreModule],
   providers: [DatabaseBarrier, FallbackGate, DatabasePurchase, policy, barrierStores],
   exports: [DatabaseBarrier, FallbackGate, DatabasePurchase, RedisDownPolicy, ORDER_BARRIER_STORES],
 })

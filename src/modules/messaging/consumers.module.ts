@@ -1,25 +1,19 @@
 import { Module } from '@nestjs/common';
 import { FallbackModule } from '../fallback/fallback.module.js';
-import { OrderIngest, PAYMENT_TIMEOUTS } from '../orders/order-ingest.service.js';
+import { OrderIngestModule } from '../orders/order-ingest.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
-import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { MessagingModule } from './messaging.module.js';
-import { OrderPublisher } from './order-publisher.service.js';
 import { OrderConsumer } from './order-consumer.service.js';
 import { TimeoutConsumer } from './timeout-consumer.service.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
 
 /**
- * The order and timeout consumers, on the instances that consume (WorkerModule). OrderIngest
- * (orders) is provided here, where its payment-timeout port can be bound to the publisher: the
- * orders module never imports messaging, so the module graph stays acyclic.
+ * The order and timeout consumers, on the instances that consume (WorkerModule): the order
+ * consumer hands its batches to OrderIngest and drains the barrier stores the Redis-down policy
+ * binds (FallbackModule); the timeout consumer expires unpaid orders (OrdersModule).
  */
 @Module({
-  imports: [MessagingModule, OrdersModule, SaleStoreModule, FallbackModule],
-  providers: [
-    { provide: PAYMENT_TIMEOUTS, useExisting: OrderPublisher },
-    OrderIngest,
-    OrderConsumer,
-    TimeoutConsumer,
-  ],
+  imports: [MetricsModule, MessagingModule, OrdersModule, OrderIngestModule, FallbackModule],
+  providers: [OrderConsumer, TimeoutConsumer],
 })
 export class ConsumersModule {}

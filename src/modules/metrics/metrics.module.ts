@@ -1,8 +1,8 @@
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { MetricsController } from './metrics.controller.js';
 import { MetricsService } from './metrics.service.js';
 
-@Global()
+/** Prometheus metrics: imported by every module whose services count; one registry per process. */
 @Module({
   controllers: [MetricsController],
   providers: [MetricsService],

@@ -7,13 +7,19 @@ import { OrderLifecycleService } from './order-lifecycle.service.js';
 import { OrderWriter } from './order-writer.service.js';
 import { OrdersService } from './orders.service.js';
 import { VoidedRequests } from './voided-requests.service.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
 
 /**
- * OrdersController is served by ApiModule and OrderExpiryCron run by WorkerModule (src/roles),
- * each on the instances of its role.
+ * Orders in MySQL: reading, writing, pay, cancel, expire. Its routes are OrdersHttpModule's, its
+ * job OrdersJobsModule's, and the writing of delivered purchases OrderIngestModule's.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([OrderEntity]), SaleStoreModule, FallbackModule],
+  imports: [
+    MetricsModule,
+    TypeOrmModule.forFeature([OrderEntity]),
+    SaleStoreModule,
+    FallbackModule,
+  ],
   providers: [OrdersService, OrderWriter, OrderLifecycleService, VoidedRequests],
   exports: [OrdersService, OrderWriter, OrderLifecycleService, VoidedRequests],
 })

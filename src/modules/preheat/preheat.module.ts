@@ -7,8 +7,8 @@ import { PreheatService } from './preheat.service.js';
 import { SurvivorWipe } from './survivor-wipe.service.js';
 
 /**
- * PreheatController is served by ApiModule; PreheatCron and SaleRebuilder run in WorkerModule
- * (src/roles); SaleRecovery guards the purchase path in SeckillModule.
+ * The preheat (MySQL to Redis before a sale) and the wipe of what survived a Redis restart. Its
+ * route is PreheatHttpModule's, its jobs PreheatJobsModule's.
  */
 @Module({
   imports: [GoodsModule, OrdersModule, SaleStoreModule, MessagingModule],

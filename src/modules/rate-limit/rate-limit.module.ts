@@ -7,6 +7,7 @@ import { throttlerSpecs } from './rate-limit.policy.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import { RedisThrottlerStorage } from './redis-throttler.storage.js';
 import { ThrottleScripts } from './throttle-scripts.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
 
 /**
  * A module of its own: the guard's autoban counts through these scripts, and so does the storage,
@@ -17,6 +18,7 @@ class ThrottleScriptsModule {}
 
 @Module({
   imports: [
+    MetricsModule,
     BlocklistModule,
     ThrottleScriptsModule,
     ThrottlerModule.forRootAsync({

@@ -6,10 +6,18 @@ import { PreheatModule } from '../preheat/preheat.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ReconcileVerdicts } from './reconcile-verdicts.js';
 import { ReconcileService } from './reconcile.service.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
 
-/** ReconcileController is served by ApiModule and ReconcileCron run by WorkerModule (src/roles). */
+/** The reconcile of Redis against MySQL and the repair; its routes and job are in ReconcileHttpModule and ReconcileJobsModule. */
 @Module({
-  imports: [GoodsModule, OrdersModule, SaleStoreModule, PreheatModule, MessagingModule],
+  imports: [
+    MetricsModule,
+    GoodsModule,
+    OrdersModule,
+    SaleStoreModule,
+    PreheatModule,
+    MessagingModule,
+  ],
   providers: [ReconcileService, ReconcileVerdicts],
   exports: [ReconcileService],
 })

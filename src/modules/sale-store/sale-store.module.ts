@@ -11,6 +11,7 @@ import { SaleRepair } from './sale-repair.service.js';
 import { SaleStateLock } from './sale-state-lock.js';
 import { SoldOutMemo } from './sold-out-memo.js';
 import { StockLoans } from './stock-loans.service.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
 
 /**
  * The sale's live state in Redis, one service per job: where a goods' keys are (BucketCounts),
@@ -34,7 +35,7 @@ const SERVICES = [
 
 @Module({
   // The goods' bucket count (stock_shards) is read from its row, once per goods.
-  imports: [TypeOrmModule.forFeature([GoodsEntity])],
+  imports: [MetricsModule, TypeOrmModule.forFeature([GoodsEntity])],
   providers: SERVICES,
   exports: SERVICES,
 })

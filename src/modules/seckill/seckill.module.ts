@@ -14,6 +14,7 @@ import { PurchaseService } from './purchase.service.js';
 import { ResultEvents } from './result-events.js';
 import { ResultStreams } from './result-stream.service.js';
 import { SeckillController } from './seckill.controller.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
 
 /**
  * The purchase path, served by the instances that serve the API (ApiModule). Which store
@@ -22,6 +23,7 @@ import { SeckillController } from './seckill.controller.js';
  */
 @Module({
   imports: [
+    MetricsModule,
     SaleStoreModule,
     MessagingModule,
     GoodsModule,

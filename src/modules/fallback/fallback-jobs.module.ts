@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { PreheatModule } from '../preheat/preheat.module.js';
+import { SaleStoreModule } from '../sale-store/sale-store.module.js';
+import { FallbackReturn } from './fallback-return.service.js';
+import { FallbackModule } from './fallback.module.js';
+
+/** The return to Redis of the sales MySQL sold while Redis was down (FallbackReturn), on the working instances (WorkerModule). */
+@Module({
+  imports: [FallbackModule, PreheatModule, SaleStoreModule],
+  providers: [FallbackReturn],
+})
+export class FallbackJobsModule {}
