@@ -82,11 +82,13 @@ async function bench(options: BenchOptions): Promise<boolean> {
     connections: options.connections,
     sizes: options.sizes,
     projectProcesses: options.worker ? 'api + worker' : 'one (APP_ROLE=all)',
+    baseline: options.baseline,
   };
 
   const secret = randomBytes(32).toString('hex');
   const sides = {} as Record<SideName, Side>;
   const buyers = {} as Record<SideName, Buyers>;
+  console.log(`baseline: ${options.baseline}`);
   for (const name of SIDES) {
     console.log(`starting ${name}…`);
     const side = await startSide(name, {
@@ -95,6 +97,7 @@ async function bench(options: BenchOptions): Promise<boolean> {
       jwtSecret: secret,
       profileDir: options.profile ? outDir : undefined,
       worker: options.worker,
+      baseline: options.baseline,
     });
     onCleanup(() => side.stop());
     sides[name] = side;

@@ -4,4 +4,5 @@ export const BASELINE_SCRIPTS = [
   { name: 'seckillDeduct', file: 'seckill-deduct.lua', numberOfKeys: 8 },
   { name: 'seckillPreheat', file: 'seckill-preheat.lua', numberOfKeys: 2 },
   { name: 'seckillComplete', file: 'seckill-complete.lua', numberOfKeys: 8 },
+  { name: 'purchaseUnlock', file: 'purchase-unlock.lua', numberOfKeys: 2 },
 ] as const;

@@ -3,6 +3,12 @@
 // figures can be read as ratios measured in the same run on the same noisy machine. No rate limits,
 // no purchase lock, no idempotency, no outbox sweeper, no metrics: whatever the project spends on
 // those shows up as the gap.
+//
+// BASELINE_WORK=same (`npm run bench -- --baseline same-work`): the same Redis work as the
+// project's purchase, in plain code: the per-user and per-address rate limits in one
+// throttle-hits call (the project's default limits), the per-user lock (SET NX PX, as Redlock
+// takes it), the deduct, the confirmed publish, and the lock released with the outbox entry in
+// one purchase-unlock call, off the answer's path. The ratio then prices the code, not the design.
 import { createHmac, createSecretKey, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
@@ -11,7 +17,7 @@ import Fastify, { type FastifyReply } from 'fastify';
 import { Redis } from 'ioredis';
 import { createPool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 
-import { saleKeys } from '../../src/infra/redis/seckill-keys.js';
+import { saleKeys, throttleKeys } from '../../src/infra/redis/seckill-keys.js';
 import { BASELINE_SCRIPTS } from './scripts.js';
 import type { NewOrder } from '../../src/modules/orders/order.types.js';
 
@@ -22,6 +28,13 @@ const PREFETCH = 500;
 const BATCH_SIZE = 200;
 const BATCH_WAIT_MS = 10;
 const PAYMENT_TIMEOUT_MS = 900_000;
+const SAME_WORK = env.BASELINE_WORK === 'same';
+// The project's defaults: THROTTLE_WINDOW_MS, THROTTLE_PURCHASE_USER_LIMIT and _IP_LIMIT, a block
+// as long as the window, PURCHASE_LOCK_TTL_MS.
+const THROTTLE_WINDOW_MS = 1_000;
+const THROTTLE_USER_LIMIT = 5;
+const THROTTLE_IP_LIMIT = 100;
+const LOCK_TTL_MS = 5_000;
 const LUA_DIR = new URL('../../lua/', import.meta.url);
 // Same order as lua/seckill-deduct.lua's return codes.
 const DEDUCT_CODES = [
@@ -41,6 +54,8 @@ interface Scripts {
   seckillDeduct: ScriptFn;
   seckillPreheat: ScriptFn;
   seckillComplete: ScriptFn;
+  purchaseUnlock: ScriptFn;
+  throttleHits2: ScriptFn;
 }
 
 const jwtKey = createSecretKey(Buffer.from(env.JWT_SECRET ?? '', 'utf8'));
@@ -87,6 +102,11 @@ const redis = new Redis(env.REDIS_URL ?? 'redis://127.0.0.1:6379/0');
 for (const { name, file, numberOfKeys } of BASELINE_SCRIPTS) {
   redis.defineCommand(name, { numberOfKeys, lua: readFileSync(new URL(file, LUA_DIR), 'utf8') });
 }
+// Two budgets, two keys each (the header names them per budget, so not in BASELINE_SCRIPTS).
+redis.defineCommand('throttleHits2', {
+  numberOfKeys: 4,
+  lua: readFileSync(new URL('throttle-hits.lua', LUA_DIR), 'utf8'),
+});
 const scripts = redis as unknown as Scripts;
 
 const db = createPool({ uri: env.DATABASE_URL, connectionLimit: 4, timezone: 'Z' });
@@ -105,7 +125,8 @@ function publish(message: string): Promise<void> {
   });
 }
 
-const app = Fastify({ logger: false, trustProxy: false });
+// Same-work: the buyer's address from X-Forwarded-For, as the project reads it behind the bench.
+const app = Fastify({ logger: false, trustProxy: SAME_WORK ? '127.0.0.1' : false });
 
 app.get('/health/ready', async () => ({ status: 'ok' }));
 
@@ -119,43 +140,92 @@ app.post<{ Params: { goodsId: string }; Body: { quantity?: unknown } | undefined
     if (goodsId === undefined || quantity === undefined) {
       return refuse(reply, 400, 'VALIDATION_FAILED');
     }
-    const requestId = randomUUID();
-    const orderNo = `SK${Date.now()}${randomBytes(8).toString('hex').toUpperCase()}`;
-    const message = JSON.stringify({
-      v: 1,
-      requestId,
-      orderNo,
-      userId: claims.userId,
-      goodsId,
-      quantity,
-      acceptedAt: Date.now(),
-    });
-    const keys = saleKeys(goodsId);
-    const [code] = (await scripts.seckillDeduct(
-      keys.stock,
-      keys.meta,
-      keys.buyers,
-      keys.inflight,
-      keys.outbox,
-      keys.results,
-      keys.voided,
-      keys.borrowed,
-      claims.userId,
-      quantity,
-      requestId,
-      message,
-    )) as [number, number];
-    if (code === 6) return refuse(reply, 400, 'VALIDATION_FAILED', 'quantity above the limit');
-    if (code !== 0) return refuse(reply, 409, DEDUCT_CODES[code] ?? 'CONFLICT');
-    try {
-      await publish(message);
-    } catch {
-      // The outbox entry stays; the baseline has no sweeper, so this purchase is simply lost.
-      return refuse(reply, 503, 'UNAVAILABLE');
+    if (SAME_WORK) {
+      const user = throttleKeys('purchase-user', String(claims.userId));
+      const address = throttleKeys('purchase-ip', request.ip);
+      const [refused] = (await scripts.throttleHits2(
+        user.hits,
+        user.block,
+        address.hits,
+        address.block,
+        THROTTLE_WINDOW_MS,
+        THROTTLE_USER_LIMIT,
+        THROTTLE_WINDOW_MS,
+        THROTTLE_WINDOW_MS,
+        THROTTLE_IP_LIMIT,
+        THROTTLE_WINDOW_MS,
+      )) as [number];
+      if (refused !== 0) return refuse(reply, 429, 'TOO_MANY_REQUESTS');
+      const lock = saleKeys(goodsId).userLock(claims.userId);
+      const value = randomBytes(16).toString('hex');
+      if ((await redis.set(lock, value, 'PX', LOCK_TTL_MS, 'NX')) === null) {
+        return refuse(reply, 409, 'DUPLICATE_REQUEST');
+      }
+      let confirmed = '';
+      try {
+        const answer = await purchase(goodsId, claims.userId, quantity, reply);
+        confirmed = answer.confirmed;
+        return answer.reply;
+      } finally {
+        void scripts
+          .purchaseUnlock(lock, saleKeys(goodsId).outbox, value, confirmed)
+          .catch(() => undefined);
+      }
     }
-    return reply.code(202).send({ status: 'QUEUED', requestId });
+    return (await purchase(goodsId, claims.userId, quantity, reply)).reply;
   },
 );
+
+/** The deduct and the confirmed publish; `confirmed`: the requestId the broker confirmed, or ''. */
+async function purchase(
+  goodsId: number,
+  userId: number,
+  quantity: number,
+  reply: FastifyReply,
+): Promise<{ reply: FastifyReply; confirmed: string }> {
+  const requestId = randomUUID();
+  const orderNo = `SK${Date.now()}${randomBytes(8).toString('hex').toUpperCase()}`;
+  const message = JSON.stringify({
+    v: 1,
+    requestId,
+    orderNo,
+    userId,
+    goodsId,
+    quantity,
+    acceptedAt: Date.now(),
+  });
+  const keys = saleKeys(goodsId);
+  const [code] = (await scripts.seckillDeduct(
+    keys.stock,
+    keys.meta,
+    keys.buyers,
+    keys.inflight,
+    keys.outbox,
+    keys.results,
+    keys.voided,
+    keys.borrowed,
+    userId,
+    quantity,
+    requestId,
+    message,
+  )) as [number, number];
+  if (code === 6) {
+    return {
+      reply: refuse(reply, 400, 'VALIDATION_FAILED', 'quantity above the limit'),
+      confirmed: '',
+    };
+  }
+  if (code !== 0) {
+    return { reply: refuse(reply, 409, DEDUCT_CODES[code] ?? 'CONFLICT'), confirmed: '' };
+  }
+  try {
+    await publish(message);
+  } catch {
+    // The outbox entry stays; the baseline has no sweeper, so this purchase is simply lost.
+    return { reply: refuse(reply, 503, 'UNAVAILABLE'), confirmed: '' };
+  }
+  return { reply: reply.code(202).send({ status: 'QUEUED', requestId }), confirmed: requestId };
+}
 
 // The bench's setup hook: a goods row plus the same preheat script the project runs.
 app.post<{ Body: { stock: number; name?: string } }>('/admin/goods', async (request, reply) => {

@@ -17,12 +17,22 @@ export const USAGE = `usage: npm run bench -- [options]
                      chart and summary again into --out
   --worker           run the project as two processes, APP_ROLE=api (HTTP, measured as "app")
                      and APP_ROLE=worker (the consumers and jobs); the baseline stays one process
+  --baseline <work>  what the baseline does: minimal (the default: JWT, deduct, confirmed
+                     publish) or same-work (also the per-user and per-address rate limits in one
+                     script call, the per-user lock, its release with the outbox entry)
   --profile          run both sides under node --cpu-prof and print where their CPU went
                      (slows them down: for finding the cost, not for the figures)
   --help             show this help
 
 Needs MariaDB/MySQL on 127.0.0.1:3306 (root), RabbitMQ on 127.0.0.1:5672 with rabbitmqctl,
 and redis-server on PATH; it makes its own databases, vhosts and Redis servers.`;
+
+export const BASELINE_WORKS = ['minimal', 'same-work'] as const;
+export type BaselineWork = (typeof BASELINE_WORKS)[number];
+
+function isBaselineWork(value: string): value is BaselineWork {
+  return (BASELINE_WORKS as readonly string[]).includes(value);
+}
 
 export interface BenchOptions {
   rounds: number;
@@ -34,6 +44,8 @@ export interface BenchOptions {
   profile: boolean;
   /** The project as an api process plus a worker process. */
   worker: boolean;
+  /** The baseline's Redis work per purchase (see bench/baseline/server.ts). */
+  baseline: BaselineWork;
   from: string | undefined;
 }
 
@@ -59,6 +71,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
         out: { type: 'string', default: 'bench-results' },
         profile: { type: 'boolean', default: false },
         worker: { type: 'boolean', default: false },
+        baseline: { type: 'string', default: 'minimal' },
         from: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -70,6 +83,10 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
   }
   if (values.help) return 'help';
   const quick = values.quick;
+  const baseline = values.baseline;
+  if (!isBaselineWork(baseline)) {
+    throw new UsageError(`--baseline must be one of ${BASELINE_WORKS.join(', ')}, got ${baseline}`);
+  }
   const seconds =
     values.duration === undefined ? (quick ? 3 : 10) : positive('duration', values.duration, 600);
   return {
@@ -88,6 +105,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     warmUpMs: quick ? 1_000 : 3_000,
     profile: values.profile,
     worker: values.worker,
+    baseline,
     from: values.from,
   };
 }

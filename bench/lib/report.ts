@@ -348,7 +348,11 @@ export function buildHtml(input: ReportInput): string {
     `<h1>seckill bench: project vs baseline</h1>
 <p>The baseline (<code>bench/baseline/</code>) is a plain Fastify service with the same purchase
 contract, the same Lua deduct script and the same MySQL writes, but none of the project's
-defences. Both ran alternately in one run on the same machine; a ratio is project ÷ baseline
+defences${
+      input.meta.baseline === 'same-work'
+        ? ' beyond the same Redis work per purchase (the per-user and per-address rate limits in one script call, the per-user lock and its release with the outbox entry)'
+        : ''
+    }. Both ran alternately in one run on the same machine; a ratio is project ÷ baseline
 (above 1 is more of it: better for throughput, worse for latency and cost).</p>
 ${mainChart(input.summaries)}
 ${

@@ -10,6 +10,7 @@ import { expectStatus, nonNegativeIntegerField, requestJson } from '../../script
 import { signToken } from '../../scripts/lib/jwt.js';
 import { freePortBelowEphemeral } from '../../scripts/lib/ports.js';
 import { createGoods, preheatGoods } from '../../scripts/lib/sale.js';
+import type { BaselineWork } from './options.js';
 import {
   startServer,
   stopServer,
@@ -55,6 +56,8 @@ export interface SideOptions {
   profileDir?: string;
   /** The project as APP_ROLE=api plus an APP_ROLE=worker process on the same stores. */
   worker?: boolean;
+  /** The baseline's Redis work per purchase (BASELINE_WORK, bench/baseline/server.ts). */
+  baseline?: BaselineWork;
 }
 
 function sideCommand(name: SideName, options: SideOptions): string[] {
@@ -111,7 +114,11 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
     cwd: options.repoRoot,
     port,
     logPath,
-    env: split ? { ...env, APP_ROLE: 'api' } : env,
+    env: split
+      ? { ...env, APP_ROLE: 'api' }
+      : name === 'baseline' && options.baseline === 'same-work'
+        ? { ...env, BASELINE_WORK: 'same' }
+        : env,
   });
   // The migrations ran above, before either process: the two do not race to apply them.
   const worker: ServerProcess | undefined = split
