@@ -6,12 +6,15 @@ import {
 } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { edgeRouteConfig } from '../../common/http/route-config.js';
-import type { Authentication } from './authenticator.js';
+import type { DomainError } from '../../common/errors/domain-error.js';
 
 export interface AuthUser {
   userId: number;
   admin: boolean;
 }
+
+/** What a request's Authorization header proved: a user, or the refusal to answer with. */
+export type Authentication = AuthUser | DomainError;
 
 export const ACCESS_KEY = 'seckill:access';
 export type Access = 'public' | 'user' | 'admin';

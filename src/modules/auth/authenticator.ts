@@ -3,7 +3,7 @@ import { JwtService } from '@nestjs/jwt';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
-import type { Access, AuthUser } from './auth.decorators.js';
+import type { Access, Authentication, AuthUser } from './auth.decorators.js';
 import { bearerCredentials } from './bearer.js';
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -17,9 +17,6 @@ interface Claims {
   iat?: unknown;
   role?: unknown;
 }
-
-/** What a request's Authorization header proved: a user, or the refusal to answer with. */
-export type Authentication = AuthUser | DomainError;
 
 /** Bearer tokens (HS256 JWTs) to users, and users to access decisions. */
 @Injectable()

@@ -1,5 +1,5 @@
 import type { ThrottleVerdict } from './throttle-scripts.js';
-import type { RateLimitBudget } from './redis-throttler.storage.js';
+import type { RateLimitBudget } from './rate-limit.policy.js';
 
 interface Count {
   hits: number;

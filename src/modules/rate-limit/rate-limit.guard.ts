@@ -10,10 +10,11 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import {
   rateLimitPolicyOf,
   throttlerSpecs,
+  type RateLimitBudget,
   type RateLimitPolicy,
   type ThrottlerSpec,
 } from './rate-limit.policy.js';
-import type { RateLimitBudget, RedisThrottlerStorage } from './redis-throttler.storage.js';
+import type { RedisThrottlerStorage } from './redis-throttler.storage.js';
 import { ThrottleScripts } from './throttle-scripts.js';
 
 /**

@@ -48,3 +48,14 @@ export function throttlerSpecs(config: RateLimitConfig): ThrottlerSpec[] {
   ];
   return all.filter((spec) => spec.limit > 0);
 }
+
+/** One budget a request spends: a throttler's limits for one tracker. */
+export interface RateLimitBudget {
+  throttler: string;
+  tracker: string;
+  /** Window, ms. */
+  ttl: number;
+  limit: number;
+  /** How long a tracker over the limit is refused, ms. */
+  blockDuration: number;
+}

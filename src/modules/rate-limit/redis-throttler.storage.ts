@@ -2,20 +2,10 @@ import { Logger } from '@nestjs/common';
 import type { ThrottlerLimitDetail, ThrottlerStorage } from '@nestjs/throttler';
 import { throttleKeys } from '../../infra/redis/seckill-keys.js';
 import { LocalThrottle } from './local-throttle.js';
+import type { RateLimitBudget } from './rate-limit.policy.js';
 import type { ThrottleScripts, ThrottleVerdict } from './throttle-scripts.js';
 
 type ThrottlerStorageRecord = Omit<ThrottlerLimitDetail, 'ttl' | 'limit' | 'key' | 'tracker'>;
-
-/** One budget a request spends: a throttler's limits for one tracker. */
-export interface RateLimitBudget {
-  throttler: string;
-  tracker: string;
-  /** Window, ms. */
-  ttl: number;
-  limit: number;
-  /** How long a tracker over the limit is refused, ms. */
-  blockDuration: number;
-}
 
 export interface RateLimitRefusal {
   throttler: string;
