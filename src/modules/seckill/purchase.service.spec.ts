@@ -14,6 +14,7 @@ import {
   ReleaseCode,
   type PurchaseLedger,
 } from '../sale-store/purchase-ledger.service.js';
+import { PurchaseSettlement } from './purchase-settlement.service.js';
 import { PurchaseService } from './purchase.service.js';
 
 const redisGone = () => new Error('Connection is closed.');
@@ -55,18 +56,19 @@ function purchases(steps: {
   );
   releases = stock.release;
   publishes = vi.fn(async () => steps.published ?? false);
+  const metrics = {
+    countPurchase: vi.fn(),
+    fallbackRefusals: { inc: vi.fn() },
+  } as unknown as MetricsService;
+  const ledger = stock as unknown as PurchaseLedger;
   return new PurchaseService(
-    stock as unknown as PurchaseLedger,
+    ledger,
     { tryLockPurchase: vi.fn(async () => ({ release: vi.fn() })) } as unknown as RedisLocks,
     {
       isReady: () => true,
       publish: publishes,
     } as unknown as OrderPublisher,
-    {} as GoodsService,
-    {
-      countPurchase: vi.fn(),
-      fallbackRefusals: { inc: vi.fn() },
-    } as unknown as MetricsService,
+    metrics,
     { crashPoint: vi.fn() } as unknown as FaultInjector,
     { purchaseLockTtlMs: 5_000 } as AppConfig,
     {
@@ -74,7 +76,7 @@ function purchases(steps: {
       rebuilding: () => false,
       heldFromRedis: () => (steps.heldAfterDeduct ?? false) && deducted,
     } as unknown as PurchaseAvailability,
-    voids as unknown as VoidedRequests,
+    new PurchaseSettlement(ledger, voids as unknown as VoidedRequests, {} as GoodsService, metrics),
   );
 }
 

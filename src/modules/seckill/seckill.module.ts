@@ -10,6 +10,7 @@ import { IdempotencyService } from './idempotency.service.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
 import { PurchaseResultService } from './purchase-result.service.js';
+import { PurchaseSettlement } from './purchase-settlement.service.js';
 import { PurchaseService } from './purchase.service.js';
 import { ResultEvents } from './result-events.js';
 import { ResultStreams } from './result-stream.service.js';
@@ -34,6 +35,7 @@ import { MetricsModule } from '../metrics/metrics.module.js';
   controllers: [SeckillController],
   providers: [
     PurchaseService,
+    PurchaseSettlement,
     PurchaseRequestService,
     PurchaseResultService,
     PurchaseTokenService,
