@@ -4,8 +4,12 @@ import { fileURLToPath } from 'node:url';
 import { APP_CONFIG } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { ensureDatabase, parseDatabaseUrl } from './ensure-database.js';
+import { ConsumerBeatEntity } from './entities/consumer-beat.entity.js';
+import { FallbackBarrierEntity } from './entities/fallback-barrier.entity.js';
+import { FallbackDrainEntity } from './entities/fallback-drain.entity.js';
 import { GoodsEntity } from './entities/goods.entity.js';
 import { OrderEntity } from './entities/order.entity.js';
+import { VoidedRequestEntity } from './entities/voided-request.entity.js';
 import { mysql2WithUtcSessions } from './utc-sessions.js';
 
 // Migrations are compiled on their own (tsconfig.migrations.json) into dist/migrations; this
@@ -21,7 +25,14 @@ const MIGRATIONS_GLOB = fileURLToPath(new URL('../../../dist/migrations/*.js', i
         await ensureDatabase(target);
         return {
           ...target,
-          entities: [GoodsEntity, OrderEntity],
+          entities: [
+            GoodsEntity,
+            OrderEntity,
+            VoidedRequestEntity,
+            ConsumerBeatEntity,
+            FallbackBarrierEntity,
+            FallbackDrainEntity,
+          ],
           migrations: [MIGRATIONS_GLOB],
           migrationsRun: true,
           migrationsTransactionMode: 'each' as const,

@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../infra/redis/redis-client.js';
 import type { ServerResponse } from 'node:http';
 import { DomainError, UnavailableError } from '../../common/errors/domain-error.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
@@ -59,7 +59,7 @@ export class DashboardFeed implements BeforeApplicationShutdown {
 
   constructor(
     private readonly board: SaleBoard,
-    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
   ) {}
 
   get openFeeds(): number {

@@ -5,7 +5,7 @@ import {
   Logger,
   OnApplicationBootstrap,
 } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -30,7 +30,7 @@ export class RateRecorder implements OnApplicationBootstrap, BeforeApplicationSh
   private lastWarnAt = 0;
 
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly metrics: MetricsService,
   ) {}
 

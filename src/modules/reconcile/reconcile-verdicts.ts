@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
 
@@ -32,7 +32,7 @@ const VERDICT_TTL_MS = 15 * 60_000;
  */
 @Injectable()
 export class ReconcileVerdicts {
-  constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}
+  constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
 
   async save(goodsId: number, verdict: SaleVerdict): Promise<void> {
     await this.redis.set(saleKeys(goodsId).verdict, JSON.stringify(verdict), 'PX', VERDICT_TTL_MS);

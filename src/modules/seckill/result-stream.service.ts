@@ -1,5 +1,5 @@
 import { BeforeApplicationShutdown, Inject, Injectable, type MessageEvent } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { randomUUID } from 'node:crypto';
 import { Observable } from 'rxjs';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
@@ -135,7 +135,7 @@ export class ResultStreams implements BeforeApplicationShutdown {
     private readonly events: ResultEvents,
     private readonly lua: LuaScripts,
     private readonly metrics: MetricsService,
-    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     @InjectConfig() private readonly config: AppConfig,
   ) {}
 

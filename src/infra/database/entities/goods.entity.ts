@@ -45,6 +45,22 @@ export class GoodsEntity {
   @Column({ name: 'redis_loaded_at', type: 'datetime', precision: 3, nullable: true })
   redisLoadedAt: Date | null;
 
+  /** MySQL sells this goods while Redis is down (the fallback opened it; see fallback/). */
+  @Column({ name: 'fallback_open', type: 'boolean', default: false })
+  fallbackOpen: boolean;
+
+  /** MySQL sold or changed the goods without Redis: Redis must be rebuilt before it sells again. */
+  @Column({ name: 'redis_stale', type: 'boolean', default: false })
+  redisStale: boolean;
+
+  /** When Redis was last rebuilt from MySQL (MySQL's clock), or null. */
+  @Column({ name: 'rebuilt_at', type: 'datetime', precision: 3, nullable: true })
+  rebuiltAt: Date | null;
+
+  /** When an instance began holding the goods from Redis to open it to the fallback, or null. */
+  @Column({ name: 'fallback_held_at', type: 'datetime', precision: 3, nullable: true })
+  fallbackHeldAt: Date | null;
+
   @CreateDateColumn({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt: Date;
 
