@@ -7,6 +7,9 @@ import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { barrierKeys } from '../../infra/redis/seckill-keys.js';
 import { OrderPublisher } from './order-publisher.service.js';
 
+/** A barrier's id: this many random bytes, in hex (DatabaseBarrier's ids are longer). */
+const ID_BYTES = 8;
+
 /** How long a consumer's heartbeat counts: it beats every CONSUMER_TICK_MS. */
 const HEARTBEAT_TTL_MS = 3_000;
 /** A barrier not passed by then is dropped (its opener starts another). */
@@ -88,14 +91,14 @@ export class OrderBarrier implements BarrierStore {
     private readonly publisher: OrderPublisher,
   ) {}
 
-  /** Its ids are 16 hex characters (DatabaseBarrier's are 20). */
+  /** Its ids are ID_BYTES in hex (DatabaseBarrier's are longer). */
   owns(id: string): boolean {
-    return id.length === 16;
+    return id.length === ID_BYTES * 2;
   }
 
   /** Opens a barrier and publishes its message; throws when the broker did not confirm it. */
   async open(): Promise<OpenBarrier> {
-    const id = randomHex(8);
+    const id = randomHex(ID_BYTES);
     const { consumers } = await this.tick({ open: id });
     if (!(await this.publisher.publishBarrier(id))) {
       throw new Error('the barrier message was not confirmed');

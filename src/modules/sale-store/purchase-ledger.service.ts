@@ -79,7 +79,6 @@ export class PurchaseLedger {
   ): Promise<{ code: DeductCode; remaining: number }> {
     const shards = await this.counts.of(goodsId);
     const home = homeBucket(userId, shards);
-    const ask: PurchaseAsk = { userId, quantity, requestId, message };
     const homeKeys = bucketKeys(goodsId, shards, home);
     const result = await this.scripts.deduct(homeKeys, userId, quantity, requestId, message);
     if (result.code !== DeductCode.SoldOut) return result;
@@ -88,6 +87,7 @@ export class PurchaseLedger {
       return result;
     }
     if (result.remaining === 0) this.soldOut.markBucketEmpty(goodsId, home);
+    const ask: PurchaseAsk = { userId, quantity, requestId, message };
     return this.loans.borrow(goodsId, shards, home, result.remaining === 0, ask);
   }
 
