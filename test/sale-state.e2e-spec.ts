@@ -71,6 +71,26 @@ async function endOtherSales(stores: Stores, goodsId: number): Promise<void> {
 const buyer = (t: TestApp, goodsId: number, userId: number) =>
   t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
 
+/** Sells to each of `userIds` (orders written), then cancels the last one's order; returns it. */
+async function soldThenOneCancelled(
+  t: TestApp,
+  stores: Stores,
+  goodsId: number,
+  userIds: number[],
+) {
+  for (const userId of userIds) await buyer(t, goodsId, userId).expect(202);
+  const orders = await waitFor(async () => {
+    const rows = await stores.orders(goodsId);
+    return rows.length === userIds.length ? rows : null;
+  });
+  const cancelled = orders.find((order) => Number(order.user_id) === userIds.at(-1))!;
+  await t.http
+    .post(`/api/v1/orders/${cancelled.order_no}/cancel`)
+    .set('Authorization', bearer(userIds.at(-1)!))
+    .expect(200);
+  return cancelled;
+}
+
 /** The buyer's first answer that is not a 503: the sale is back in Redis (or sold in MySQL). */
 const answerOnceReopened = (t: TestApp, goodsId: number, userId: number) =>
   waitFor(
@@ -94,18 +114,7 @@ describe('Redis restarts empty in database mode: the fallback return and the res
   it('should keep the rebuilt buyers and cancelled orders in Redis when the return read the stale mark before the rebuild cleared it', async () => {
     const { t, stores, local } = app;
     const goodsId = await createSale(t.http, { stock: 10 });
-    for (const userId of [90_001, 90_002, 90_003]) {
-      await buyer(t, goodsId, userId).expect(202);
-    }
-    const orders = await waitFor(async () => {
-      const rows = await stores.orders(goodsId);
-      return rows.length === 3 ? rows : null;
-    });
-    const cancelled = orders.find((order) => Number(order.user_id) === 90_003)!;
-    await t.http
-      .post(`/api/v1/orders/${cancelled.order_no}/cancel`)
-      .set('Authorization', bearer(90_003))
-      .expect(200);
+    const cancelled = await soldThenOneCancelled(t, stores, goodsId, [90_001, 90_002, 90_003]);
 
     // The restart's rebuild goes through every open sale of the shared database (earlier files'
     // too) before this one: they are over.
@@ -395,5 +404,57 @@ describe('Redis restarting again while a rebuild loads a sale', () => {
     const again = await answerOnceReopened(t, goodsId, 95_001);
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('ALREADY_PURCHASED');
+  });
+});
+
+describe('Redis restarting empty while a preheat refreshes a sale it found loaded', () => {
+  // The restart's rebuild waits 3 s after its wipe for the purchases before it: the refresh
+  // lands in the empty Redis before the rebuild loads.
+  const app = useAppOnPrivateRedis({
+    RECONCILE_ENABLED: 'false',
+    PUBLISH_CONFIRM_TIMEOUT_MS: '3000',
+    // One buyer asks every 100 ms until the rebuilt Redis answers.
+    THROTTLE_PURCHASE_USER_LIMIT: '0',
+  });
+
+  it('should write nothing into the empty Redis, and leave the sale to the rebuild that brings its buyers and cancelled orders', async () => {
+    const { t, stores, local } = app;
+    const goodsId = await createSale(t.http, { stock: 10 });
+    const cancelled = await soldThenOneCancelled(t, stores, goodsId, [96_001, 96_002]);
+    await endOtherSales(stores, goodsId);
+
+    // An operator's preheat finds the sale loaded, and is about to refresh it.
+    const refreshing = holdAt(t.app, 'preheat-before-stock', { goodsId });
+    const preheat = t.http
+      .post(`/api/v1/admin/goods/${goodsId}/preheat`)
+      .set('Authorization', adminAuth())
+      .then((response) => response);
+    await waitFor(() => refreshing.reached, { what: 'the preheat to find the sale loaded' });
+
+    // Redis restarts empty (the preheat's lock goes with it); the restart's rebuild wipes the
+    // sale (a key planted here goes) and waits for the purchases before it.
+    const rebuild = holdAt(t.app, 'before-sale-lock', { goodsId, path: 'preheat' });
+    await app.redis.kill();
+    await app.redis.up();
+    await waitFor(() => rebuild.reached, { timeoutMs: 30_000, what: "the restart's rebuild" });
+    const keys = saleKeys(goodsId);
+    await local.redis.hset(keys.buyers, '1', '1');
+    rebuild.release();
+    await waitFor(async () => (await local.redis.exists(keys.buyers)) === 0, {
+      what: "the rebuild's wipe",
+    });
+    refreshing.release();
+
+    const refused = await preheat;
+    expect(`${refused.status} ${refused.body.code}`).toBe('503 UNAVAILABLE');
+    expect(await local.redis.exists(keys.stock)).toBe(0);
+    // The rebuild loads it with its history: the buyer from before is refused by Redis, and the
+    // cancelled order's stock is not given back again.
+    const again = await answerOnceReopened(t, goodsId, 96_001);
+    expect(`${again.status} ${again.body.code}`).toBe('409 ALREADY_PURCHASED');
+    expect(await local.redisBuyers(goodsId)).toEqual({ '96001': '1' });
+    expect(await local.redis.sismember(keys.restocked, cancelled.order_no)).toBe(1);
+    expect(Number(await local.redis.get(keys.stock))).toBe(9);
+    expect(await stores.orders(goodsId)).toHaveLength(2);
   });
 });

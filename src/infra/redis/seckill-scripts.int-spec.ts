@@ -808,7 +808,7 @@ describe('SeckillScripts (real Redis)', () => {
         perUserLimit: 3,
       });
 
-      expect(result).toEqual({ loaded: true, stock: 10 });
+      expect(result).toEqual({ loaded: true, lost: false, stock: 10 });
       expect(await redis.get(sale.keys.stock)).toBe('10');
       expect(await redis.hgetall(sale.keys.meta)).toEqual({
         total: '12',
@@ -832,7 +832,7 @@ describe('SeckillScripts (real Redis)', () => {
         perUserLimit: 1,
       });
 
-      expect(result).toEqual({ loaded: false, stock: 8 });
+      expect(result).toEqual({ loaded: false, lost: false, stock: 8 });
       expect(await redis.get(sale.keys.stock)).toBe('8');
       expect(await redis.hgetall(sale.keys.meta)).toEqual({
         total: '50',
@@ -840,6 +840,46 @@ describe('SeckillScripts (real Redis)', () => {
         endAt: String(endAt.getTime()),
         limit: '1',
       });
+    });
+
+    it('should refresh the meta of a sale Redis holds, and keep its stock', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      expect((await buy(sale, 511, 1)).code).toBe(DeductCode.Accepted);
+      const endAt = new Date(Date.now() + 3 * HOUR);
+
+      const result = await scripts.preheat(
+        sale.keys,
+        { totalStock: 10, stock: 10, startAt: new Date(Date.now() - HOUR), endAt, perUserLimit: 5 },
+        undefined,
+        { refresh: true },
+      );
+
+      expect(result).toEqual({ loaded: false, lost: false, stock: 9 });
+      expect(await redis.hget(sale.keys.meta, 'endAt')).toBe(String(endAt.getTime()));
+    });
+
+    it('should write nothing on a refresh of a sale Redis has lost, so it stays NOT_PREHEATED', async () => {
+      const sale = await openSale({ stock: 10, limit: 5 });
+      expect((await buy(sale, 512, 1)).code).toBe(DeductCode.Accepted);
+      // Redis restarted empty between the caller's look and its refresh.
+      await redis.del(sale.keys.stock, sale.keys.meta, sale.keys.buyers, sale.keys.inflight);
+
+      const result = await scripts.preheat(
+        sale.keys,
+        {
+          totalStock: 10,
+          stock: 10,
+          startAt: new Date(Date.now() - HOUR),
+          endAt: new Date(Date.now() + HOUR),
+          perUserLimit: 5,
+        },
+        undefined,
+        { refresh: true },
+      );
+
+      expect(result).toEqual({ loaded: false, lost: true, stock: 0 });
+      expect(await redis.exists(sale.keys.stock, sale.keys.meta)).toBe(0);
+      expect((await buy(sale, 513, 1)).code).toBe(DeductCode.NotPreheated);
     });
   });
 

@@ -329,7 +329,9 @@ export class SeckillScripts {
    * Loads one bucket in one MULTI: its buyers and restocked order numbers (a rebuild's history,
    * none for a first preheat), then lua/seckill-preheat.lua. A Redis that restarts during a load
    * gets the whole bucket or none of it: never a stock without the buyers written into the
-   * server before it (which a purchase would take for a sale loaded with none).
+   * server before it (which a purchase would take for a sale loaded with none). A `refresh`
+   * (the caller found the sale loaded, so brings no history) writes nothing to a bucket Redis
+   * has lost since (`lost`).
    */
   async preheat(
     keys: SaleKeys,
@@ -338,7 +340,8 @@ export class SeckillScripts {
       buyers: [],
       restocked: [],
     },
-  ): Promise<{ loaded: boolean; stock: number }> {
+    { refresh = false } = {},
+  ): Promise<{ loaded: boolean; lost: boolean; stock: number }> {
     const load = this.lua.multi();
     for (let i = 0; i < history.buyers.length; i += LOAD_CHUNK) {
       const chunk = history.buyers.slice(i, i + LOAD_CHUNK);
@@ -358,6 +361,7 @@ export class SeckillScripts {
       sale.startAt.getTime(),
       sale.endAt.getTime(),
       sale.perUserLimit,
+      refresh ? 1 : 0,
     );
     const replies = (await load.exec()) ?? [];
     const failed = replies.find(([error]) => error !== null);
@@ -365,7 +369,7 @@ export class SeckillScripts {
       throw failed?.[0] ?? new Error('the sale load was discarded (Redis lost the transaction)');
     }
     const [loaded, stock] = replies.at(-1)![1] as [number, number];
-    return { loaded: loaded === 1, stock };
+    return { loaded: loaded === 1, lost: loaded === -1, stock };
   }
 
   /** The clock (epoch ms) of the server holding `key`: on a cluster, the master of its slot. */

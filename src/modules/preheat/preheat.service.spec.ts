@@ -49,7 +49,7 @@ function setup({ unsold = false } = {}) {
     forget: vi.fn(async () => undefined),
     preheat: vi.fn(async () => {
       state.preheated = true;
-      return { loaded: true, stock: unsold ? 10 : 7 };
+      return { loaded: true, lost: false, stock: unsold ? 10 : 7 };
     }),
   };
   let barriers = 0;
@@ -139,6 +139,20 @@ describe('PreheatService: the rebuild of a sale that has sold', () => {
       buyers: [],
       cancelledOrderNos: [],
     });
+  });
+
+  it('should answer UNAVAILABLE, loading nothing, when the sale it found loaded left Redis before its refresh', async () => {
+    const { state, orders, stock, preheat } = setup();
+    state.preheated = true;
+    stock.preheat.mockResolvedValueOnce({ loaded: false, lost: true, stock: 0 });
+    await expect(preheat.preheat(1)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    // Its next preheat finds it gone and rebuilds it with its history, after a wipe and a barrier.
+    state.preheated = false;
+    await expect(preheat.preheat(1)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(stock.forget).toHaveBeenCalledTimes(1);
+    later(CONFIRM_MS);
+    await expect(preheat.preheat(1)).resolves.toMatchObject({ loaded: true, stock: 7 });
+    expect(orders.history).toHaveBeenCalledTimes(1);
   });
 });
 

@@ -158,6 +158,13 @@ export class PreheatService {
       },
       history ?? { buyers: [], cancelledOrderNos: [] },
     );
+    if (result.lost) {
+      // Redis lost the sale after this load found it there: it reopens once rebuilt.
+      this.logger.warn(`preheat found the sale gone from redis: goods=${goods.id}`);
+      throw new UnavailableError(
+        `Goods ${goods.id} left Redis while it was preheated; it reopens once rebuilt from MySQL`,
+      );
+    }
     if (result.loaded) this.logger.log(`preheated: goods=${goods.id} stock=${result.stock}`);
     return { goodsId: goods.id, stock: result.stock, loaded: result.loaded };
   }

@@ -35,19 +35,24 @@ export class SaleLoader {
    * lost the sale), their buyers and the cancelled orders' numbers are written before the stock
    * key makes the sale purchasable again, so no buyer buys twice and no cancellation is
    * restocked twice.
+   *
+   * A sale found loaded is only refreshed (its window and limit), its history not written: if
+   * Redis loses it before the refresh reaches the server (a restart while this load waits), the
+   * refresh writes nothing and answers `lost`, and the sale waits for a rebuild with its history.
    */
   async preheat(
     goodsId: number,
     sale: SaleSnapshot & { stockShards: number },
     history: { buyers: { userId: number; quantity: number }[]; cancelledOrderNos: string[] },
-  ): Promise<{ loaded: boolean; stock: number }> {
+  ): Promise<{ loaded: boolean; lost: boolean; stock: number }> {
     this.counts.remember(goodsId, sale.stockShards);
     const buckets = allBucketKeys(goodsId, sale.stockShards);
     // Where another instance looks the count up (the buckets have their own tags).
     if (buckets.length > 1) await this.redis.hset(saleKeys(goodsId).meta, 'shards', buckets.length);
     const shares = splitEvenly(sale.stock, buckets.length);
     const hasHistory = history.buyers.length > 0 || history.cancelledOrderNos.length > 0;
-    const loadHistory = hasHistory && !(await this.isPreheated(goodsId));
+    const refresh = await this.isPreheated(goodsId);
+    const loadHistory = hasHistory && !refresh;
     const byHome = buckets.map(() => [] as { userId: number; quantity: number }[]);
     if (loadHistory) {
       for (const buyer of history.buyers)
@@ -55,6 +60,7 @@ export class SaleLoader {
     }
     await this.faults.pausePoint('preheat-before-stock', { goodsId });
     let loaded = false;
+    let lost = false;
     let stock = 0;
     for (const [bucket, keys] of buckets.entries()) {
       // Every bucket: a cancelled order is restocked at its buyer's home, whichever that is.
@@ -65,14 +71,17 @@ export class SaleLoader {
           buyers: byHome[bucket],
           restocked: loadHistory ? history.cancelledOrderNos : [],
         },
+        { refresh },
       );
       loaded ||= result.loaded;
+      lost ||= result.lost;
       stock += result.stock;
     }
+    if (lost) return { loaded: false, lost, stock: 0 };
     await this.redis.sadd(SALES_INDEX_KEY, String(goodsId));
     // The preheat job runs on every open sale each interval; only a load puts stock in.
     if (loaded) await this.soldOut.stockBack(goodsId);
-    return { loaded, stock };
+    return { loaded, lost, stock };
   }
 
   /**
