@@ -9,7 +9,8 @@ import { Redis } from 'ioredis';
 import { LuaScripts } from '../src/infra/redis/lua-scripts.js';
 import { RedisLocks } from '../src/infra/redis/redis-locks.js';
 import { saleKeys, throttleKeys } from '../src/infra/redis/seckill-keys.js';
-import { SeckillScripts } from '../src/infra/redis/seckill-scripts.js';
+import { LedgerScripts } from '../src/modules/sale-store/ledger-scripts.js';
+import { LoadScripts } from '../src/modules/sale-store/load-scripts.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { ThrottleScripts } from '../src/modules/rate-limit/throttle-scripts.js';
 import { onCleanup } from '../scripts/lib/cleanup.js';
@@ -51,7 +52,7 @@ const HOUR_MS = 3_600_000;
 
 interface Client {
   redis: Redis;
-  scripts: SeckillScripts;
+  scripts: { ledger: LedgerScripts; load: LoadScripts };
   throttle: ThrottleScripts;
   locks: RedisLocks;
 }
@@ -90,7 +91,7 @@ async function run(options: Options): Promise<boolean> {
     const redis = new Redis(server.url, { enableAutoPipelining: true });
     const lua = new LuaScripts(redis);
     lua.onModuleInit();
-    const scripts = new SeckillScripts(lua);
+    const scripts = { ledger: new LedgerScripts(lua), load: new LoadScripts(lua) };
     return {
       redis,
       scripts,
@@ -103,7 +104,7 @@ async function run(options: Options): Promise<boolean> {
   });
 
   const preheat = async (goodsId: number, stock: number) => {
-    await clients[0].scripts.preheat(saleKeys(goodsId), {
+    await clients[0].scripts.load.preheat(saleKeys(goodsId), {
       totalStock: stock,
       stock,
       startAt: new Date(Date.now() - HOUR_MS),
@@ -121,7 +122,13 @@ async function run(options: Options): Promise<boolean> {
       quantity: 1,
       acceptedAt: Date.now(),
     });
-    const { code } = await client.scripts.deduct(saleKeys(goodsId), userId, 1, requestId, message);
+    const { code } = await client.scripts.ledger.deduct(
+      saleKeys(goodsId),
+      userId,
+      1,
+      requestId,
+      message,
+    );
     return { code, requestId };
   };
   console.log(

@@ -17,7 +17,8 @@ import { LuaScripts } from '../src/infra/redis/lua-scripts.js';
 import { keySlot } from '../src/infra/redis/redis-client.js';
 import { RedisLocks } from '../src/infra/redis/redis-locks.js';
 import { allBucketKeys, bucketKeys } from '../src/infra/redis/seckill-keys.js';
-import { DeductCode, SeckillScripts } from '../src/infra/redis/seckill-scripts.js';
+import { DeductCode, LedgerScripts } from '../src/modules/sale-store/ledger-scripts.js';
+import { LoadScripts } from '../src/modules/sale-store/load-scripts.js';
 import { homeBucket } from '../src/infra/redis/stock-buckets.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { splitEvenly } from '../src/modules/sale-store/bucket-counts.service.js';
@@ -114,7 +115,7 @@ async function startCluster(): Promise<RedisServer[]> {
 
 interface Client {
   redis: Cluster;
-  scripts: SeckillScripts;
+  scripts: { ledger: LedgerScripts; load: LoadScripts };
   locks: RedisLocks;
 }
 
@@ -177,7 +178,7 @@ async function run(options: Options): Promise<boolean> {
     const redis = new Cluster(nodes, { enableAutoPipelining: true });
     const lua = new LuaScripts(redis);
     lua.onModuleInit();
-    const scripts = new SeckillScripts(lua);
+    const scripts = { ledger: new LedgerScripts(lua), load: new LoadScripts(lua) };
     return { redis, scripts, locks: new RedisLocks(redis, lua) };
   });
   onCleanup(async () => {
@@ -189,7 +190,7 @@ async function run(options: Options): Promise<boolean> {
   const preheat = async (goodsId: number, shards: number) => {
     const shares = splitEvenly(STOCK, shards);
     for (const [bucket, keys] of allBucketKeys(goodsId, shards).entries()) {
-      await clients[0].scripts.preheat(keys, {
+      await clients[0].scripts.load.preheat(keys, {
         totalStock: STOCK,
         stock: shares[bucket],
         startAt: new Date(Date.now() - HOUR_MS),
@@ -211,7 +212,7 @@ async function run(options: Options): Promise<boolean> {
       acceptedAt: Date.now(),
     });
     const lock = await client.locks.tryLockPurchase(home, userId, 5_000);
-    const { code } = await client.scripts.deduct(home, userId, 1, requestId, message);
+    const { code } = await client.scripts.ledger.deduct(home, userId, 1, requestId, message);
     if (code !== DeductCode.Accepted) throw new ScriptError(`deduct refused: code ${code}`);
     await lock?.release(requestId);
   };

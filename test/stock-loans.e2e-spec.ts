@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { bucketKeys } from '../src/infra/redis/seckill-keys.js';
-import { DeductCode, LoanCode, SeckillScripts } from '../src/infra/redis/seckill-scripts.js';
+import { DeductCode, LedgerScripts } from '../src/modules/sale-store/ledger-scripts.js';
+import { LoanCode, LoanScripts } from '../src/modules/sale-store/loan-scripts.js';
 import { bucketOrder, homeBucket } from '../src/infra/redis/stock-buckets.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.js';
@@ -39,10 +40,10 @@ describe('a loan between stock buckets, on one Redis', () => {
 
     // The borrow and the record ran, then the instance died: the loan's drop and the publish
     // never happened.
-    const scripts = t.app.get(SeckillScripts);
+    const [ledger, loans] = [t.app.get(LedgerScripts), t.app.get(LoanScripts)];
     const order = newPurchase(goodsId, userId);
-    expect((await scripts.loan(lender, order.requestId, 1, userId, home)).code).toBe(LoanCode.Lent);
-    const recorded = await scripts.deduct(
+    expect((await loans.loan(lender, order.requestId, 1, userId, home)).code).toBe(LoanCode.Lent);
+    const recorded = await ledger.deduct(
       homeKeys,
       userId,
       1,

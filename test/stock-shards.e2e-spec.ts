@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allBucketKeys, bucketKeys } from '../src/infra/redis/seckill-keys.js';
-import { DeductCode, LoanCode, SeckillScripts } from '../src/infra/redis/seckill-scripts.js';
+import { DeductCode, LedgerScripts } from '../src/modules/sale-store/ledger-scripts.js';
+import { LoanCode, LoanScripts } from '../src/modules/sale-store/loan-scripts.js';
 import { bucketOrder, homeBucket } from '../src/infra/redis/stock-buckets.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.js';
@@ -178,7 +179,7 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
 
   it('should give back, exactly once, a loan whose purchase was never recorded, and then refuse its late record', async () => {
     const goodsId = await createSale(t.http, { stock: 8, stockShards: 4 });
-    const scripts = t.app.get(SeckillScripts);
+    const [ledger, loans] = [t.app.get(LedgerScripts), t.app.get(LoanScripts)];
     const userId = 82_001;
     const home = homeBucket(userId, 4);
     const lenderBucket = bucketOrder(userId, 4)[0];
@@ -186,7 +187,7 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
     const requestId = randomUUID();
 
     // The loan step of a purchase whose instance then died: stock taken, nothing recorded.
-    expect((await scripts.loan(lender, requestId, 1, userId, home)).code).toBe(LoanCode.Lent);
+    expect((await loans.loan(lender, requestId, 1, userId, home)).code).toBe(LoanCode.Lent);
     expect((await bucketStocks(stores.redis, goodsId, 4))[lenderBucket]).toBe(1);
     // Taken stock on its way: reconcile counts it in flight.
     const during = await consistentReconcile(t.http, goodsId);
@@ -209,7 +210,7 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
       quantity: 1,
       acceptedAt: Date.now(),
     };
-    const late = await scripts.deduct(
+    const late = await ledger.deduct(
       bucketKeys(goodsId, 4, home),
       userId,
       1,

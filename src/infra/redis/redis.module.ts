@@ -9,7 +9,6 @@ import { RedisHealth } from './redis-health.js';
 import { RedisLocks } from './redis-locks.js';
 import { RedisSubscriber } from './redis-subscriber.js';
 import { RedisWatchdog } from './redis-watchdog.js';
-import { SeckillScripts } from './seckill-scripts.js';
 
 /** Options of every connection to a Redis server, the one server or each cluster node. */
 const CONNECTION_OPTIONS = {
@@ -52,14 +51,7 @@ function createClient(config: AppConfig): RedisClient {
 }
 
 /** What the module provides on top of the client, every one exported. */
-const SERVICES = [
-  LuaScripts,
-  SeckillScripts,
-  RedisWatchdog,
-  RedisLocks,
-  RedisSubscriber,
-  RedisHealth,
-];
+const SERVICES = [LuaScripts, RedisWatchdog, RedisLocks, RedisSubscriber, RedisHealth];
 
 @Global()
 @Module({

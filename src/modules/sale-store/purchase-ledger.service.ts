@@ -3,12 +3,12 @@ import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import {
   DeductCode,
+  LedgerScripts,
   ReleaseCode,
   RestockCode,
-  SeckillScripts,
   type CompletedOrder,
   type ReleaseForce,
-} from '../../infra/redis/seckill-scripts.js';
+} from './ledger-scripts.js';
 import { bucketKeys } from '../../infra/redis/seckill-keys.js';
 import { homeBucket } from '../../infra/redis/stock-buckets.js';
 import { BucketCounts } from './bucket-counts.service.js';
@@ -49,7 +49,7 @@ export class PurchaseLedger {
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    private readonly scripts: SeckillScripts,
+    private readonly scripts: LedgerScripts,
     private readonly counts: BucketCounts,
     private readonly soldOut: SoldOutMemo,
     private readonly loans: StockLoans,

@@ -2,10 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { scanKeys, type RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { allBucketKeys, SALES_INDEX_KEY, saleKeys } from '../../infra/redis/seckill-keys.js';
-import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
 import { homeBucket } from '../../infra/redis/stock-buckets.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import { BucketCounts, splitEvenly } from './bucket-counts.service.js';
+import { LoadScripts } from './load-scripts.js';
 import { SoldOutMemo } from './sold-out-memo.js';
 
 export interface SaleSnapshot {
@@ -24,7 +24,7 @@ export interface SaleSnapshot {
 export class SaleLoader {
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    private readonly scripts: SeckillScripts,
+    private readonly scripts: LoadScripts,
     private readonly counts: BucketCounts,
     private readonly soldOut: SoldOutMemo,
     private readonly faults: FaultInjector,

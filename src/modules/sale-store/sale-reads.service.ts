@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
-import { SeckillScripts } from '../../infra/redis/seckill-scripts.js';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { BucketCounts } from './bucket-counts.service.js';
 
 /** What the sale's Redis side says without changing it: its clock, its end, its stock left. */
@@ -10,7 +10,7 @@ import { BucketCounts } from './bucket-counts.service.js';
 export class SaleReads {
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    private readonly scripts: SeckillScripts,
+    private readonly lua: LuaScripts,
     private readonly counts: BucketCounts,
   ) {}
 
@@ -23,14 +23,14 @@ export class SaleReads {
   async serverTimeMs(goodsId: number): Promise<number> {
     let earliest = Infinity;
     for (const keys of await this.counts.buckets(goodsId)) {
-      earliest = Math.min(earliest, await this.scripts.serverTimeMs(keys.stock));
+      earliest = Math.min(earliest, await this.lua.serverTimeMs(keys.stock));
     }
     return earliest;
   }
 
   /** The clock the scripts stamp one bucket's records with (its outbox, its loans). */
   bucketServerTimeMs(keys: SaleKeys): Promise<number> {
-    return this.scripts.serverTimeMs(keys.stock);
+    return this.lua.serverTimeMs(keys.stock);
   }
 
   /** The sale's end as Redis holds it (epoch ms), or null when it is not preheated. */

@@ -4,11 +4,7 @@ import { UnavailableError } from '../../common/errors/domain-error.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
-import {
-  SeckillScripts,
-  type ActiveOrderRef,
-  type RedisSaleSnapshot,
-} from '../../infra/redis/seckill-scripts.js';
+import { RepairScripts, type ActiveOrderRef, type RedisSaleSnapshot } from './repair-scripts.js';
 import { homeBucket } from '../../infra/redis/stock-buckets.js';
 import { BucketCounts, splitEvenly } from './bucket-counts.service.js';
 import { PurchaseLedger } from './purchase-ledger.service.js';
@@ -43,7 +39,7 @@ export class SaleRepair {
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    private readonly scripts: SeckillScripts,
+    private readonly scripts: RepairScripts,
     private readonly counts: BucketCounts,
     private readonly loans: StockLoans,
     private readonly soldOut: SoldOutMemo,

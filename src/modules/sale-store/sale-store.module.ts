@@ -2,6 +2,10 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { BucketCounts } from './bucket-counts.service.js';
+import { LedgerScripts } from './ledger-scripts.js';
+import { LoadScripts } from './load-scripts.js';
+import { LoanScripts } from './loan-scripts.js';
+import { RepairScripts } from './repair-scripts.js';
 import { OutboxReader } from './outbox-reader.service.js';
 import { PurchaseLedger } from './purchase-ledger.service.js';
 import { RestartMarkers } from './restart-markers.service.js';
@@ -33,10 +37,13 @@ const SERVICES = [
   SaleStateLock,
 ];
 
+/** The typed wrappers of the sale's scripts (lua/seckill-*.lua), one per service above. */
+const SCRIPTS = [LedgerScripts, LoanScripts, LoadScripts, RepairScripts];
+
 @Module({
   // The goods' bucket count (stock_shards) is read from its row, once per goods.
   imports: [MetricsModule, TypeOrmModule.forFeature([GoodsEntity])],
-  providers: SERVICES,
+  providers: [...SERVICES, ...SCRIPTS],
   exports: SERVICES,
 })
 export class SaleStoreModule {}

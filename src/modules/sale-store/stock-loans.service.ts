@@ -2,12 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { bucketKeys, type SaleKeys } from '../../infra/redis/seckill-keys.js';
-import {
-  DeductCode,
-  LoanCode,
-  ReleaseCode,
-  SeckillScripts,
-} from '../../infra/redis/seckill-scripts.js';
+import { DeductCode, LedgerScripts, ReleaseCode } from './ledger-scripts.js';
+import { LoanCode, LoanScripts } from './loan-scripts.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { BucketCounts } from './bucket-counts.service.js';
 import { SoldOutMemo } from './sold-out-memo.js';
@@ -32,7 +28,8 @@ export class StockLoans {
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    private readonly scripts: SeckillScripts,
+    private readonly ledger: LedgerScripts,
+    private readonly loanScripts: LoanScripts,
     private readonly counts: BucketCounts,
     private readonly soldOut: SoldOutMemo,
     private readonly metrics: MetricsService,
@@ -58,7 +55,13 @@ export class StockLoans {
     let missing = false;
     for (const bucket of order) {
       const lender = bucketKeys(goodsId, shards, bucket);
-      const loan = await this.scripts.loan(lender, ask.requestId, ask.quantity, ask.userId, home);
+      const loan = await this.loanScripts.loan(
+        lender,
+        ask.requestId,
+        ask.quantity,
+        ask.userId,
+        home,
+      );
       // A repair counts the goods: not SOLD_OUT (a final answer), only "not now".
       if (loan.code === LoanCode.Frozen) return { code: DeductCode.Frozen, remaining: 0 };
       if (loan.code === LoanCode.NotPreheated) missing = true;
@@ -87,7 +90,7 @@ export class StockLoans {
   ): Promise<{ code: DeductCode; remaining: number }> {
     let recorded: { code: DeductCode; remaining: number };
     try {
-      recorded = await this.scripts.deduct(homeKeys, userId, quantity, requestId, message, bucket);
+      recorded = await this.ledger.deduct(homeKeys, userId, quantity, requestId, message, bucket);
     } catch (error) {
       await this.voidUnrecorded(goodsId, homeKeys, lender, requestId, userId).catch(
         () => undefined,
@@ -96,12 +99,12 @@ export class StockLoans {
     }
     if (recorded.code === DeductCode.Accepted || recorded.code === DeductCode.Replayed) {
       // Off the answer's path: an open loan of a recorded purchase only waits for the sweeper.
-      void this.scripts.settleLoan(lender, requestId, false).catch(() => undefined);
+      void this.loanScripts.settleLoan(lender, requestId, false).catch(() => undefined);
       return recorded;
     }
     // Refused at home (the window closed, the request was voided, a repair froze the bucket):
     // the stock goes back now.
-    if ((await this.scripts.settleLoan(lender, requestId, true)) > 0) {
+    if ((await this.loanScripts.settleLoan(lender, requestId, true)) > 0) {
       this.metrics.stockLoans.inc({ event: 'returned' });
       await this.soldOut.stockBack(goodsId);
     }
@@ -121,19 +124,12 @@ export class StockLoans {
     requestId: string,
     userId: number,
   ): Promise<boolean> {
-    const code = await this.scripts.release(
-      homeKeys,
-      requestId,
-      false,
-      'UNAVAILABLE',
-      userId,
-      true,
-    );
+    const code = await this.ledger.release(homeKeys, requestId, false, 'UNAVAILABLE', userId, true);
     // Recorded at home (the home bucket's record of it on a loan outlives whatever became of the
     // purchase: an order, a cancel, a release there), claimed or completed: the loan is only
     // dropped. Only a request never recorded gives the loan back.
     const recorded = code !== ReleaseCode.NotInFlight;
-    const closed = await this.scripts.settleLoan(lender, requestId, !recorded);
+    const closed = await this.loanScripts.settleLoan(lender, requestId, !recorded);
     if (closed > 0 && !recorded) {
       this.metrics.stockLoans.inc({ event: 'returned' });
       await this.soldOut.stockBack(goodsId);
@@ -156,7 +152,7 @@ export class StockLoans {
       const loans = await this.redis.hgetall(lender.loans);
       const entries = Object.entries(loans);
       if (entries.length === 0) continue;
-      const now = at ?? (await this.scripts.serverTimeMs(lender.stock));
+      const now = at ?? (await this.loanScripts.serverTimeMs(lender));
       for (const [requestId, raw] of entries) {
         const loan = JSON.parse(raw) as {
           quantity: number;

@@ -3,18 +3,14 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { encodeOrderMessage } from '../../modules/messaging/order-message.js';
-import { ThrottleScripts } from '../../modules/rate-limit/throttle-scripts.js';
-import { LuaScripts } from './lua-scripts.js';
-import { saleKeys, throttleKeys, type SaleKeys } from './seckill-keys.js';
-import {
-  DeductCode,
-  LoanCode,
-  ReleaseCode,
-  RestockCode,
-  SeckillScripts,
-  type ActiveOrderRef,
-} from './seckill-scripts.js';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
+import { saleKeys, throttleKeys, type SaleKeys } from '../../infra/redis/seckill-keys.js';
+import { encodeOrderMessage } from '../messaging/order-message.js';
+import { ThrottleScripts } from '../rate-limit/throttle-scripts.js';
+import { DeductCode, LedgerScripts, ReleaseCode, RestockCode } from './ledger-scripts.js';
+import { LoadScripts } from './load-scripts.js';
+import { LoanCode, LoanScripts } from './loan-scripts.js';
+import { RepairScripts, type ActiveOrderRef } from './repair-scripts.js';
 
 const HOUR = 60 * 60 * 1000;
 const MINUTE = 60 * 1000;
@@ -33,9 +29,12 @@ interface Purchase {
   remaining: number;
 }
 
-describe('SeckillScripts (real Redis)', () => {
+describe("the sale's scripts (real Redis)", () => {
   let redis: Redis;
-  let scripts: SeckillScripts;
+  let ledger: LedgerScripts;
+  let loans: LoanScripts;
+  let load: LoadScripts;
+  let repair: RepairScripts;
   // Goods ids far from anything the e2e tests create, unique per test of this run.
   let nextGoodsId = 900_000_000 + Math.floor(Math.random() * 90_000) * 1_000;
   let sales: Sale[] = [];
@@ -44,7 +43,10 @@ describe('SeckillScripts (real Redis)', () => {
     redis = new Redis(process.env.REDIS_URL!);
     const lua = new LuaScripts(redis);
     lua.onModuleInit();
-    scripts = new SeckillScripts(lua);
+    ledger = new LedgerScripts(lua);
+    loans = new LoanScripts(lua);
+    load = new LoadScripts(lua);
+    repair = new RepairScripts(lua);
   });
 
   afterEach(async () => {
@@ -73,7 +75,7 @@ describe('SeckillScripts (real Redis)', () => {
   ): Promise<Sale> {
     const sale = newSale();
     const stock = options.stock ?? 10;
-    await scripts.preheat(sale.keys, {
+    await load.preheat(sale.keys, {
       totalStock: stock,
       stock,
       startAt: options.startAt ?? new Date(Date.now() - HOUR),
@@ -98,7 +100,7 @@ describe('SeckillScripts (real Redis)', () => {
       quantity,
       acceptedAt: Date.now(),
     });
-    const result = await scripts.deduct(
+    const result = await ledger.deduct(
       sale.keys,
       userId,
       quantity,
@@ -291,9 +293,9 @@ describe('SeckillScripts (real Redis)', () => {
     it('should give back the stock and buyer slot, void the request and report FAILED with the reason', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 201, 2);
-      await scripts.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE);
+      await ledger.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE);
 
-      expect(await scripts.release(sale.keys, purchase.requestId, CONSUMER, 'UNAVAILABLE')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, CONSUMER, 'UNAVAILABLE')).toBe(
         ReleaseCode.Released,
       );
 
@@ -314,7 +316,7 @@ describe('SeckillScripts (real Redis)', () => {
       const sale = await openSale({ stock: 10 });
       const userId = Number.MAX_SAFE_INTEGER;
       const purchase = await buy(sale, userId);
-      expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
         ReleaseCode.Released,
       );
       expect(await redis.hgetall(sale.keys.buyers)).toEqual({});
@@ -326,7 +328,7 @@ describe('SeckillScripts (real Redis)', () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 202);
 
-      expect(await scripts.release(sale.keys, purchase.requestId, false, 'SOLD_OUT')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, false, 'SOLD_OUT')).toBe(
         ReleaseCode.Released,
       );
       expect(await stockOf(sale)).toBe(10);
@@ -343,7 +345,7 @@ describe('SeckillScripts (real Redis)', () => {
       const newer = JSON.stringify({ status: 'QUEUED', requestId: randomUUID() });
       await redis.hset(sale.keys.results, '203', newer);
 
-      expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
         ReleaseCode.Released,
       );
       expect(await stockOf(sale)).toBe(10);
@@ -353,15 +355,15 @@ describe('SeckillScripts (real Redis)', () => {
     it('should answer NOT_IN_FLIGHT to a second release and give nothing back twice', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 204, 2);
-      expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
         ReleaseCode.Released,
       );
       const before = await snapshot(sale);
 
-      expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
         ReleaseCode.NotInFlight,
       );
-      expect(await scripts.release(sale.keys, purchase.requestId, CONSUMER, 'UNAVAILABLE')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, CONSUMER, 'UNAVAILABLE')).toBe(
         ReleaseCode.NotInFlight,
       );
       expect(await snapshot(sale)).toEqual(before);
@@ -373,7 +375,7 @@ describe('SeckillScripts (real Redis)', () => {
       const requestId = randomUUID();
       const before = await snapshot(sale);
 
-      expect(await scripts.release(sale.keys, requestId, false, 'UNAVAILABLE')).toBe(
+      expect(await ledger.release(sale.keys, requestId, false, 'UNAVAILABLE')).toBe(
         ReleaseCode.NotInFlight,
       );
       const after = await snapshot(sale);
@@ -389,13 +391,13 @@ describe('SeckillScripts (real Redis)', () => {
     it('should answer COMPLETED for a request that is an order already', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 210);
-      await scripts.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE);
-      await scripts.complete(sale.keys, [
+      await ledger.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE);
+      await ledger.complete(sale.keys, [
         { requestId: purchase.requestId, userId: 210, orderNo: 'SK0000000210', quantity: 1 },
       ]);
       const before = await snapshot(sale);
 
-      expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE', 210)).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE', 210)).toBe(
         ReleaseCode.Completed,
       );
       expect(await snapshot(sale)).toEqual(before);
@@ -404,18 +406,16 @@ describe('SeckillScripts (real Redis)', () => {
     it('should refuse to release a claimed request without force, and release it with force', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 205, 3);
-      expect(await scripts.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE)).toEqual([
-        true,
-      ]);
+      expect(await ledger.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE)).toEqual([true]);
       const before = await snapshot(sale);
 
-      expect(await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
         ReleaseCode.Claimed,
       );
       expect(await snapshot(sale)).toEqual(before);
       expect(await stockOf(sale)).toBe(7);
 
-      expect(await scripts.release(sale.keys, purchase.requestId, CONSUMER, 'SOLD_OUT')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, CONSUMER, 'SOLD_OUT')).toBe(
         ReleaseCode.Released,
       );
       expect(await stockOf(sale)).toBe(10);
@@ -427,15 +427,15 @@ describe('SeckillScripts (real Redis)', () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 206, 2);
       // Two copies of the request: the sweeper's republish and the original.
-      await scripts.claim(sale.keys, [purchase.requestId], 'consumer-b', MINUTE);
-      await scripts.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE);
+      await ledger.claim(sale.keys, [purchase.requestId], 'consumer-b', MINUTE);
+      await ledger.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE);
 
       // The caller's copy is given up (exhausted, or refused by MySQL); consumer-b writes its own.
-      expect(await scripts.release(sale.keys, purchase.requestId, CONSUMER, 'UNDELIVERABLE')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, CONSUMER, 'UNDELIVERABLE')).toBe(
         ReleaseCode.Claimed,
       );
       // A consumer that claimed nothing (an exhausted copy) is refused the same way.
-      expect(await scripts.release(sale.keys, purchase.requestId, 'consumer-c', 'X')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, 'consumer-c', 'X')).toBe(
         ReleaseCode.Claimed,
       );
       expect(await stockOf(sale)).toBe(8);
@@ -450,7 +450,7 @@ describe('SeckillScripts (real Redis)', () => {
       expect(Object.keys(claim)).toEqual(['consumer-b']);
 
       // The holder itself may give it up: no other claim holds it now.
-      expect(await scripts.release(sale.keys, purchase.requestId, 'consumer-b', 'SOLD_OUT')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, 'consumer-b', 'SOLD_OUT')).toBe(
         ReleaseCode.Released,
       );
       expect(await stockOf(sale)).toBe(10);
@@ -459,9 +459,9 @@ describe('SeckillScripts (real Redis)', () => {
     it('should let a forced release take over a claim whose lease lapsed (its holder is gone)', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 207);
-      await scripts.claim(sale.keys, [purchase.requestId], 'consumer-b', 0);
+      await ledger.claim(sale.keys, [purchase.requestId], 'consumer-b', 0);
 
-      expect(await scripts.release(sale.keys, purchase.requestId, CONSUMER, 'UNDELIVERABLE')).toBe(
+      expect(await ledger.release(sale.keys, purchase.requestId, CONSUMER, 'UNDELIVERABLE')).toBe(
         ReleaseCode.Released,
       );
       expect(await stockOf(sale)).toBe(10);
@@ -480,7 +480,7 @@ describe('SeckillScripts (real Redis)', () => {
       const second = await buy(sale, 302);
 
       expect(
-        await scripts.claim(sale.keys, [first.requestId, second.requestId], CONSUMER, MINUTE),
+        await ledger.claim(sale.keys, [first.requestId, second.requestId], CONSUMER, MINUTE),
       ).toEqual([true, true]);
       const claims = await redis.hgetall(sale.keys.claims);
       expect(Object.keys(claims).sort()).toEqual([first.requestId, second.requestId].sort());
@@ -497,13 +497,13 @@ describe('SeckillScripts (real Redis)', () => {
           string,
           number
         >;
-      await scripts.claim(sale.keys, [purchase.requestId], 'gone', 0);
-      await scripts.claim(sale.keys, [purchase.requestId], 'consumer-b', MINUTE);
+      await ledger.claim(sale.keys, [purchase.requestId], 'gone', 0);
+      await ledger.claim(sale.keys, [purchase.requestId], 'consumer-b', MINUTE);
       const first = await leases();
       expect(Object.keys(first)).toEqual(['consumer-b']);
 
       const before = await redisNowMs();
-      expect(await scripts.claim(sale.keys, [purchase.requestId], CONSUMER, HOUR)).toEqual([true]);
+      expect(await ledger.claim(sale.keys, [purchase.requestId], CONSUMER, HOUR)).toEqual([true]);
       const renewed = await leases();
       expect(renewed['consumer-b']).toBe(first['consumer-b']);
       expect(renewed[CONSUMER]).toBeGreaterThanOrEqual(before + HOUR);
@@ -512,9 +512,9 @@ describe('SeckillScripts (real Redis)', () => {
     it('should refuse a voided request without claiming it', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 303);
-      await scripts.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE');
+      await ledger.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE');
 
-      expect(await scripts.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE)).toEqual([
+      expect(await ledger.claim(sale.keys, [purchase.requestId], CONSUMER, MINUTE)).toEqual([
         false,
       ]);
       expect(await redis.hlen(sale.keys.claims)).toBe(0);
@@ -523,7 +523,7 @@ describe('SeckillScripts (real Redis)', () => {
     it('should allow an unknown request id without adding it to the claims', async () => {
       const sale = await openSale({ stock: 10 });
 
-      expect(await scripts.claim(sale.keys, [randomUUID()], CONSUMER, MINUTE)).toEqual([true]);
+      expect(await ledger.claim(sale.keys, [randomUUID()], CONSUMER, MINUTE)).toEqual([true]);
       expect(await redis.exists(sale.keys.claims)).toBe(0);
     });
 
@@ -531,11 +531,11 @@ describe('SeckillScripts (real Redis)', () => {
       const sale = await openSale({ stock: 10 });
       const inflight = await buy(sale, 304);
       const voided = await buy(sale, 305);
-      await scripts.release(sale.keys, voided.requestId, false, 'UNAVAILABLE');
+      await ledger.release(sale.keys, voided.requestId, false, 'UNAVAILABLE');
       const unknown = randomUUID();
 
       expect(
-        await scripts.claim(
+        await ledger.claim(
           sale.keys,
           [voided.requestId, inflight.requestId, unknown],
           CONSUMER,
@@ -556,7 +556,7 @@ describe('SeckillScripts (real Redis)', () => {
       ) as Redis;
 
       await expect(
-        new SeckillScripts(new LuaScripts(noRedis)).claim(newSale().keys, [], CONSUMER, MINUTE),
+        new LedgerScripts(new LuaScripts(noRedis)).claim(newSale().keys, [], CONSUMER, MINUTE),
       ).resolves.toEqual([]);
     });
   });
@@ -566,9 +566,9 @@ describe('SeckillScripts (real Redis)', () => {
       const sale = await openSale({ stock: 10 });
       const first = await buy(sale, 401);
       const second = await buy(sale, 402);
-      await scripts.claim(sale.keys, [first.requestId, second.requestId], CONSUMER, MINUTE);
+      await ledger.claim(sale.keys, [first.requestId, second.requestId], CONSUMER, MINUTE);
 
-      const { completed } = await scripts.complete(sale.keys, [
+      const { completed } = await ledger.complete(sale.keys, [
         { requestId: first.requestId, userId: 401, orderNo: 'SK0000000001', quantity: 1 },
         { requestId: second.requestId, userId: 402, orderNo: 'SK0000000002', quantity: 1 },
       ]);
@@ -597,7 +597,7 @@ describe('SeckillScripts (real Redis)', () => {
       const purchase = await buy(sale, 403);
       const other = await buy(sale, 404);
 
-      const { completed } = await scripts.complete(sale.keys, [
+      const { completed } = await ledger.complete(sale.keys, [
         { requestId: purchase.requestId, userId: 403, orderNo: 'SK0000000003', quantity: 1 },
         { requestId: randomUUID(), userId: 405, orderNo: 'SK0000000005', quantity: 1 },
       ]);
@@ -610,11 +610,11 @@ describe('SeckillScripts (real Redis)', () => {
     it('should not overwrite the result of a newer request by the same user', async () => {
       const sale = await openSale({ stock: 10 });
       const old = await buy(sale, 406);
-      await scripts.release(sale.keys, old.requestId, false, 'UNAVAILABLE');
+      await ledger.release(sale.keys, old.requestId, false, 'UNAVAILABLE');
       const newer = await buy(sale, 406);
       expect(newer.code).toBe(DeductCode.Accepted);
 
-      const { completed } = await scripts.complete(sale.keys, [
+      const { completed } = await ledger.complete(sale.keys, [
         { requestId: old.requestId, userId: 406, orderNo: 'SK0000000006', quantity: 1 },
       ]);
 
@@ -630,8 +630,8 @@ describe('SeckillScripts (real Redis)', () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 416, 2);
       // Its writer's lease lapsed (it lost Redis), and another copy's consumer gave it up.
-      await scripts.claim(sale.keys, [purchase.requestId], 'consumer-b', 0);
-      expect(await scripts.release(sale.keys, purchase.requestId, CONSUMER, 'UNDELIVERABLE')).toBe(
+      await ledger.claim(sale.keys, [purchase.requestId], 'consumer-b', 0);
+      expect(await ledger.release(sale.keys, purchase.requestId, CONSUMER, 'UNDELIVERABLE')).toBe(
         ReleaseCode.Released,
       );
       expect(await stockOf(sale)).toBe(10);
@@ -643,7 +643,7 @@ describe('SeckillScripts (real Redis)', () => {
         quantity: 2,
       };
 
-      expect(await scripts.complete(sale.keys, [order])).toEqual({
+      expect(await ledger.complete(sale.keys, [order])).toEqual({
         completed: 0,
         retaken: [purchase.requestId],
       });
@@ -662,10 +662,10 @@ describe('SeckillScripts (real Redis)', () => {
         ),
       ).not.toBeNull();
       const before = await snapshot(sale);
-      expect(await scripts.complete(sale.keys, [order])).toEqual({ completed: 0, retaken: [] });
+      expect(await ledger.complete(sale.keys, [order])).toEqual({ completed: 0, retaken: [] });
       expect(await snapshot(sale)).toEqual(before);
       // Still voided: a late copy of its message is dropped.
-      expect(await scripts.claim(sale.keys, [purchase.requestId], 'consumer-c', MINUTE)).toEqual([
+      expect(await ledger.claim(sale.keys, [purchase.requestId], 'consumer-c', MINUTE)).toEqual([
         false,
       ]);
     });
@@ -675,7 +675,7 @@ describe('SeckillScripts (real Redis)', () => {
       const purchase = await buy(sale, 407);
       await redis.hdel(sale.keys.results, '407');
 
-      await scripts.complete(sale.keys, [
+      await ledger.complete(sale.keys, [
         { requestId: purchase.requestId, userId: 407, orderNo: 'SK0000000007', quantity: 1 },
       ]);
 
@@ -695,10 +695,10 @@ describe('SeckillScripts (real Redis)', () => {
         orderNo: 'SK0000000008',
         quantity: 1,
       };
-      expect((await scripts.complete(sale.keys, [order])).completed).toBe(1);
+      expect((await ledger.complete(sale.keys, [order])).completed).toBe(1);
       const before = await snapshot(sale);
 
-      expect((await scripts.complete(sale.keys, [order])).completed).toBe(0);
+      expect((await ledger.complete(sale.keys, [order])).completed).toBe(0);
       expect(await snapshot(sale)).toEqual(before);
     });
 
@@ -713,7 +713,7 @@ describe('SeckillScripts (real Redis)', () => {
       ) as Redis;
 
       await expect(
-        new SeckillScripts(new LuaScripts(noRedis)).complete(newSale().keys, []),
+        new LedgerScripts(new LuaScripts(noRedis)).complete(newSale().keys, []),
       ).resolves.toEqual({
         completed: 0,
         retaken: [],
@@ -726,7 +726,7 @@ describe('SeckillScripts (real Redis)', () => {
       const unknown = randomUUID();
       const before = await redisNowMs();
 
-      await scripts.complete(sale.keys, [
+      await ledger.complete(sale.keys, [
         { requestId: purchase.requestId, userId: 409, orderNo: 'SK0000000009', quantity: 3 },
         { requestId: unknown, userId: 410, orderNo: 'SK0000000010', quantity: 1 },
       ]);
@@ -748,11 +748,11 @@ describe('SeckillScripts (real Redis)', () => {
         orderNo: 'SK0000000011',
         quantity: 2,
       };
-      await scripts.complete(sale.keys, [order]);
+      await ledger.complete(sale.keys, [order]);
       const before = await redis.zrange(sale.keys.completed, 0, -1, 'WITHSCORES');
       expect(before).toHaveLength(2);
 
-      await scripts.complete(sale.keys, [order]);
+      await ledger.complete(sale.keys, [order]);
 
       expect(await redis.zrange(sale.keys.completed, 0, -1, 'WITHSCORES')).toEqual(before);
     });
@@ -762,7 +762,7 @@ describe('SeckillScripts (real Redis)', () => {
       const userId = Number.MAX_SAFE_INTEGER;
       const purchase = await buy(sale, userId, 2);
 
-      await scripts.complete(sale.keys, [
+      await ledger.complete(sale.keys, [
         { requestId: purchase.requestId, userId, orderNo: 'SK0000000012', quantity: 2 },
       ]);
 
@@ -779,7 +779,7 @@ describe('SeckillScripts (real Redis)', () => {
       await redis.zadd(sale.keys.completed, now - 10 * MINUTE - 1, old, now - 9 * MINUTE, recent);
       const purchase = await buy(sale, 415);
 
-      await scripts.complete(sale.keys, [
+      await ledger.complete(sale.keys, [
         { requestId: purchase.requestId, userId: 415, orderNo: 'SK0000000015', quantity: 1 },
       ]);
 
@@ -800,7 +800,7 @@ describe('SeckillScripts (real Redis)', () => {
       const startAt = new Date(Date.now() - HOUR);
       const endAt = new Date(Date.now() + HOUR);
 
-      const result = await scripts.preheat(sale.keys, {
+      const result = await load.preheat(sale.keys, {
         totalStock: 12,
         stock: 10,
         startAt,
@@ -824,7 +824,7 @@ describe('SeckillScripts (real Redis)', () => {
       const startAt = new Date(Date.now() - 2 * HOUR);
       const endAt = new Date(Date.now() + 3 * HOUR);
 
-      const result = await scripts.preheat(sale.keys, {
+      const result = await load.preheat(sale.keys, {
         totalStock: 50,
         stock: 50,
         startAt,
@@ -847,7 +847,7 @@ describe('SeckillScripts (real Redis)', () => {
       expect((await buy(sale, 511, 1)).code).toBe(DeductCode.Accepted);
       const endAt = new Date(Date.now() + 3 * HOUR);
 
-      const result = await scripts.preheat(
+      const result = await load.preheat(
         sale.keys,
         { totalStock: 10, stock: 10, startAt: new Date(Date.now() - HOUR), endAt, perUserLimit: 5 },
         undefined,
@@ -864,7 +864,7 @@ describe('SeckillScripts (real Redis)', () => {
       // Redis restarted empty between the caller's look and its refresh.
       await redis.del(sale.keys.stock, sale.keys.meta, sale.keys.buyers, sale.keys.inflight);
 
-      const result = await scripts.preheat(
+      const result = await load.preheat(
         sale.keys,
         {
           totalStock: 10,
@@ -888,7 +888,7 @@ describe('SeckillScripts (real Redis)', () => {
       const sale = await openSale({ stock: 10, limit: 5 });
       expect((await buy(sale, 701, 3)).code).toBe(DeductCode.Accepted);
 
-      expect(await scripts.restock(sale.keys, 'SK0000000701', 701, 3)).toBe(RestockCode.Restocked);
+      expect(await ledger.restock(sale.keys, 'SK0000000701', 701, 3)).toBe(RestockCode.Restocked);
 
       expect(await stockOf(sale)).toBe(10);
       expect(await redis.hexists(sale.keys.buyers, '701')).toBe(0);
@@ -900,11 +900,11 @@ describe('SeckillScripts (real Redis)', () => {
       const sale = await openSale({ stock: 10, limit: 5 });
       await redis.hset(sale.keys.buyers, '702', '3');
 
-      expect(await scripts.restock(sale.keys, 'SK0000000702', 702, 2)).toBe(RestockCode.Restocked);
+      expect(await ledger.restock(sale.keys, 'SK0000000702', 702, 2)).toBe(RestockCode.Restocked);
       expect(await redis.hget(sale.keys.buyers, '702')).toBe('1');
       expect(await stockOf(sale)).toBe(12);
 
-      expect(await scripts.restock(sale.keys, 'SK0000000703', 702, 1)).toBe(RestockCode.Restocked);
+      expect(await ledger.restock(sale.keys, 'SK0000000703', 702, 1)).toBe(RestockCode.Restocked);
       expect(await redis.hexists(sale.keys.buyers, '702')).toBe(0);
       expect(await stockOf(sale)).toBe(13);
     });
@@ -912,15 +912,15 @@ describe('SeckillScripts (real Redis)', () => {
     it('should answer ALREADY_RESTOCKED to a second call with the same order number and change nothing', async () => {
       const sale = await openSale({ stock: 10, limit: 5 });
       await buy(sale, 704, 2);
-      expect(await scripts.restock(sale.keys, 'SK0000000704', 704, 2)).toBe(RestockCode.Restocked);
+      expect(await ledger.restock(sale.keys, 'SK0000000704', 704, 2)).toBe(RestockCode.Restocked);
       await buy(sale, 705, 1);
       const before = await snapshot(sale);
 
-      expect(await scripts.restock(sale.keys, 'SK0000000704', 704, 2)).toBe(
+      expect(await ledger.restock(sale.keys, 'SK0000000704', 704, 2)).toBe(
         RestockCode.AlreadyRestocked,
       );
       // Even with other arguments: the order number alone decides.
-      expect(await scripts.restock(sale.keys, 'SK0000000704', 705, 1)).toBe(
+      expect(await ledger.restock(sale.keys, 'SK0000000704', 705, 1)).toBe(
         RestockCode.AlreadyRestocked,
       );
       expect(await snapshot(sale)).toEqual(before);
@@ -929,7 +929,7 @@ describe('SeckillScripts (real Redis)', () => {
 
     it('should answer NOT_PREHEATED without a stock key, create no key and leave the order number unmarked', async () => {
       const empty = newSale();
-      expect(await scripts.restock(empty.keys, 'SK0000000706', 706, 2)).toBe(
+      expect(await ledger.restock(empty.keys, 'SK0000000706', 706, 2)).toBe(
         RestockCode.NotPreheated,
       );
       expect(await redis.exists(empty.keys.stock, empty.keys.buyers, empty.keys.restocked)).toBe(0);
@@ -938,14 +938,14 @@ describe('SeckillScripts (real Redis)', () => {
       await redis.hset(metaOnly.keys.buyers, '706', '2');
       await redis.del(metaOnly.keys.stock);
       const before = await snapshot(metaOnly);
-      expect(await scripts.restock(metaOnly.keys, 'SK0000000706', 706, 2)).toBe(
+      expect(await ledger.restock(metaOnly.keys, 'SK0000000706', 706, 2)).toBe(
         RestockCode.NotPreheated,
       );
       expect(await snapshot(metaOnly)).toEqual(before);
 
       // Not marked: once the sale is back in Redis, the same order can still be given back.
       await redis.set(metaOnly.keys.stock, '8');
-      expect(await scripts.restock(metaOnly.keys, 'SK0000000706', 706, 2)).toBe(
+      expect(await ledger.restock(metaOnly.keys, 'SK0000000706', 706, 2)).toBe(
         RestockCode.Restocked,
       );
       expect(await stockOf(metaOnly)).toBe(10);
@@ -957,7 +957,7 @@ describe('SeckillScripts (real Redis)', () => {
       expect((await buy(sale, userId, 2)).code).toBe(DeductCode.Accepted);
       expect(await redis.hgetall(sale.keys.buyers)).toEqual({ '9007199254740991': '2' });
 
-      expect(await scripts.restock(sale.keys, 'SK0000000707', userId, 2)).toBe(
+      expect(await ledger.restock(sale.keys, 'SK0000000707', userId, 2)).toBe(
         RestockCode.Restocked,
       );
 
@@ -971,7 +971,7 @@ describe('SeckillScripts (real Redis)', () => {
     it('should report a null stock and zero quantities when the sale is not preheated', async () => {
       const sale = newSale();
 
-      expect(await scripts.snapshot(sale.keys)).toEqual({
+      expect(await repair.snapshot(sale.keys)).toEqual({
         stock: null,
         buyersQuantity: 0,
         inFlightQuantity: 0,
@@ -984,7 +984,7 @@ describe('SeckillScripts (real Redis)', () => {
     it('should report a stock of 0, not null, for a sold-out sale', async () => {
       const sale = await openSale({ stock: 0 });
 
-      expect((await scripts.snapshot(sale.keys)).stock).toBe(0);
+      expect((await repair.snapshot(sale.keys)).stock).toBe(0);
     });
 
     it('should report the stock, the buyers quantity and the in-flight quantity and count after purchases', async () => {
@@ -997,7 +997,7 @@ describe('SeckillScripts (real Redis)', () => {
         expect((await buy(sale, userId, quantity)).code).toBe(DeductCode.Accepted);
       }
 
-      expect(await scripts.snapshot(sale.keys)).toEqual({
+      expect(await repair.snapshot(sale.keys)).toEqual({
         stock: 4,
         buyersQuantity: 6,
         inFlightQuantity: 6,
@@ -1012,11 +1012,11 @@ describe('SeckillScripts (real Redis)', () => {
       const completed = await buy(sale, 805, 2);
       await buy(sale, 806, 3);
 
-      await scripts.complete(sale.keys, [
+      await ledger.complete(sale.keys, [
         { requestId: completed.requestId, userId: 805, orderNo: 'SK0000000805', quantity: 1 },
       ]);
 
-      expect(await scripts.snapshot(sale.keys)).toEqual({
+      expect(await repair.snapshot(sale.keys)).toEqual({
         stock: 4,
         buyersQuantity: 6,
         inFlightQuantity: 4,
@@ -1036,12 +1036,12 @@ describe('SeckillScripts (real Redis)', () => {
 
     it('should return null and write nothing when the sale has no meta', async () => {
       const empty = newSale();
-      expect(await scripts.rebuild(empty.keys, 10, 0, [activeOrder(900, 1)])).toBeNull();
+      expect(await repair.rebuild(empty.keys, 10, 0, [activeOrder(900, 1)])).toBeNull();
       expect(await redis.exists(empty.keys.stock, empty.keys.buyers)).toBe(0);
 
       const stockOnly = newSale();
       await redis.set(stockOnly.keys.stock, '5');
-      expect(await scripts.rebuild(stockOnly.keys, 10, 0, [activeOrder(900, 1)])).toBeNull();
+      expect(await repair.rebuild(stockOnly.keys, 10, 0, [activeOrder(900, 1)])).toBeNull();
       expect(await stockOf(stockOnly)).toBe(5);
       expect(await redis.exists(stockOnly.keys.buyers)).toBe(0);
     });
@@ -1049,19 +1049,19 @@ describe('SeckillScripts (real Redis)', () => {
     it("should mark the snapshot's cancelled orders as restocked so a late restock adds nothing", async () => {
       const sale = await openSale({ stock: 10, limit: 5 });
       const first = await buy(sale, 950, 2);
-      await scripts.complete(sale.keys, [
+      await ledger.complete(sale.keys, [
         { requestId: first.requestId, userId: 950, orderNo: 'SK0000000950', quantity: 1 },
       ]);
       // MySQL has cancelled that order; its Redis restock has not run yet when the repair reads.
       const completedAt = await redisNowMs();
       let since = completedAt;
       while (since <= completedAt) since = await redisNowMs();
-      await scripts.rebuild(sale.keys, 10, since, [], ['SK0000000950', 'SK0000000951']);
+      await repair.rebuild(sale.keys, 10, since, [], ['SK0000000950', 'SK0000000951']);
       expect(await stockOf(sale)).toBe(10);
       expect(await redis.sismember(sale.keys.restocked, 'SK0000000950')).toBe(1);
 
       expect((await buy(sale, 950, 2)).code).toBe(DeductCode.Accepted);
-      expect(await scripts.restock(sale.keys, 'SK0000000950', 950, 2)).toBe(
+      expect(await ledger.restock(sale.keys, 'SK0000000950', 950, 2)).toBe(
         RestockCode.AlreadyRestocked,
       );
       expect(await stockOf(sale)).toBe(8);
@@ -1076,15 +1076,15 @@ describe('SeckillScripts (real Redis)', () => {
       await redis.hset(sale.keys.buyers, '960', '2', '961', '3');
       const since = await redisNowMs();
       // MySQL's snapshot is read (both active), then 961's order expires and its stock comes back.
-      expect(await scripts.restock(sale.keys, expired.orderNo, 961, 3)).toBe(RestockCode.Restocked);
+      expect(await ledger.restock(sale.keys, expired.orderNo, 961, 3)).toBe(RestockCode.Restocked);
       expect(await stockOf(sale)).toBe(8);
 
-      const result = await scripts.rebuild(sale.keys, 10, since, [kept, expired]);
+      const result = await repair.rebuild(sale.keys, 10, since, [kept, expired]);
 
       expect(result).toEqual({ stock: 8, usedQuantity: 2, buyerCount: 1 });
       expect(await redis.hgetall(sale.keys.buyers)).toEqual({ '960': '2' });
       // Its restock, sent again, adds nothing.
-      expect(await scripts.restock(sale.keys, expired.orderNo, 961, 3)).toBe(
+      expect(await ledger.restock(sale.keys, expired.orderNo, 961, 3)).toBe(
         RestockCode.AlreadyRestocked,
       );
       expect(await stockOf(sale)).toBe(8);
@@ -1097,17 +1097,17 @@ describe('SeckillScripts (real Redis)', () => {
       // and its stock comes back. MySQL's snapshot has it active or cancelled; either way it
       // is in the `completed` zset from `since` on, and in `restocked`.
       const purchase = await buy(sale, 962, 2);
-      await scripts.complete(sale.keys, [
+      await ledger.complete(sale.keys, [
         { requestId: purchase.requestId, userId: 962, orderNo: 'SK0000000962', quantity: 2 },
       ]);
-      expect(await scripts.restock(sale.keys, 'SK0000000962', 962, 2)).toBe(RestockCode.Restocked);
+      expect(await ledger.restock(sale.keys, 'SK0000000962', 962, 2)).toBe(RestockCode.Restocked);
       expect(await stockOf(sale)).toBe(10);
 
       for (const snapshotActive of [
         [{ requestId: purchase.requestId, userId: 962, quantity: 2, orderNo: 'SK0000000962' }],
         [],
       ]) {
-        const result = await scripts.rebuild(sale.keys, 10, since, snapshotActive);
+        const result = await repair.rebuild(sale.keys, 10, since, snapshotActive);
 
         expect(result).toEqual({ stock: 10, usedQuantity: 0, buyerCount: 0 });
         expect(await redis.hgetall(sale.keys.buyers)).toEqual({});
@@ -1119,7 +1119,7 @@ describe('SeckillScripts (real Redis)', () => {
       const purchase = await buy(sale, 901, 2);
       const since = await redisNowMs();
 
-      const result = await scripts.rebuild(sale.keys, 10, since, [
+      const result = await repair.rebuild(sale.keys, 10, since, [
         { requestId: purchase.requestId, userId: 901, quantity: 2, orderNo: 'SK0000000901' },
       ]);
 
@@ -1136,7 +1136,7 @@ describe('SeckillScripts (real Redis)', () => {
       await redis.set(sale.keys.stock, '0');
       const since = await redisNowMs();
 
-      const result = await scripts.rebuild(sale.keys, 10, since, [activeOrder(903, 3)]);
+      const result = await repair.rebuild(sale.keys, 10, since, [activeOrder(903, 3)]);
 
       expect(result).toEqual({ stock: 5, usedQuantity: 5, buyerCount: 2 });
       expect(await stockOf(sale)).toBe(5);
@@ -1150,7 +1150,7 @@ describe('SeckillScripts (real Redis)', () => {
       const since = await redisNowMs();
       const missing = await buy(sale, 911, 2);
       const listed = await buy(sale, 912, 1);
-      await scripts.complete(sale.keys, [
+      await ledger.complete(sale.keys, [
         { requestId: missing.requestId, userId: 911, orderNo: 'SK0000000911', quantity: 1 },
         { requestId: listed.requestId, userId: 912, orderNo: 'SK0000000912', quantity: 1 },
       ]);
@@ -1163,7 +1163,7 @@ describe('SeckillScripts (real Redis)', () => {
       expect(score).toBeGreaterThanOrEqual(since);
       await redis.hdel(sale.keys.buyers, '911', '912');
 
-      const result = await scripts.rebuild(sale.keys, 10, since, [
+      const result = await repair.rebuild(sale.keys, 10, since, [
         { requestId: listed.requestId, userId: 912, quantity: 1, orderNo: 'SK0000000912' },
       ]);
 
@@ -1174,7 +1174,7 @@ describe('SeckillScripts (real Redis)', () => {
     it('should not count a request completed before completedSince that the active list misses', async () => {
       const sale = await openSale({ stock: 10, limit: 5 });
       const purchase = await buy(sale, 921, 2);
-      await scripts.complete(sale.keys, [
+      await ledger.complete(sale.keys, [
         { requestId: purchase.requestId, userId: 921, orderNo: 'SK0000000921', quantity: 1 },
       ]);
       const score = Number(
@@ -1187,7 +1187,7 @@ describe('SeckillScripts (real Redis)', () => {
       while (since <= score) since = await redisNowMs();
 
       // Not in MySQL's active orders any more: it was cancelled since.
-      const result = await scripts.rebuild(sale.keys, 10, since, []);
+      const result = await repair.rebuild(sale.keys, 10, since, []);
 
       expect(result).toEqual({ stock: 10, usedQuantity: 0, buyerCount: 0 });
       expect(await stockOf(sale)).toBe(10);
@@ -1205,7 +1205,7 @@ describe('SeckillScripts (real Redis)', () => {
         completedMember(randomUUID(), 932, 2, 'SK0000000932'),
       );
 
-      expect(await scripts.rebuild(sale.keys, 10, since, [])).toEqual({
+      expect(await repair.rebuild(sale.keys, 10, since, [])).toEqual({
         stock: 8,
         usedQuantity: 2,
         buyerCount: 1,
@@ -1218,7 +1218,7 @@ describe('SeckillScripts (real Redis)', () => {
       const since = await redisNowMs();
       await redis.zadd(sale.keys.completed, since, `${randomUUID()}|933|3`);
 
-      expect(await scripts.rebuild(sale.keys, 10, since, [])).toEqual({
+      expect(await repair.rebuild(sale.keys, 10, since, [])).toEqual({
         stock: 7,
         usedQuantity: 3,
         buyerCount: 1,
@@ -1231,7 +1231,7 @@ describe('SeckillScripts (real Redis)', () => {
       expect((await buy(sale, 941, 1)).code).toBe(DeductCode.Accepted);
       const since = await redisNowMs();
 
-      const result = await scripts.rebuild(sale.keys, 3, since, [
+      const result = await repair.rebuild(sale.keys, 3, since, [
         activeOrder(942, 2),
         activeOrder(943, 2),
       ]);
@@ -1246,7 +1246,7 @@ describe('SeckillScripts (real Redis)', () => {
       await redis.del(sale.keys.stock);
 
       expect(
-        await scripts.rebuild(sale.keys, 10, await redisNowMs(), [activeOrder(951, 4)]),
+        await repair.rebuild(sale.keys, 10, await redisNowMs(), [activeOrder(951, 4)]),
       ).toEqual({ stock: 6, usedQuantity: 4, buyerCount: 1 });
       expect(await stockOf(sale)).toBe(6);
     });
@@ -1256,7 +1256,7 @@ describe('SeckillScripts (real Redis)', () => {
       const since = await redisNowMs();
       const completedUser = Number.MAX_SAFE_INTEGER - 2;
       const completed = await buy(sale, completedUser, 3);
-      await scripts.complete(sale.keys, [
+      await ledger.complete(sale.keys, [
         {
           requestId: completed.requestId,
           userId: completedUser,
@@ -1266,7 +1266,7 @@ describe('SeckillScripts (real Redis)', () => {
       ]);
       await buy(sale, Number.MAX_SAFE_INTEGER, 1);
 
-      const result = await scripts.rebuild(sale.keys, 10, since, [
+      const result = await repair.rebuild(sale.keys, 10, since, [
         activeOrder(Number.MAX_SAFE_INTEGER - 1, 2),
       ]);
 
@@ -1283,7 +1283,7 @@ describe('SeckillScripts (real Redis)', () => {
       const orders = Array.from({ length: 1_500 }, (_, i) => activeOrder(100_000 + i, (i % 3) + 1));
       const used = orders.reduce((sum, order) => sum + order.quantity, 0);
 
-      const result = await scripts.rebuild(sale.keys, 10_000, await redisNowMs(), orders);
+      const result = await repair.rebuild(sale.keys, 10_000, await redisNowMs(), orders);
 
       expect(result).toEqual({ stock: 10_000 - used, usedQuantity: used, buyerCount: 1_500 });
       expect(await stockOf(sale)).toBe(10_000 - used);
@@ -1297,7 +1297,7 @@ describe('SeckillScripts (real Redis)', () => {
     it('should lend stock once and write the loan down, and lend nothing when short', async () => {
       const lender = await openSale({ stock: 2 });
       const requestId = randomUUID();
-      expect(await scripts.loan(lender.keys, requestId, 2, 77, 3)).toEqual({
+      expect(await loans.loan(lender.keys, requestId, 2, 77, 3)).toEqual({
         code: LoanCode.Lent,
         remaining: 0,
       });
@@ -1307,11 +1307,11 @@ describe('SeckillScripts (real Redis)', () => {
         userId: string;
       };
       expect(loan).toMatchObject({ quantity: 2, home: 3, userId: '77' });
-      expect(await scripts.loan(lender.keys, randomUUID(), 1, 78, 3)).toEqual({
+      expect(await loans.loan(lender.keys, randomUUID(), 1, 78, 3)).toEqual({
         code: LoanCode.Empty,
         remaining: 0,
       });
-      expect(await scripts.loan(newSale().keys, randomUUID(), 1, 78, 3)).toEqual({
+      expect(await loans.loan(newSale().keys, randomUUID(), 1, 78, 3)).toEqual({
         code: LoanCode.NotPreheated,
         remaining: 0,
       });
@@ -1320,12 +1320,12 @@ describe('SeckillScripts (real Redis)', () => {
     it('should give a loan back exactly once, or drop it without giving it back', async () => {
       const lender = await openSale({ stock: 5 });
       const [back, kept] = [randomUUID(), randomUUID()];
-      await scripts.loan(lender.keys, back, 2, 1, 0);
-      await scripts.loan(lender.keys, kept, 1, 2, 0);
+      await loans.loan(lender.keys, back, 2, 1, 0);
+      await loans.loan(lender.keys, kept, 1, 2, 0);
       expect(await stockOf(lender)).toBe(2);
-      expect(await scripts.settleLoan(lender.keys, back, true)).toBe(2);
-      expect(await scripts.settleLoan(lender.keys, back, true)).toBe(0);
-      expect(await scripts.settleLoan(lender.keys, kept, false)).toBe(1);
+      expect(await loans.settleLoan(lender.keys, back, true)).toBe(2);
+      expect(await loans.settleLoan(lender.keys, back, true)).toBe(0);
+      expect(await loans.settleLoan(lender.keys, kept, false)).toBe(1);
       expect(await stockOf(lender)).toBe(4);
       expect(await redis.hlen(lender.keys.loans)).toBe(0);
     });
@@ -1333,14 +1333,14 @@ describe('SeckillScripts (real Redis)', () => {
     it('should take stock once for a loan command run twice (a resend after a reconnect), and refuse one run after its settle', async () => {
       const lender = await openSale({ stock: 5 });
       const requestId = randomUUID();
-      expect((await scripts.loan(lender.keys, requestId, 2, 7, 1)).code).toBe(LoanCode.Lent);
-      expect(await scripts.loan(lender.keys, requestId, 2, 7, 1)).toEqual({
+      expect((await loans.loan(lender.keys, requestId, 2, 7, 1)).code).toBe(LoanCode.Lent);
+      expect(await loans.loan(lender.keys, requestId, 2, 7, 1)).toEqual({
         code: LoanCode.Lent,
         remaining: 3,
       });
       expect(await stockOf(lender)).toBe(3);
-      expect(await scripts.settleLoan(lender.keys, requestId, true)).toBe(2);
-      expect(await scripts.loan(lender.keys, requestId, 2, 7, 1)).toEqual({
+      expect(await loans.settleLoan(lender.keys, requestId, true)).toBe(2);
+      expect(await loans.loan(lender.keys, requestId, 2, 7, 1)).toEqual({
         code: LoanCode.Empty,
         remaining: 5,
       });
@@ -1351,20 +1351,20 @@ describe('SeckillScripts (real Redis)', () => {
     it('should tell the loan sweeper that a recorded purchase released at home has its stock back there, so its loan is not given back as well', async () => {
       const home = await openSale({ stock: 0 });
       const purchase = await buyBorrowed(home, 20);
-      expect(await scripts.release(home.keys, purchase.requestId, false, 'UNAVAILABLE', 20)).toBe(
+      expect(await ledger.release(home.keys, purchase.requestId, false, 'UNAVAILABLE', 20)).toBe(
         ReleaseCode.Released,
       );
       expect(await stockOf(home)).toBe(1);
       // The sweeper's question for the loan still open in the lending bucket.
       expect(
-        await scripts.release(home.keys, purchase.requestId, false, 'UNAVAILABLE', 20, true),
+        await ledger.release(home.keys, purchase.requestId, false, 'UNAVAILABLE', 20, true),
       ).toBe(ReleaseCode.Recorded);
       // A request voided without ever being recorded still has its loan given back.
       const never = randomUUID();
-      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 21, true)).toBe(
+      expect(await ledger.release(home.keys, never, false, 'UNAVAILABLE', 21, true)).toBe(
         ReleaseCode.NotInFlight,
       );
-      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 21, true)).toBe(
+      expect(await ledger.release(home.keys, never, false, 'UNAVAILABLE', 21, true)).toBe(
         ReleaseCode.NotInFlight,
       );
       expect(await stockOf(home)).toBe(1);
@@ -1375,21 +1375,21 @@ describe('SeckillScripts (real Redis)', () => {
       const home = await openSale({ stock: 0 });
       const userId = 30;
       const requestId = randomUUID();
-      expect((await scripts.loan(lender.keys, requestId, 1, userId, 0)).code).toBe(LoanCode.Lent);
+      expect((await loans.loan(lender.keys, requestId, 1, userId, 0)).code).toBe(LoanCode.Lent);
       const purchase = await buyBorrowed(home, userId, 1, requestId);
       expect(purchase.code).toBe(DeductCode.Accepted);
       // The loan's drop (settleLoan, fire and forget) is lost: the loan stays open.
-      await scripts.claim(home.keys, [requestId], CONSUMER, MINUTE);
-      await scripts.complete(home.keys, [{ requestId, userId, orderNo: 'SK-loaned', quantity: 1 }]);
+      await ledger.claim(home.keys, [requestId], CONSUMER, MINUTE);
+      await ledger.complete(home.keys, [{ requestId, userId, orderNo: 'SK-loaned', quantity: 1 }]);
       // The sweep comes more than ten minutes later: the completed log has been trimmed.
       await redis.del(home.keys.completed);
       // The order is cancelled (its stock comes back at home) and the buyer buys again.
-      expect(await scripts.restock(home.keys, 'SK-loaned', userId, 1)).toBe(RestockCode.Restocked);
+      expect(await ledger.restock(home.keys, 'SK-loaned', userId, 1)).toBe(RestockCode.Restocked);
       const again = await buy(home, userId);
       expect(again.code).toBe(DeductCode.Accepted);
       expect(await resultOf(home, userId)).toMatchObject({ requestId: again.requestId });
 
-      expect(await scripts.release(home.keys, requestId, false, 'UNAVAILABLE', userId, true)).toBe(
+      expect(await ledger.release(home.keys, requestId, false, 'UNAVAILABLE', userId, true)).toBe(
         ReleaseCode.Recorded,
       );
       expect(await redis.zscore(home.keys.voided, requestId)).toBeNull();
@@ -1409,7 +1409,7 @@ describe('SeckillScripts (real Redis)', () => {
         });
       expect((await buy(home, 5)).code).toBe(DeductCode.SoldOut);
       const first = randomUUID();
-      expect(await scripts.deduct(home.keys, 5, 1, first, message(first), 3)).toEqual({
+      expect(await ledger.deduct(home.keys, 5, 1, first, message(first), 3)).toEqual({
         code: DeductCode.Accepted,
         remaining: 0,
       });
@@ -1418,7 +1418,7 @@ describe('SeckillScripts (real Redis)', () => {
       // Written down with its lending bucket, for the loan sweeper.
       expect(await redis.hgetall(home.keys.borrowed)).toEqual({ [first]: '3' });
       const second = randomUUID();
-      expect((await scripts.deduct(home.keys, 5, 1, second, message(second), 3)).code).toBe(
+      expect((await ledger.deduct(home.keys, 5, 1, second, message(second), 3)).code).toBe(
         DeductCode.AlreadyPurchased,
       );
       expect(await redis.hexists(home.keys.borrowed, second)).toBe(0);
@@ -1429,12 +1429,12 @@ describe('SeckillScripts (real Redis)', () => {
       const home = await openSale({ stock: 0 });
       const recorded = await buyBorrowed(home, 10);
       expect(
-        await scripts.release(home.keys, recorded.requestId, false, 'UNAVAILABLE', 10, true),
+        await ledger.release(home.keys, recorded.requestId, false, 'UNAVAILABLE', 10, true),
       ).toBe(ReleaseCode.Recorded);
       expect(await redis.hexists(home.keys.inflight, recorded.requestId)).toBe(1);
 
       const never = randomUUID();
-      expect(await scripts.release(home.keys, never, false, 'UNAVAILABLE', 11, true)).toBe(
+      expect(await ledger.release(home.keys, never, false, 'UNAVAILABLE', 11, true)).toBe(
         ReleaseCode.NotInFlight,
       );
       expect((await buyBorrowed(home, 11, 1, never)).code).toBe(DeductCode.Voided);
@@ -1443,12 +1443,12 @@ describe('SeckillScripts (real Redis)', () => {
 
     it("should count a bucket's open loans as used when rebuilding, and write nothing in a dry run", async () => {
       const bucket = await openSale({ stock: 10 });
-      await scripts.loan(bucket.keys, randomUUID(), 3, 1, 1);
+      await loans.loan(bucket.keys, randomUUID(), 3, 1, 1);
       const since = await redisNowMs();
-      const dry = await scripts.rebuild(bucket.keys, 0, since, [], [], true);
+      const dry = await repair.rebuild(bucket.keys, 0, since, [], [], true);
       expect(dry).toEqual({ stock: 0, usedQuantity: 3, buyerCount: 0 });
       expect(await stockOf(bucket)).toBe(7);
-      expect(await scripts.rebuild(bucket.keys, 10, since, [])).toEqual({
+      expect(await repair.rebuild(bucket.keys, 10, since, [])).toEqual({
         stock: 7,
         usedQuantity: 3,
         buyerCount: 0,
@@ -1469,12 +1469,12 @@ describe('SeckillScripts (real Redis)', () => {
 
     it('should refuse a purchase in a frozen bucket as FROZEN, in either mode, and change nothing', async () => {
       const sale = await openSale({ stock: 3 });
-      expect(await scripts.freeze(sale.keys, 'freeze', 'repair-1', MINUTE)).toBe(true);
+      expect(await repair.freeze(sale.keys, 'freeze', 'repair-1', MINUTE)).toBe(true);
       const before = await snapshot(sale);
       for (const borrowedFrom of [undefined, 1]) {
         const requestId = randomUUID();
         expect(
-          await scripts.deduct(
+          await ledger.deduct(
             sale.keys,
             7,
             1,
@@ -1489,9 +1489,9 @@ describe('SeckillScripts (real Redis)', () => {
 
     it('should refuse a loan from a frozen bucket as FROZEN and change nothing', async () => {
       const lender = await openSale({ stock: 3 });
-      await scripts.freeze(lender.keys, 'freeze', 'repair-1', MINUTE);
+      await repair.freeze(lender.keys, 'freeze', 'repair-1', MINUTE);
       const before = await snapshot(lender);
-      expect(await scripts.loan(lender.keys, randomUUID(), 1, 7, 0)).toEqual({
+      expect(await loans.loan(lender.keys, randomUUID(), 1, 7, 0)).toEqual({
         code: LoanCode.Frozen,
         remaining: 3,
       });
@@ -1500,33 +1500,33 @@ describe('SeckillScripts (real Redis)', () => {
 
     it('should sell and lend again once the freeze is thawed or has lapsed', async () => {
       const thawed = await openSale({ stock: 3 });
-      await scripts.freeze(thawed.keys, 'freeze', 'repair-1', MINUTE);
-      expect(await scripts.freeze(thawed.keys, 'thaw', 'repair-1')).toBe(true);
+      await repair.freeze(thawed.keys, 'freeze', 'repair-1', MINUTE);
+      expect(await repair.freeze(thawed.keys, 'thaw', 'repair-1')).toBe(true);
       expect((await buy(thawed, 7)).code).toBe(DeductCode.Accepted);
 
       const lapsed = await openSale({ stock: 3 });
       // A repairer that died: its mark is in the past by this server's clock.
       await redis.hset(lapsed.keys.meta, 'frozenUntil', (await redisNowMs()) - 1, 'frozenBy', 'x');
       expect((await buy(lapsed, 7)).code).toBe(DeductCode.Accepted);
-      expect((await scripts.loan(lapsed.keys, randomUUID(), 1, 8, 0)).code).toBe(LoanCode.Lent);
+      expect((await loans.loan(lapsed.keys, randomUUID(), 1, 8, 0)).code).toBe(LoanCode.Lent);
       expect(await stockOf(lapsed)).toBe(1);
     });
 
     it("should refuse another repair's freeze while one is in force, and take over a lapsed one", async () => {
       const sale = await openSale();
-      expect(await scripts.freeze(sale.keys, 'freeze', 'first', MINUTE)).toBe(true);
-      expect(await scripts.freeze(sale.keys, 'freeze', 'second', MINUTE)).toBe(false);
-      expect(await scripts.freeze(sale.keys, 'thaw', 'second')).toBe(false);
-      expect(await scripts.freeze(sale.keys, 'held', 'first')).toBe(true);
-      expect(await scripts.freeze(sale.keys, 'held', 'second')).toBe(false);
+      expect(await repair.freeze(sale.keys, 'freeze', 'first', MINUTE)).toBe(true);
+      expect(await repair.freeze(sale.keys, 'freeze', 'second', MINUTE)).toBe(false);
+      expect(await repair.freeze(sale.keys, 'thaw', 'second')).toBe(false);
+      expect(await repair.freeze(sale.keys, 'held', 'first')).toBe(true);
+      expect(await repair.freeze(sale.keys, 'held', 'second')).toBe(false);
 
       await redis.hset(sale.keys.meta, 'frozenUntil', (await redisNowMs()) - 1);
-      expect(await scripts.freeze(sale.keys, 'held', 'first')).toBe(false);
-      expect(await scripts.freeze(sale.keys, 'freeze', 'second', MINUTE)).toBe(true);
+      expect(await repair.freeze(sale.keys, 'held', 'first')).toBe(false);
+      expect(await repair.freeze(sale.keys, 'freeze', 'second', MINUTE)).toBe(true);
       // The first repair finds its freeze broken and must not thaw the second's.
-      expect(await scripts.freeze(sale.keys, 'thaw', 'first')).toBe(false);
-      expect(await scripts.freeze(sale.keys, 'held', 'second')).toBe(true);
-      expect(await scripts.freeze(sale.keys, 'thaw', 'second')).toBe(true);
+      expect(await repair.freeze(sale.keys, 'thaw', 'first')).toBe(false);
+      expect(await repair.freeze(sale.keys, 'held', 'second')).toBe(true);
+      expect(await repair.freeze(sale.keys, 'thaw', 'second')).toBe(true);
       expect(await redis.hmget(sale.keys.meta, 'frozenUntil', 'frozenBy')).toEqual([null, null]);
     });
   });
