@@ -12,7 +12,7 @@ import { onCleanup, startProgressBar } from '../scripts/lib/cleanup.js';
 import { UsageError } from '../scripts/lib/errors.js';
 import { runScript } from '../scripts/lib/main.js';
 import { parseOptions, USAGE, type BenchOptions } from './lib/options.js';
-import { readProfile, type ProfileSummary } from './lib/profile.js';
+import { PURCHASE_LAYERS, readProfile, type ProfileSummary } from './lib/profile.js';
 import {
   buildHtml,
   mainChart,
@@ -38,7 +38,10 @@ function quietly(command: string, args: string[]): string {
 
 function readProfiles(dir: string): Record<SideName, ProfileSummary> {
   return Object.fromEntries(
-    SIDES.map((name) => [name, readProfile(join(dir, `profile-${name}`))]),
+    SIDES.map((name) => [
+      name,
+      readProfile(join(dir, `profile-${name}`), name === 'project' ? PURCHASE_LAYERS : undefined),
+    ]),
   ) as Record<SideName, ProfileSummary>;
 }
 
@@ -50,6 +53,10 @@ function printProfiles(profiles: Record<SideName, ProfileSummary>): void {
       console.log(`  ${share.percent.toFixed(1).padStart(5)} %  ${share.name}`);
     console.log(`${name}: by function`);
     for (const share of profile.byFunction)
+      console.log(`  ${share.percent.toFixed(1).padStart(5)} %  ${share.name}`);
+    if (profile.byLayer === undefined) continue;
+    console.log(`${name}: by layer of a purchase (a layer with the library code it calls)`);
+    for (const share of profile.byLayer)
       console.log(`  ${share.percent.toFixed(1).padStart(5)} %  ${share.name}`);
   }
 }

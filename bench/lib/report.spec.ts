@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { packageOf, summarizeProfile } from './profile.js';
+import { packageOf, PURCHASE_LAYERS, summarizeProfile } from './profile.js';
 import { formatNumber, mainChart, summaryMarkdown, type ScenarioSummary } from './report.js';
 
 describe('profile', () => {
@@ -37,6 +37,42 @@ describe('profile', () => {
       { name: 'ioredis', percent: 75 },
       { name: 'node internals', percent: 25 },
     ]);
+  });
+
+  it('puts a sample in the innermost layer on its stack, with the library code it calls, else in its package', () => {
+    const frame = (id: number, functionName: string, url: string, children: number[] = []) => ({
+      id,
+      callFrame: { functionName, url, lineNumber: 0 },
+      children,
+    });
+    const summary = summarizeProfile(
+      {
+        nodes: [
+          // A hook (its file owns only resolveClient) runs the token check and Fastify inside it.
+          frame(1, '(anonymous)', 'file:///w/dist/common/http/client-address.js', [2, 3, 5]),
+          frame(2, 'resolveClient', 'file:///w/dist/common/http/client-address.js'),
+          frame(3, 'authenticate', 'file:///w/dist/modules/auth/authenticator.js', [4]),
+          frame(4, 'verify', 'file:///w/node_modules/jws/lib/verify.js'),
+          frame(5, 'route', 'file:///w/node_modules/fastify/lib/route.js', [6]),
+          frame(6, 'writev', ''),
+          frame(7, '(garbage collector)', ''),
+        ],
+        startTime: 0,
+        endTime: 1_000_000,
+        samples: [2, 4, 4, 3, 6, 6, 6, 7, 1, 1],
+      },
+      15,
+      PURCHASE_LAYERS,
+    );
+    expect(summary.byLayer).toEqual(
+      [
+        { name: 'token check (JWT)', percent: 30 },
+        { name: 'Fastify', percent: 30 },
+        { name: 'client address', percent: 10 },
+        { name: '(garbage collector)', percent: 10 },
+        { name: 'node (sockets, timers, startup)', percent: 20 },
+      ].sort((a, b) => b.percent - a.percent),
+    );
   });
 });
 
