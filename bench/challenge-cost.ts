@@ -10,7 +10,8 @@ import type { Redis } from 'ioredis';
 
 import { integerFlag, readFlags } from '../scripts/lib/args.js';
 import { runScript } from '../scripts/lib/main.js';
-import type { AppConfig } from '../src/config/env.validation.js';
+import type { AuthConfig } from '../src/config/auth.config.js';
+import type { SeckillConfig } from '../src/config/seckill.config.js';
 import { ChallengeService } from '../src/modules/seckill/challenge.service.js';
 
 const USAGE = `usage: npm run bench:challenge -- [--cost <n>] [--runs <n>]
@@ -38,12 +39,11 @@ async function run({ cost, runs }: { cost: number; runs: number }): Promise<bool
   Logger.overrideLogger(['error']);
   // Redemption's replay check is one SET NX in Redis; only the proof is timed here.
   const redis = { set: async () => 'OK' } as unknown as Redis;
-  const config = {
-    jwtSecret: 'challenge-cost-secret',
-    challengeCost: cost,
-    challengeTtlMs: 600_000,
-  } as AppConfig;
-  const service = new ChallengeService(redis, config);
+  const service = new ChallengeService(
+    redis,
+    { jwtSecret: 'challenge-cost-secret' } as AuthConfig,
+    { challengeCost: cost, challengeTtlMs: 600_000 } as SeckillConfig,
+  );
   const issue: number[] = [];
   const check: number[] = [];
   const bot: number[] = [];

@@ -3,7 +3,8 @@ import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import { loggerParams } from './common/logging/logging.js';
 import { AppConfigModule } from './config/config.module.js';
-import type { AppConfig, AppRole } from './config/env.validation.js';
+import type { AppRole } from './config/app.config.js';
+import type { AppConfig } from './config/env.validation.js';
 import { DatabaseModule } from './infra/database/database.module.js';
 import { RabbitMqModule } from './infra/rabbitmq/rabbitmq.module.js';
 import { RedisModule } from './infra/redis/redis.module.js';
@@ -30,9 +31,9 @@ export class AppModule {
       module: AppModule,
       imports: [
         AppConfigModule.forRoot(config),
-        LoggerModule.forRoot(loggerParams(config, logDestination)),
+        LoggerModule.forRoot(loggerParams(config.logging.level, config.app.role, logDestination)),
         ...CORE,
-        ...ROLE_MODULES[config.appRole],
+        ...ROLE_MODULES[config.app.role],
       ],
     };
   }

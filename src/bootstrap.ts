@@ -30,9 +30,10 @@ export const API_PREFIX = 'api/v1';
  */
 export async function createApp(env: NodeJS.ProcessEnv = process.env) {
   const config = validateEnv(env);
-  const trusted = config.trustedProxies.length > 0 ? trustedProxies(config.trustedProxies) : null;
+  const { http } = config;
+  const trusted = http.trustedProxies.length > 0 ? trustedProxies(http.trustedProxies) : null;
   const adapter = new FastifyAdapter({
-    bodyLimit: config.bodyLimitBytes,
+    bodyLimit: http.bodyLimitBytes,
     // Long path parameters must reach the handlers, which answer them with contract errors.
     routerOptions: { maxParamLength: 4_096 },
     // X-Forwarded-* is believed only from these hops; anyone else's header is ignored. The
@@ -42,19 +43,19 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
     frameworkErrors: answerRouterError,
     clientErrorHandler: answerClientError,
     // A request trickling in holds a connection and its buffered body; past this it is 408.
-    requestTimeout: config.requestTimeoutMs,
+    requestTimeout: http.requestTimeoutMs,
     // The caller's X-Request-Id when sane, else a UUID; the logs' `reqId`, echoed back below.
     genReqId: requestIdFor,
     http: {
-      requestTimeout: config.requestTimeoutMs,
-      headersTimeout: config.requestTimeoutMs,
+      requestTimeout: http.requestTimeoutMs,
+      headersTimeout: http.requestTimeoutMs,
       // Node only looks for expired requests this often (30 s by default, which would triple a
       // 10 s timeout).
-      connectionsCheckingInterval: timeoutCheckInterval(config.requestTimeoutMs),
+      connectionsCheckingInterval: timeoutCheckInterval(http.requestTimeoutMs),
     },
   });
   const app = await NestFactory.create<NestFastifyApplication>(
-    AppModule.forRoot(config, await logDestination(config.logFormat)),
+    AppModule.forRoot(config, await logDestination(config.logging.format)),
     adapter,
     {
       // Our own JSON parser below replaces Nest's (it accepts an empty body).
@@ -66,7 +67,7 @@ export async function createApp(env: NodeJS.ProcessEnv = process.env) {
   app.useLogger(app.get(PinoNestLogger));
   configureApp(app, config, trusted);
   const drain = keepAliveDrain(app);
-  if (config.jwtSecretIsDefault) {
+  if (config.auth.jwtSecretIsDefault) {
     new Logger('Bootstrap').warn(
       'JWT_SECRET is not set: using the public development secret. Anyone can forge tokens. Set JWT_SECRET before going live.',
     );
@@ -103,7 +104,7 @@ function configureApp(
 ): void {
   const fastify = app.getHttpAdapter().getInstance();
   // First, so that every hook after it logs in the request's context.
-  installRequestLogging(fastify, new PinoLogger(app.get(PARAMS_PROVIDER_TOKEN)), config);
+  installRequestLogging(fastify, new PinoLogger(app.get(PARAMS_PROVIDER_TOKEN)), config.logging);
   // Before any hook that asks who the client is (the blocklist; the rate limits after them).
   installClientAddress(fastify, trusted);
   fastify.addHook('onRequest', (_request, reply, done) => {
@@ -120,12 +121,12 @@ function configureApp(
     'onRequest',
     answerSoldOutFromMemory(app.get(SoldOutMemo), app.get(MetricsService)),
   );
-  applyRouteBodyLimits(fastify, config.bodyLimitBytes);
-  if (config.corsOrigins.length > 0) {
+  applyRouteBodyLimits(fastify, config.http.bodyLimitBytes);
+  if (config.http.corsOrigins.length > 0) {
     // Only listed origins may call from a browser; without the list no CORS header is sent and
     // browsers refuse cross-origin calls.
     app.enableCors({
-      origin: config.corsOrigins,
+      origin: config.http.corsOrigins,
       methods: ['GET', 'POST'],
       allowedHeaders: [
         'Authorization',
@@ -163,7 +164,7 @@ function configureApp(
     },
   );
 
-  if (config.swaggerEnabled) {
+  if (config.http.swaggerEnabled) {
     const document = SwaggerModule.createDocument(
       app,
       new DocumentBuilder()

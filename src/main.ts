@@ -3,18 +3,19 @@ import { Logger } from '@nestjs/common';
 import { existsSync } from 'node:fs';
 import { createApp } from './bootstrap.js';
 import { bootLogger } from './common/logging/logging.js';
-import { ConfigValidationError } from './config/env.validation.js';
+import { ConfigValidationError } from './config/env-readers.js';
 
 const logger = new Logger('Bootstrap');
 
 async function main(): Promise<void> {
   if (existsSync('.env')) process.loadEnvFile('.env');
   const { app, config, beginDrain } = await createApp();
-  await app.listen({ port: config.port, host: '0.0.0.0' });
+  const { port, swaggerEnabled } = config.http;
+  await app.listen({ port, host: '0.0.0.0' });
   logger.log(
-    config.swaggerEnabled
-      ? `listening on port ${config.port} as role=${config.appRole}; API docs at /docs`
-      : `listening on port ${config.port} as role=${config.appRole}`,
+    swaggerEnabled
+      ? `listening on port ${port} as role=${config.app.role}; API docs at /docs`
+      : `listening on port ${port} as role=${config.app.role}`,
   );
 
   let stopping = false;
@@ -26,7 +27,7 @@ async function main(): Promise<void> {
     setTimeout(() => {
       logger.error('drain timed out; exiting with work left to redelivery');
       process.exit(1);
-    }, config.shutdownTimeoutMs + 5_000).unref();
+    }, config.app.shutdownTimeoutMs + 5_000).unref();
     beginDrain();
     app
       .close()

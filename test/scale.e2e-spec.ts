@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { AppRole } from '../src/config/env.validation.js';
+import type { AppRole } from '../src/config/app.config.js';
 import { ChildApp } from './support/child-app.js';
 import {
   adminAuth,

@@ -9,7 +9,8 @@ import {
   type Schedule,
 } from './nemesis.js';
 import { topology } from './options.js';
-import { PAUSE_POINTS, validateEnv } from '../../src/config/env.validation.js';
+import { validateEnv } from '../../src/config/env.validation.js';
+import { PAUSE_POINTS } from '../../src/config/faults.config.js';
 
 const INSTANCES = topology(3, 'split');
 const overlap = (a: Fault, b: Fault) => a.atMs <= b.atMs + b.holdMs && b.atMs <= a.atMs + a.holdMs;
@@ -41,7 +42,7 @@ describe('the fault schedule', () => {
     expect(generateSchedule(7, 30_000, topology(2, 'all')).slowSteps).toEqual(slowSteps);
     expect(
       validateEnv({ FAULT_DELAYS: slowSteps.join(',') })
-        .faultDelays.map((d) => d.point)
+        .faults.delays.map((d) => d.point)
         .sort(),
     ).toEqual([...PAUSE_POINTS].sort());
   });
@@ -51,12 +52,12 @@ describe('the fault schedule', () => {
     for (let seed = 1; seed <= 30; seed++) {
       const { consumer } = generateSchedule(seed, 120_000, INSTANCES);
       expect(generateSchedule(seed, 30_000, topology(2, 'all')).consumer).toEqual(consumer);
-      const config = validateEnv({
+      const read = validateEnv({
         CONSUMER_PREFETCH: String(consumer!.prefetch),
         CONSUMER_BATCH_SIZE: String(consumer!.batchSize),
-      });
-      expect(config.consumerBatchSize * 2).toBeLessThanOrEqual(config.consumerPrefetch);
-      drawn.add(config.consumerPrefetch);
+      }).rabbitmq.consumer;
+      expect(read.batchSize * 2).toBeLessThanOrEqual(read.prefetch);
+      drawn.add(read.prefetch);
     }
     expect(drawn.size).toBeGreaterThan(1);
   });

@@ -1,13 +1,15 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { ConfigModule } from '@nestjs/config';
-import { appConfigProvider, APP_CONFIG } from './app-config.js';
-import type { AppConfig } from './env.validation.js';
+import { ConfigModule, registerAs } from '@nestjs/config';
+import { CONFIG_NAMESPACES, type AppConfig } from './env.validation.js';
 import { FaultInjector } from './fault-injector.js';
 
 /**
  * Serves the configuration validated once at boot (createApp → validateEnv) through
- * @nestjs/config. The environment is passed in rather than read here, so that tests can start
- * several apps with different settings in one process.
+ * @nestjs/config, one provider per section under registerAs's token (`@InjectConfig(redisConfig)`
+ * injects `CONFIGURATION(redis)`). A service then depends on the sections it reads and nothing
+ * else, and its unit test builds just those. The sections' values are the ones validated from
+ * the environment passed in, not registerAs factories reading process.env, so that tests can
+ * start several apps with different settings in one process.
  */
 @Global()
 @Module({})
@@ -17,14 +19,18 @@ export class AppConfigModule {
       module: AppConfigModule,
       imports: [
         ConfigModule.forRoot({
+          // The section tokens are provided by ConfigModule: global, so every module sees them.
+          isGlobal: true,
           cache: true,
           ignoreEnvFile: true,
           ignoreEnvVars: true,
-          load: [() => ({ app: config })],
+          load: Object.values(CONFIG_NAMESPACES).map((namespace) =>
+            registerAs(namespace.key, () => config[namespace.key]),
+          ),
         }),
       ],
-      providers: [appConfigProvider, FaultInjector],
-      exports: [APP_CONFIG, FaultInjector],
+      providers: [FaultInjector],
+      exports: [FaultInjector],
     };
   }
 }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigValidationError, DEV_JWT_SECRET, validateEnv } from './env.validation.js';
+import { DEV_JWT_SECRET } from './auth.config.js';
+import { ConfigValidationError } from './env-readers.js';
+import { validateEnv } from './env.validation.js';
 
 /** Runs validateEnv and returns what it threw, failing the test when it threw nothing. */
 function refusal(env: Record<string, string>): Error {
@@ -16,26 +18,22 @@ describe('validateEnv', () => {
     const config = validateEnv({});
 
     expect(config).toMatchObject({
-      nodeEnv: 'development',
-      port: 3000,
-      databaseUrl: 'mysql://root:@127.0.0.1:3306/seckill',
-      redisUrl: 'redis://127.0.0.1:6379/0',
-      rabbitmqUrl: 'amqp://guest:guest@127.0.0.1:5672/',
-      orderPaymentTimeoutMs: 900_000,
-      trustedProxies: [],
-      requestTimeoutMs: 10_000,
-      jwtSecret: DEV_JWT_SECRET,
-      jwtSecretIsDefault: true,
-      appRole: 'all',
+      app: { nodeEnv: 'development', role: 'all' },
+      http: { port: 3000, trustedProxies: [], requestTimeoutMs: 10_000 },
+      database: { url: 'mysql://root:@127.0.0.1:3306/seckill' },
+      redis: { url: 'redis://127.0.0.1:6379/0' },
+      rabbitmq: { url: 'amqp://guest:guest@127.0.0.1:5672/' },
+      seckill: { orderPaymentTimeoutMs: 900_000 },
+      auth: { jwtSecret: DEV_JWT_SECRET, jwtSecretIsDefault: true },
     });
   });
 
   it('should treat blank values as unset', () => {
     const config = validateEnv({ PORT: '  ', REDIS_URL: '', TRUSTED_PROXIES: ' ' });
 
-    expect(config.port).toBe(3000);
-    expect(config.redisUrl).toBe('redis://127.0.0.1:6379/0');
-    expect(config.trustedProxies).toEqual([]);
+    expect(config.http.port).toBe(3000);
+    expect(config.redis.url).toBe('redis://127.0.0.1:6379/0');
+    expect(config.http.trustedProxies).toEqual([]);
   });
 
   it('should read the values it is given', () => {
@@ -51,15 +49,14 @@ describe('validateEnv', () => {
     });
 
     expect(config).toMatchObject({
-      port: 8080,
-      databaseUrl: 'mariadb://app:pw@db:3306/shop',
-      redisUrl: 'rediss://cache:6380/2',
-      rabbitmqUrl: 'amqps://user:pw@mq:5671/',
-      orderPaymentTimeoutMs: 60_000,
-      jwtSecret: 'a-real-secret',
-      jwtSecretIsDefault: false,
-      preheatCronEnabled: false,
-      logLevel: 'debug',
+      http: { port: 8080 },
+      database: { url: 'mariadb://app:pw@db:3306/shop' },
+      redis: { url: 'rediss://cache:6380/2' },
+      rabbitmq: { url: 'amqps://user:pw@mq:5671/' },
+      seckill: { orderPaymentTimeoutMs: 60_000 },
+      auth: { jwtSecret: 'a-real-secret', jwtSecretIsDefault: false },
+      jobs: { preheat: { enabled: false } },
+      logging: { level: 'debug' },
     });
   });
 
@@ -91,15 +88,17 @@ describe('validateEnv', () => {
   });
 
   it('should log JSON lines in production and pretty ones elsewhere, unless LOG_FORMAT says', () => {
-    expect(validateEnv({ NODE_ENV: 'production', JWT_SECRET: 'real' }).logFormat).toBe('json');
-    expect(validateEnv({}).logFormat).toBe('pretty');
-    expect(validateEnv({ LOG_FORMAT: 'json' }).logFormat).toBe('json');
+    expect(validateEnv({ NODE_ENV: 'production', JWT_SECRET: 'real' }).logging.format).toBe('json');
+    expect(validateEnv({}).logging.format).toBe('pretty');
+    expect(validateEnv({ LOG_FORMAT: 'json' }).logging.format).toBe('json');
   });
 
   it('should preheat every 10 seconds unless PREHEAT_CRON says when', () => {
-    expect(validateEnv({}).preheatCron).toBe('*/10 * * * * *');
-    expect(validateEnv({ PREHEAT_CRON: ' 0 */5 * * * * ' }).preheatCron).toBe('0 */5 * * * *');
-    expect(validateEnv({ PREHEAT_CRON: '*/2 * * * *' }).preheatCron).toBe('*/2 * * * *');
+    expect(validateEnv({}).jobs.preheat.cron).toBe('*/10 * * * * *');
+    expect(validateEnv({ PREHEAT_CRON: ' 0 */5 * * * * ' }).jobs.preheat.cron).toBe(
+      '0 */5 * * * *',
+    );
+    expect(validateEnv({ PREHEAT_CRON: '*/2 * * * *' }).jobs.preheat.cron).toBe('*/2 * * * *');
   });
 
   it('should point PREHEAT_INTERVAL_MS, which it no longer reads, to PREHEAT_CRON', () => {
@@ -107,7 +106,7 @@ describe('validateEnv', () => {
   });
 
   it.each(['all', 'api', 'worker'])('should read APP_ROLE=%s', (role) => {
-    expect(validateEnv({ APP_ROLE: ` ${role} ` }).appRole).toBe(role);
+    expect(validateEnv({ APP_ROLE: ` ${role} ` }).app.role).toBe(role);
   });
 
   it('should list the roles it accepts when APP_ROLE is not one of them', () => {
@@ -117,32 +116,32 @@ describe('validateEnv', () => {
   });
 
   it('should sell through MySQL while Redis is down unless REDIS_DOWN_MODE=closed', () => {
-    expect(validateEnv({}).redisDownMode).toBe('database');
-    expect(validateEnv({ REDIS_DOWN_MODE: 'closed' }).redisDownMode).toBe('closed');
+    expect(validateEnv({}).availability.redisDownMode).toBe('database');
+    expect(validateEnv({ REDIS_DOWN_MODE: 'closed' }).availability.redisDownMode).toBe('closed');
     expect(refusal({ REDIS_DOWN_MODE: 'open' }).message).toBe(
       'REDIS_DOWN_MODE must be one of database, closed, got "open"',
     );
   });
 
   it('should bound the database-mode purchases at once by FALLBACK_MAX_INFLIGHT', () => {
-    expect(validateEnv({}).fallbackMaxInflight).toBe(32);
-    expect(validateEnv({ FALLBACK_MAX_INFLIGHT: '4' }).fallbackMaxInflight).toBe(4);
+    expect(validateEnv({}).availability.fallbackMaxInflight).toBe(32);
+    expect(validateEnv({ FALLBACK_MAX_INFLIGHT: '4' }).availability.fallbackMaxInflight).toBe(4);
     expect(refusal({ FALLBACK_MAX_INFLIGHT: '0' }).message).toContain('FALLBACK_MAX_INFLIGHT');
   });
 
   it('should bound the result streams per client address by RESULT_STREAM_MAX_PER_IP', () => {
-    expect(validateEnv({}).resultStream.maxPerIp).toBe(100);
-    expect(validateEnv({ RESULT_STREAM_MAX_PER_IP: '3' }).resultStream.maxPerIp).toBe(3);
+    expect(validateEnv({}).seckill.resultStream.maxPerIp).toBe(100);
+    expect(validateEnv({ RESULT_STREAM_MAX_PER_IP: '3' }).seckill.resultStream.maxPerIp).toBe(3);
     expect(refusal({ RESULT_STREAM_MAX_PER_IP: '0' }).message).toBe(
       'RESULT_STREAM_MAX_PER_IP must be an integer between 1 and 1000000, got "0"',
     );
   });
 
   it('should read FAULT_DELAYS as slow steps at pause points, and none by default', () => {
-    expect(validateEnv({}).faultDelays).toEqual([]);
+    expect(validateEnv({}).faults.delays).toEqual([]);
     expect(
       validateEnv({ FAULT_DELAYS: 'before-order-write:8000:10, preheat-before-stock:1500:100' })
-        .faultDelays,
+        .faults.delays,
     ).toEqual([
       { point: 'before-order-write', ms: 8000, percent: 10 },
       { point: 'preheat-before-stock', ms: 1500, percent: 100 },
@@ -177,19 +176,19 @@ describe('validateEnv', () => {
   it('should run in production with a JWT secret of its own', () => {
     const config = validateEnv({ NODE_ENV: 'production', JWT_SECRET: 'a-real-secret' });
 
-    expect(config.nodeEnv).toBe('production');
-    expect(config.jwtSecretIsDefault).toBe(false);
+    expect(config.app.nodeEnv).toBe('production');
+    expect(config.auth.jwtSecretIsDefault).toBe(false);
   });
 
   it('should allow the default JWT secret outside production and say it is the default', () => {
-    expect(validateEnv({ NODE_ENV: 'test' }).jwtSecretIsDefault).toBe(true);
+    expect(validateEnv({ NODE_ENV: 'test' }).auth.jwtSecretIsDefault).toBe(true);
   });
 
   it('should read REDIS_CLUSTER_NODES as host:port seeds, and leave it off when unset', () => {
-    expect(validateEnv({}).redisClusterNodes).toBeNull();
+    expect(validateEnv({}).redis.clusterNodes).toBeNull();
     expect(
       validateEnv({ REDIS_CLUSTER_NODES: ' 127.0.0.1:7000, redis-2.internal:7001,[::1]:7002, ' })
-        .redisClusterNodes,
+        .redis.clusterNodes,
     ).toEqual([
       { host: '127.0.0.1', port: 7000 },
       { host: 'redis-2.internal', port: 7001 },
@@ -215,14 +214,14 @@ describe('validateEnv', () => {
   it('should parse TRUSTED_PROXIES as a comma-separated, trimmed list', () => {
     const config = validateEnv({ TRUSTED_PROXIES: '127.0.0.1, 10.0.0.0/8' });
 
-    expect(config.trustedProxies).toEqual(['127.0.0.1', '10.0.0.0/8']);
+    expect(config.http.trustedProxies).toEqual(['127.0.0.1', '10.0.0.0/8']);
   });
 
   describe('security settings', () => {
     it('should default to rate limits on, tokens off, CORS off and a 1 h idempotency retention', () => {
       const config = validateEnv({});
 
-      expect(config.rateLimit).toEqual({
+      expect(config.rateLimit.throttle).toEqual({
         enabled: true,
         windowMs: 1_000,
         blockMs: 1_000,
@@ -235,17 +234,19 @@ describe('validateEnv', () => {
         readIp: 300,
       });
       expect(config).toMatchObject({
-        corsOrigins: [],
-        seckillRequireToken: false,
-        seckillTokenTtlMs: 60_000,
-        seckillTokenEarlyMs: 0,
-        idempotencyRetentionMs: 3_600_000,
+        http: { corsOrigins: [] },
+        seckill: {
+          requireToken: false,
+          tokenTtlMs: 60_000,
+          tokenEarlyMs: 0,
+          idempotencyRetentionMs: 3_600_000,
+        },
       });
     });
 
     it('should read trusted proxies as addresses and CIDRs', () => {
       expect(
-        validateEnv({ TRUSTED_PROXIES: '127.0.0.1, ::1,10.0.0.0/8,fd00::/8' }).trustedProxies,
+        validateEnv({ TRUSTED_PROXIES: '127.0.0.1, ::1,10.0.0.0/8,fd00::/8' }).http.trustedProxies,
       ).toEqual(['127.0.0.1', '::1', '10.0.0.0/8', 'fd00::/8']);
     });
 
@@ -258,7 +259,7 @@ describe('validateEnv', () => {
 
     it('should read CORS origins', () => {
       expect(
-        validateEnv({ CORS_ORIGINS: 'https://shop.example.com, http://localhost:5173' })
+        validateEnv({ CORS_ORIGINS: 'https://shop.example.com, http://localhost:5173' }).http
           .corsOrigins,
       ).toEqual(['https://shop.example.com', 'http://localhost:5173']);
     });
@@ -279,21 +280,23 @@ describe('validateEnv', () => {
     it('should serve Swagger by default except in production, where it must be switched on', () => {
       const production = { NODE_ENV: 'production', JWT_SECRET: 'a-real-secret' };
 
-      expect(validateEnv({}).swaggerEnabled).toBe(true);
-      expect(validateEnv(production).swaggerEnabled).toBe(false);
-      expect(validateEnv({ ...production, SWAGGER_ENABLED: 'true' }).swaggerEnabled).toBe(true);
+      expect(validateEnv({}).http.swaggerEnabled).toBe(true);
+      expect(validateEnv(production).http.swaggerEnabled).toBe(false);
+      expect(validateEnv({ ...production, SWAGGER_ENABLED: 'true' }).http.swaggerEnabled).toBe(
+        true,
+      );
     });
 
     it('should never serve Swagger on a worker, which has no API to document', () => {
-      expect(validateEnv({ APP_ROLE: 'worker', SWAGGER_ENABLED: 'true' }).swaggerEnabled).toBe(
+      expect(validateEnv({ APP_ROLE: 'worker', SWAGGER_ENABLED: 'true' }).http.swaggerEnabled).toBe(
         false,
       );
     });
 
     it('should leave /metrics open and token ages unlimited unless told otherwise', () => {
-      expect(validateEnv({})).toMatchObject({ metricsToken: null, jwtMaxAgeSeconds: null });
+      expect(validateEnv({}).auth).toMatchObject({ metricsToken: null, jwtMaxAgeSeconds: null });
       expect(
-        validateEnv({ METRICS_TOKEN: ' scrape-me-0123456789 ', JWT_MAX_AGE_SECONDS: '86400' }),
+        validateEnv({ METRICS_TOKEN: ' scrape-me-0123456789 ', JWT_MAX_AGE_SECONDS: '86400' }).auth,
       ).toMatchObject({ metricsToken: 'scrape-me-0123456789', jwtMaxAgeSeconds: 86_400 });
     });
 
@@ -306,9 +309,10 @@ describe('validateEnv', () => {
     });
 
     it('should make the block as long as the window unless told otherwise', () => {
-      expect(validateEnv({ THROTTLE_WINDOW_MS: '5000' }).rateLimit.blockMs).toBe(5_000);
+      expect(validateEnv({ THROTTLE_WINDOW_MS: '5000' }).rateLimit.throttle.blockMs).toBe(5_000);
       expect(
-        validateEnv({ THROTTLE_WINDOW_MS: '5000', THROTTLE_BLOCK_MS: '60000' }).rateLimit.blockMs,
+        validateEnv({ THROTTLE_WINDOW_MS: '5000', THROTTLE_BLOCK_MS: '60000' }).rateLimit.throttle
+          .blockMs,
       ).toBe(60_000);
     });
   });

@@ -5,6 +5,11 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { validateEnv } from './env.validation.js';
 import { FaultInjector } from './fault-injector.js';
 
+function faultInjector(env: Record<string, string>): FaultInjector {
+  const config = validateEnv(env);
+  return new FaultInjector(config.faults, config.app);
+}
+
 /** Whether the promise has settled after the timers advanced by `ms`. */
 async function settledAfter(promise: Promise<void>, ms: number): Promise<boolean> {
   let settled = false;
@@ -21,7 +26,7 @@ describe('FaultInjector slow steps (FAULT_DELAYS)', () => {
 
   it('should hold a step at a configured point for its delay, and not at other points', async () => {
     vi.useFakeTimers();
-    const faults = new FaultInjector(validateEnv({ FAULT_DELAYS: 'before-order-write:500:100' }));
+    const faults = faultInjector({ FAULT_DELAYS: 'before-order-write:500:100' });
 
     const slowed = faults.pausePoint('before-order-write');
     expect(await settledAfter(slowed, 499)).toBe(false);
@@ -32,12 +37,10 @@ describe('FaultInjector slow steps (FAULT_DELAYS)', () => {
   it('should slow steps only while the switch file says on, read again at each SIGUSR2', async () => {
     vi.useFakeTimers();
     const switchFile = join(mkdtempSync(join(tmpdir(), 'fault-switch-')), 'slow');
-    const faults = new FaultInjector(
-      validateEnv({
-        FAULT_DELAYS: 'preheat-before-stock:500:100',
-        FAULT_DELAYS_SWITCH_FILE: switchFile,
-      }),
-    );
+    const faults = faultInjector({
+      FAULT_DELAYS: 'preheat-before-stock:500:100',
+      FAULT_DELAYS_SWITCH_FILE: switchFile,
+    });
     const at = { goodsId: 7 };
     const slows = async () =>
       !(await settledAfter(faults.pausePoint('preheat-before-stock', at), 0));
@@ -59,12 +62,10 @@ describe('FaultInjector slow steps (FAULT_DELAYS)', () => {
     vi.useFakeTimers();
     const switchFile = join(mkdtempSync(join(tmpdir(), 'fault-switch-')), 'slow');
     writeFileSync(switchFile, 'on\n');
-    const faults = new FaultInjector(
-      validateEnv({
-        FAULT_DELAYS: 'before-order-write:500:100',
-        FAULT_DELAYS_SWITCH_FILE: switchFile,
-      }),
-    );
+    const faults = faultInjector({
+      FAULT_DELAYS: 'before-order-write:500:100',
+      FAULT_DELAYS_SWITCH_FILE: switchFile,
+    });
 
     expect(await settledAfter(faults.pausePoint('before-order-write'), 0)).toBe(false);
   });

@@ -1,7 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
-import { InjectConfig } from './app-config.js';
-import type { AppConfig, FaultDelay, FaultPoint, PausePoint } from './env.validation.js';
+import { appConfig, type AppSection } from './app.config.js';
+import { InjectConfig } from './config-namespace.js';
+import {
+  faultsConfig,
+  type FaultDelay,
+  type FaultPoint,
+  type FaultsConfig,
+  type PausePoint,
+} from './faults.config.js';
 
 export type { PausePoint };
 
@@ -50,8 +57,11 @@ export class FaultInjector {
   /** Whether FAULT_DELAYS slow steps are drawn now (FAULT_DELAYS_SWITCH_FILE switches them). */
   private slowing = true;
 
-  constructor(@InjectConfig() private readonly config: AppConfig) {
-    const switchFile = config.faultDelaysSwitchFile;
+  constructor(
+    @InjectConfig(faultsConfig) private readonly faults: FaultsConfig,
+    @InjectConfig(appConfig) private readonly app: AppSection,
+  ) {
+    const switchFile = faults.delaysSwitchFile;
     if (switchFile === null) return;
     const read = () => {
       this.slowing = readSwitch(switchFile);
@@ -62,7 +72,7 @@ export class FaultInjector {
   }
 
   crashPoint(point: FaultPoint): void {
-    const fault = this.config.faultCrash;
+    const fault = this.faults.crash;
     if (fault === null || fault.point !== point || ++this.reached < fault.after) return;
     this.logger.warn(`fault injection: SIGKILL at ${point}`);
     process.kill(process.pid, 'SIGKILL');
@@ -73,7 +83,7 @@ export class FaultInjector {
    * FAULT_DELAYS slow step drawn at it.
    */
   async pausePoint(point: PausePoint, at?: PauseAt): Promise<void> {
-    const delay = this.config.faultDelays.find((candidate) => candidate.point === point);
+    const delay = this.faults.delays.find((candidate) => candidate.point === point);
     if (delay && this.slowing) await this.slowStep(delay, at);
     const hold = this.holds.get(point);
     if (!hold) return;
@@ -102,7 +112,7 @@ export class FaultInjector {
    * one for that goods and path alone); `reached` resolves when the first one arrives.
    */
   holdAt(point: PausePoint, only?: PauseAt): { reached: Promise<void>; release: () => void } {
-    if (this.config.nodeEnv === 'production') {
+    if (this.app.nodeEnv === 'production') {
       throw new Error('fault injection pauses are for tests and refused in production');
     }
     let arrived!: () => void;

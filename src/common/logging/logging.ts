@@ -28,12 +28,6 @@ export const PINO_LEVEL: Record<LogLevelName, Level> = {
   trace: 'trace',
 };
 
-export interface LoggingConfig {
-  logLevel: LogLevelName;
-  logFormat: LogFormat;
-  appRole: string;
-}
-
 export const REQUEST_ID_HEADER = 'x-request-id';
 /** An incoming X-Request-Id is reused only if it is this plain and short; else one is made. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:=+/-]{1,128}$/;
@@ -57,10 +51,10 @@ const REDACTED_HEADERS = [
   '"idempotency-key"',
 ];
 
-export function pinoOptions(config: LoggingConfig): LoggerOptions {
+export function pinoOptions(level: LogLevelName, role: string): LoggerOptions {
   return {
-    level: PINO_LEVEL[config.logLevel],
-    base: { pid: process.pid, hostname: hostname(), role: config.appRole },
+    level: PINO_LEVEL[level],
+    base: { pid: process.pid, hostname: hostname(), role },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
       paths: REDACTED_HEADERS.flatMap((name) => [
@@ -100,8 +94,12 @@ export async function logDestination(format: LogFormat): Promise<DestinationStre
  * answer's. The request context and the completion line come from two Fastify hooks instead
  * (request-logging.ts).
  */
-export function loggerParams(config: LoggingConfig, destination?: DestinationStream): Params {
-  const options = pinoOptions(config);
+export function loggerParams(
+  level: LogLevelName,
+  role: string,
+  destination?: DestinationStream,
+): Params {
+  const options = pinoOptions(level, role);
   return { pinoHttp: destination ? [options, destination] : options, forRoutes: [] };
 }
 
@@ -114,7 +112,7 @@ export async function bootLogger(env: NodeJS.ProcessEnv) {
       : env.NODE_ENV?.trim() === 'production'
         ? 'json'
         : 'pretty';
-  const options = pinoOptions({ logLevel: 'log', logFormat: format, appRole: env.APP_ROLE ?? '' });
+  const options = pinoOptions('log', env.APP_ROLE ?? '');
   const destination = await logDestination(format);
   return destination ? pino(options, destination) : pino(options);
 }

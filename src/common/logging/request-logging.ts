@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { PinoLogger } from 'nestjs-pino';
 import { pino, type Level } from 'pino';
-import { PINO_LEVEL, type LogLevelName } from './logging.js';
+import type { LoggingConfig } from '../../config/logging.config.js';
+import { PINO_LEVEL } from './logging.js';
 
 /** Fields that join a request's log lines once known (see EntryGuard). */
 export interface RequestLogFields {
@@ -45,12 +46,12 @@ export function pathOf(url: string): string {
 export function installRequestLogging(
   fastify: FastifyInstance,
   context: PinoLogger,
-  config: { logLevel: LogLevelName; logRequestContext: boolean },
+  config: Pick<LoggingConfig, 'level' | 'requestContext'>,
 ): void {
-  const threshold = pino.levels.values[PINO_LEVEL[config.logLevel]];
+  const threshold = pino.levels.values[PINO_LEVEL[config.level]];
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.raw.setHeader('X-Request-Id', request.id);
-    if (config.logRequestContext) context.runInContext(done, { bindings: { reqId: request.id } });
+    if (config.requestContext) context.runInContext(done, { bindings: { reqId: request.id } });
     else done();
   });
   fastify.addHook('onResponse', (request, reply, done) => {

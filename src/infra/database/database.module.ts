@@ -1,8 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { fileURLToPath } from 'node:url';
-import { APP_CONFIG } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { databaseConfig, type DatabaseConfig } from '../../config/database.config.js';
 import { ensureDatabase, parseDatabaseUrl } from './ensure-database.js';
 import { ConsumerBeatEntity } from './entities/consumer-beat.entity.js';
 import { FallbackBarrierEntity } from './entities/fallback-barrier.entity.js';
@@ -19,9 +18,9 @@ const MIGRATIONS_GLOB = fileURLToPath(new URL('../../../dist/migrations/*.js', i
 @Module({
   imports: [
     TypeOrmModule.forRootAsync({
-      inject: [APP_CONFIG],
-      useFactory: async (config: AppConfig) => {
-        const target = parseDatabaseUrl(config.databaseUrl);
+      inject: [databaseConfig.KEY],
+      useFactory: async (database: DatabaseConfig) => {
+        const target = parseDatabaseUrl(database.url);
         await ensureDatabase(target);
         return {
           ...target,

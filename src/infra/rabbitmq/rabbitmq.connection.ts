@@ -4,8 +4,9 @@ import amqp, {
   type ChannelWrapper,
   type CreateChannelOpts,
 } from 'amqp-connection-manager';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { topologyNames, type TopologyNames } from './topology.js';
 
 /**
@@ -28,16 +29,19 @@ export class RabbitConnection implements OnApplicationShutdown {
   private readonly connections = new Map<ConnectionRole, AmqpConnectionManager>();
   readonly names: TopologyNames;
 
-  constructor(@InjectConfig() private readonly config: AppConfig) {
-    this.names = topologyNames(config.rabbitmqPrefix, {
-      paymentTimeoutMs: config.orderPaymentTimeoutMs,
-      maxQueueLength: config.queueMaxLength,
-      queueType: config.queueType,
+  constructor(
+    @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
+    @InjectConfig(seckillConfig) seckill: SeckillConfig,
+  ) {
+    this.names = topologyNames(rabbitmq.prefix, {
+      paymentTimeoutMs: seckill.orderPaymentTimeoutMs,
+      maxQueueLength: rabbitmq.queueMaxLength,
+      queueType: rabbitmq.queueType,
     });
   }
 
   private connect(role: ConnectionRole): AmqpConnectionManager {
-    const connection = amqp.connect([this.config.rabbitmqUrl], {
+    const connection = amqp.connect([this.rabbitmq.url], {
       heartbeatIntervalInSeconds: 10,
       reconnectTimeInSeconds: 1,
       connectionOptions: {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { redisConfig, type RedisConfig } from '../../config/redis.config.js';
 import {
   isCluster,
   keyInScope,
@@ -79,7 +79,7 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(redisConfig) private readonly config: RedisConfig,
   ) {}
 
   onModuleInit(): void {
@@ -101,7 +101,7 @@ export class RedisWatchdog implements OnModuleInit, OnApplicationShutdown {
       });
     }
     this.redis.on('ready', () => void this.check());
-    this.timer = setInterval(() => void this.check(), this.config.redisWatchIntervalMs);
+    this.timer = setInterval(() => void this.check(), this.config.watchIntervalMs);
     this.timer.unref();
     void this.check();
   }

@@ -1,7 +1,6 @@
 import { Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import type { AppConfig } from '../../config/env.validation.js';
-import { APP_CONFIG } from '../../config/app-config.js';
+import { redisConfig, type RedisConfig } from '../../config/redis.config.js';
 import { LuaScripts } from './lua-scripts.js';
 import type { RedisClient } from './redis-client.js';
 import { REDIS_CLIENT, REDIS_COMMAND_TIMEOUT_MS } from './redis.constants.js';
@@ -21,14 +20,14 @@ const CONNECTION_OPTIONS = {
  * REDIS_CLUSTER_NODES set: ioredis' Cluster client over those seeds (it learns the other nodes
  * and the slot map from them); else one connection to REDIS_URL.
  */
-function createClient(config: AppConfig): RedisClient {
+function createClient(redis: RedisConfig): RedisClient {
   // Commands issued in the same tick (a crowd's throttle hits, locks, deducts) go out in one
   // socket write (per node on a cluster): the per-command write was a fifth of the purchase
   // route's CPU.
   const enableAutoPipelining = true;
   const retry = (attempt: number) => Math.min(attempt * 200, 2_000);
-  if (config.redisClusterNodes) {
-    return new Cluster(config.redisClusterNodes, {
+  if (redis.clusterNodes) {
+    return new Cluster(redis.clusterNodes, {
       enableOfflineQueue: true,
       enableAutoPipelining,
       clusterRetryStrategy: retry,
@@ -42,7 +41,7 @@ function createClient(config: AppConfig): RedisClient {
       redisOptions: CONNECTION_OPTIONS,
     });
   }
-  return new Redis(config.redisUrl, {
+  return new Redis(redis.url, {
     ...CONNECTION_OPTIONS,
     enableOfflineQueue: true,
     enableAutoPipelining,
@@ -58,10 +57,10 @@ const SERVICES = [LuaScripts, RedisWatchdog, RedisLocks, RedisSubscriber, RedisH
   providers: [
     {
       provide: REDIS_CLIENT,
-      inject: [APP_CONFIG],
-      useFactory: (config: AppConfig): RedisClient => {
+      inject: [redisConfig.KEY],
+      useFactory: (redis: RedisConfig): RedisClient => {
         const logger = new Logger('Redis');
-        const client = createClient(config);
+        const client = createClient(redis);
         client.on('error', (error: Error) => logger.warn(`redis error: ${error.message}`));
         // The offline queue holds the commands of the boot until Redis first answers. After
         // that, a command sent while Redis is unreachable fails at once (the caller answers 503)

@@ -2,8 +2,7 @@ import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { JwtModule } from '@nestjs/jwt';
 import { createSecretKey } from 'node:crypto';
-import { APP_CONFIG } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { authConfig, type AuthConfig } from '../../config/auth.config.js';
 import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
 import { AuthGuard } from './auth.guard.js';
 import { Authenticator } from './authenticator.js';
@@ -13,11 +12,11 @@ import { EntryGuard } from './entry.guard.js';
   imports: [
     RateLimitModule,
     JwtModule.registerAsync({
-      inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => ({
+      inject: [authConfig.KEY],
+      useFactory: (auth: AuthConfig) => ({
         // A KeyObject, not the string: given a string, jsonwebtoken first tries to parse it as a
         // public key on every verify, which cost a third of the purchase route's CPU (profiled).
-        secret: createSecretKey(Buffer.from(config.jwtSecret, 'utf8')) as unknown as string,
+        secret: createSecretKey(Buffer.from(auth.jwtSecret, 'utf8')) as unknown as string,
         verifyOptions: { algorithms: ['HS256'] },
       }),
     }),

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { JwtService } from '@nestjs/jwt';
 import { DomainError } from '../../common/errors/domain-error.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { authConfig, type AuthConfig } from '../../config/auth.config.js';
 import type { Access, Authentication, AuthUser } from './auth.decorators.js';
 import { bearerCredentials } from './bearer.js';
 
@@ -25,9 +25,9 @@ export class Authenticator {
 
   constructor(
     private readonly jwt: JwtService,
-    @InjectConfig() config: AppConfig,
+    @InjectConfig(authConfig) auth: AuthConfig,
   ) {
-    this.maxAgeSeconds = config.jwtMaxAgeSeconds;
+    this.maxAgeSeconds = auth.jwtMaxAgeSeconds;
   }
 
   /** Verifies the bearer token of an Authorization header. Never throws: a refusal is returned. */

@@ -1,8 +1,8 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 import { assignRequestLogFields } from '../../common/logging/request-logging.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { loggingConfig, type LoggingConfig } from '../../config/logging.config.js';
 import { RateLimitGuard } from '../rate-limit/rate-limit.guard.js';
 import type { AuthenticatedRequest } from './auth.decorators.js';
 import { AuthGuard } from './auth.guard.js';
@@ -22,7 +22,7 @@ export class EntryGuard implements CanActivate {
     private readonly auth: AuthGuard,
     private readonly rateLimit: RateLimitGuard,
     private readonly log: PinoLogger,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(loggingConfig) private readonly logging: LoggingConfig,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -39,7 +39,7 @@ export class EntryGuard implements CanActivate {
       goodsId !== undefined && GOODS_ID.test(goodsId)
         ? { userId: request.user.userId, goodsId: Number(goodsId) }
         : { userId: request.user.userId },
-      this.config.logRequestContext ? this.log : null,
+      this.logging.requestContext ? this.log : null,
     );
   }
 }

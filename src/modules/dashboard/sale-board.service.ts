@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import type { OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
@@ -85,7 +85,7 @@ export class SaleBoard {
     private readonly reconcile: ReconcileService,
     private readonly buckets: BucketCounts,
     private readonly repair: SaleRepair,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
   ) {}
 
   async build(now = Date.now()): Promise<DashboardSnapshot> {
@@ -127,7 +127,7 @@ export class SaleBoard {
         ORDER BY g.start_at DESC, g.id DESC`,
       [
         new Date(now - RECENT_SALE_MS),
-        new Date(now + this.config.preheatLookaheadMs),
+        new Date(now + this.jobs.preheat.lookaheadMs),
         new Date(now),
         new Date(now),
         MAX_SALES,

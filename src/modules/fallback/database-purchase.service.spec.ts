@@ -1,7 +1,8 @@
 import type { DataSource } from 'typeorm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { UnavailableError, UnknownOutcomeError } from '../../common/errors/domain-error.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
+import type { SeckillConfig } from '../../config/seckill.config.js';
 import type { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { DatabasePurchase } from './database-purchase.service.js';
@@ -20,12 +21,9 @@ describe('DatabasePurchase', () => {
       { redisDown: () => true, fenceOpenedAt: () => null } as unknown as FallbackGate,
       { publishTimeouts: vi.fn(async () => true) } as unknown as OrderPublisher,
       new MetricsService(),
-      {
-        redisDownMode: 'database',
-        fallbackMaxInflight: maxInflight,
-        orderPaymentTimeoutMs: 60_000,
-        soldOutMemoMs,
-      } as AppConfig,
+      { redisDownMode: 'database', fallbackMaxInflight: maxInflight },
+      { orderPaymentTimeoutMs: 60_000, soldOutMemoMs } as SeckillConfig,
+      {} as RabbitMqConfig,
     );
     return { db, purchases, release };
   }

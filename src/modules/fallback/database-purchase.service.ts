@@ -8,8 +8,10 @@ import {
   UnavailableError,
   UnknownOutcomeError,
 } from '../../common/errors/domain-error.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { availabilityConfig, type AvailabilityConfig } from '../../config/availability.config.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
+import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { newOrderNo } from '../orders/order-no.js';
@@ -77,7 +79,9 @@ export class DatabasePurchase {
     private readonly gate: FallbackGate,
     private readonly publisher: OrderPublisher,
     private readonly metrics: MetricsService,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(availabilityConfig) private readonly availability: AvailabilityConfig,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
+    @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
   ) {}
 
   /** The goods is sold through Redis again: what the fallback found sold out no longer says anything. */
@@ -91,7 +95,7 @@ export class DatabasePurchase {
       if (Date.now() < until) throw new DomainError('SOLD_OUT', 'Sold out');
       this.soldOut.delete(goodsId);
     }
-    if (this.inflight >= this.config.fallbackMaxInflight) {
+    if (this.inflight >= this.availability.fallbackMaxInflight) {
       this.metrics.fallbackRefusals.inc({ reason: 'busy' });
       throw new UnavailableError(
         'Too many purchases at once while Redis is down; nothing was taken',
@@ -166,7 +170,7 @@ export class DatabasePurchase {
             goodsId,
             quantity,
             'PENDING_PAYMENT',
-            this.config.orderPaymentTimeoutMs * 1_000,
+            this.seckill.orderPaymentTimeoutMs * 1_000,
           ],
         );
         committing = true;
@@ -207,7 +211,7 @@ export class DatabasePurchase {
     if (Number(goods.fallback_open) !== 1) return 'closed';
     // Opened, or stock given back, since the UPDATE: try again.
     if (Number(goods.stock) >= quantity) return 'again';
-    const memoMs = Math.min(this.config.soldOutMemoMs, MAX_SOLD_OUT_MEMO_MS);
+    const memoMs = Math.min(this.seckill.soldOutMemoMs, MAX_SOLD_OUT_MEMO_MS);
     if (Number(goods.stock) === 0 && memoMs > 0) this.soldOut.set(goodsId, Date.now() + memoMs);
     return new DomainError('SOLD_OUT', 'Sold out');
   }
@@ -261,6 +265,6 @@ export class DatabasePurchase {
 
   /** From a goods' hold to the earliest barrier that may open it (see openWhenHeld). */
   private holdBeforeOpenMs(): number {
-    return MARKS_LEASE_MS + this.config.publishConfirmTimeoutMs + HOLD_SLACK_MS;
+    return MARKS_LEASE_MS + this.rabbitmq.publishConfirmTimeoutMs + HOLD_SLACK_MS;
   }
 }

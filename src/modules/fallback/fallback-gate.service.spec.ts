@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DataSource } from 'typeorm';
-import type { AppConfig } from '../../config/env.validation.js';
+import type { AppSection } from '../../config/app.config.js';
+import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import type { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
 import type { BucketCounts } from '../sale-store/bucket-counts.service.js';
 import type { SaleLoader } from '../sale-store/sale-loader.service.js';
@@ -24,7 +25,8 @@ function gate() {
     buckets as unknown as BucketCounts,
     loader as unknown as SaleLoader,
     {} as DatabaseBarrier,
-    { appRole: 'all' } as AppConfig,
+    { role: 'all' } as AppSection,
+    {} as RabbitMqConfig,
   );
   // The interval's tick, run by hand.
   const refresh = () => (instance as unknown as { refresh(): Promise<void> }).refresh();

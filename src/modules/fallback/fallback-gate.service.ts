@@ -9,8 +9,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource } from 'typeorm';
 import { backoffWithJitter } from '../../common/database/transient-errors.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { appConfig, type AppSection } from '../../config/app.config.js';
+import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
 import type { OpenBarrier } from '../messaging/order-barrier.service.js';
 import { BucketCounts } from '../sale-store/bucket-counts.service.js';
@@ -90,12 +91,13 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
     private readonly buckets: BucketCounts,
     private readonly loader: SaleLoader,
     private readonly barriers: DatabaseBarrier,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(appConfig) private readonly app: AppSection,
+    @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
   ) {}
 
   /** Switches the gate on, where purchases are served; before the module's init. */
   enable(): void {
-    if (this.config.appRole === 'worker') return;
+    if (this.app.role === 'worker') return;
     this.enabled = true;
     this.unread = true;
   }
@@ -177,7 +179,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   }
 
   private async runFence(fence: Fence): Promise<void> {
-    const openAt = fence.since + this.config.publishConfirmTimeoutMs;
+    const openAt = fence.since + this.rabbitmq.publishConfirmTimeoutMs;
     for (let attempt = 0; !this.stopped && this.down && fence.outage === this.outages; attempt++) {
       if (Date.now() < openAt) await sleep(openAt - Date.now());
       try {

@@ -1,6 +1,5 @@
 import { Module, type FactoryProvider } from '@nestjs/common';
-import { APP_CONFIG } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { availabilityConfig, type AvailabilityConfig } from '../../config/availability.config.js';
 import { ORDER_BARRIER_STORES, type BarrierStore } from '../messaging/barrier-store.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrderBarrier } from '../messaging/order-barrier.service.js';
@@ -14,9 +13,9 @@ import { MetricsModule } from '../metrics/metrics.module.js';
 /** The one reading of REDIS_DOWN_MODE: every Redis-down question is answered by this policy. */
 const policy: FactoryProvider<RedisDownPolicy> = {
   provide: RedisDownPolicy,
-  inject: [APP_CONFIG, FallbackGate],
-  useFactory: (config: AppConfig, gate: FallbackGate) =>
-    config.redisDownMode === 'database'
+  inject: [availabilityConfig.KEY, FallbackGate],
+  useFactory: (availability: AvailabilityConfig, gate: FallbackGate) =>
+    availability.redisDownMode === 'database'
       ? new SellThroughDatabase(gate)
       : new ClosedWhileRedisDown(),
 };

@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, IsNull, Repository } from 'typeorm';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { SaleReads } from '../sale-store/sale-reads.service.js';
@@ -19,7 +19,7 @@ export class GoodsService {
   constructor(
     @InjectRepository(GoodsEntity) private readonly goods: Repository<GoodsEntity>,
     private readonly sale: SaleReads,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {}
 
   async create(input: CreateGoodsDto): Promise<GoodsCreatedDto> {
@@ -37,7 +37,7 @@ export class GoodsService {
         startAt,
         endAt,
         perUserLimit: input.perUserLimit ?? 1,
-        stockShards: input.stockShards ?? this.config.stockShards,
+        stockShards: input.stockShards ?? this.seckill.stockShards,
       }),
     );
     this.logger.log(

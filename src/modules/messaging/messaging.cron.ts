@@ -1,7 +1,7 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
 import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { OutboxSweeper } from './outbox-sweeper.service.js';
@@ -10,19 +10,19 @@ import { OutboxSweeper } from './outbox-sweeper.service.js';
 @Injectable()
 export class MessagingCron implements OnApplicationBootstrap {
   constructor(
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
     private readonly registry: SchedulerRegistry,
     private readonly locks: RedisLocks,
     private readonly sweeper: OutboxSweeper,
   ) {}
 
   onApplicationBootstrap(): void {
-    if (!this.config.outboxSweepEnabled) return;
+    if (!this.jobs.outboxSweep.enabled) return;
     scheduleSingletonJob({
       registry: this.registry,
       locks: this.locks,
       name: 'outbox-sweep',
-      schedule: { intervalMs: this.config.outboxSweepIntervalMs },
+      schedule: { intervalMs: this.jobs.outboxSweep.intervalMs },
       run: async () => {
         await this.sweeper.sweep();
       },

@@ -2,7 +2,8 @@ import type { Channel, ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { fakeBroker } from '../../../test/support/fake-broker.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import type { AppSection } from '../../config/app.config.js';
+import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type { OrderIngest } from '../orders/order-ingest.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder } from '../orders/order.types.js';
@@ -41,14 +42,10 @@ function message(body: NewOrder | string, deliveryCount?: number): ConsumeMessag
 const tagOf = (m: ConsumeMessage) => m.fields.deliveryTag;
 
 describe('OrderConsumer', () => {
-  const config = {
-    consumerEnabled: true,
-    consumerPrefetch: 100,
-    consumerBatchSize: 100,
-    consumerBatchWaitMs: 1,
-    consumerMaxDeliveries: 5,
-    shutdownTimeoutMs: 5_000,
-  } as AppConfig;
+  const rabbitmq = {
+    consumer: { enabled: true, prefetch: 100, batchSize: 100, batchWaitMs: 1, maxDeliveries: 5 },
+  } as RabbitMqConfig;
+  const app = { shutdownTimeoutMs: 5_000 } as AppSection;
   const ingest = { ingest: vi.fn<OrderIngest['ingest']>() };
   let broker: ReturnType<typeof fakeBroker>;
   let consumer: OrderConsumer;
@@ -85,7 +82,8 @@ describe('OrderConsumer', () => {
       broker.rabbit,
       ingest as unknown as OrderIngest,
       new MetricsService(),
-      config,
+      rabbitmq,
+      app,
       [barrierStore],
     );
     consumer.onApplicationBootstrap();

@@ -11,8 +11,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Batcher } from '../../common/batching/batcher.js';
 import { backoffWithJitter } from '../../common/database/transient-errors.js';
 import { randomHex } from '../../common/random/random-hex.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
+import { appConfig, type AppSection } from '../../config/app.config.js';
 import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { assertTopology } from '../../infra/rabbitmq/topology.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -69,24 +70,25 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly rabbit: RabbitConnection,
     private readonly ingest: OrderIngest,
     private readonly metrics: MetricsService,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
+    @InjectConfig(appConfig) private readonly app: AppSection,
     @Inject(ORDER_BARRIER_STORES) private readonly stores: BarrierStore[],
   ) {
     this.batcher = new Batcher({
-      size: config.consumerBatchSize,
-      waitMs: config.consumerBatchWaitMs,
+      size: rabbitmq.consumer.batchSize,
+      waitMs: rabbitmq.consumer.batchWaitMs,
       handle: (batch) => this.process(batch),
       onError: (error, batch) => this.abandon(error, batch),
     });
   }
 
   onApplicationBootstrap(): void {
-    if (!this.config.consumerEnabled) return;
+    if (!this.rabbitmq.consumer.enabled) return;
     this.channel = this.rabbit.createChannel('consume', {
       name: 'order-consumer',
       setup: async (channel: Channel) => {
         await assertTopology(channel, this.rabbit.names);
-        await channel.prefetch(this.config.consumerPrefetch);
+        await channel.prefetch(this.rabbitmq.consumer.prefetch);
         // A new channel is a new session: what the old one held went back to the queue, and
         // the old sessions beat no more. It is in the barrier's registry before its first
         // delivery.
@@ -235,7 +237,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
         deliveries: [],
       };
       purchase.deliveries.push(delivery);
-      purchase.exhausted ||= delivery.previousDeliveries >= this.config.consumerMaxDeliveries;
+      purchase.exhausted ||= delivery.previousDeliveries >= this.rabbitmq.consumer.maxDeliveries;
       purchases.set(order.requestId, purchase);
     }
     return new Map([...byGoods].map(([goodsId, purchases]) => [goodsId, [...purchases.values()]]));
@@ -261,7 +263,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     if (!this.channel) return;
     clearInterval(this.ticker);
     this.stop.abort();
-    await Promise.race([this.batcher.drain(), sleep(this.config.shutdownTimeoutMs)]);
+    await Promise.race([this.batcher.drain(), sleep(this.app.shutdownTimeoutMs)]);
     await this.channel.close();
     // Gone now rather than when its beat expires: a barrier that saw it restarts at once.
     for (const store of this.stores) {

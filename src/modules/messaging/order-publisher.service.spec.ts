@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import type { AppConfig } from '../../config/env.validation.js';
+import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import type { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OrderPublisher } from './order-publisher.service.js';
@@ -28,7 +28,7 @@ describe('OrderPublisher.publishTimeouts', () => {
     const rabbit = { names: { delayQueue: 'delay' }, createChannel: () => channel };
     publisher = new OrderPublisher(rabbit as unknown as RabbitConnection, new MetricsService(), {
       publishConfirmTimeoutMs: 1_000,
-    } as AppConfig);
+    } as RabbitMqConfig);
     publisher.onModuleInit();
   });
 

@@ -2,8 +2,8 @@ import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs
 import type { ChannelWrapper } from 'amqp-connection-manager';
 import type { ConfirmChannel } from 'amqplib';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { assertTopology } from '../../infra/rabbitmq/topology.js';
 import type { NewOrder } from '../orders/order.types.js';
@@ -32,14 +32,14 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
   constructor(
     private readonly rabbit: RabbitConnection,
     private readonly metrics: MetricsService,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
   ) {}
 
   onModuleInit(): void {
     this.channel = this.rabbit.createChannel('publish', {
       name: 'order-publisher',
       confirm: true,
-      publishTimeout: this.config.publishConfirmTimeoutMs,
+      publishTimeout: this.rabbitmq.publishConfirmTimeoutMs,
       setup: async (channel: ConfirmChannel) => {
         // The broker acks a message it could not route (after returning it): without this,
         // an unbound queue would swallow purchases that were answered 202.
@@ -212,7 +212,7 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     // Confirms still owed are waited for (bounded by the publish timeout) before the channel goes.
-    const deadline = Date.now() + this.config.publishConfirmTimeoutMs + 500;
+    const deadline = Date.now() + this.rabbitmq.publishConfirmTimeoutMs + 500;
     while (this.pending > 0 && Date.now() < deadline) await sleep(20);
     await this.channel.close();
     this.logger.log('publisher closed');

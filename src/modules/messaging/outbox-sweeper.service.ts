@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
+import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
 import { OutboxReader } from '../sale-store/outbox-reader.service.js';
 import { StockLoans } from '../sale-store/stock-loans.service.js';
@@ -22,7 +23,8 @@ export class OutboxSweeper {
     private readonly outbox: OutboxReader,
     private readonly loans: StockLoans,
     private readonly publisher: OrderPublisher,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
+    @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
   ) {}
 
   /**
@@ -39,7 +41,7 @@ export class OutboxSweeper {
       // failure (a master of one bucket unreachable) must not hold back the republishing of
       // accepted purchases, of this sale or of any other: the next pass sweeps the loans again.
       try {
-        await this.loans.sweep(goodsId, this.config.purchaseLockTtlMs, at);
+        await this.loans.sweep(goodsId, this.seckill.purchaseLockTtlMs, at);
       } catch (error) {
         this.logger.warn(`loans not swept: goods=${goodsId} ${(error as Error).message}`);
       }
@@ -59,7 +61,7 @@ export class OutboxSweeper {
     let republished = 0;
     const now = at ?? (await this.outbox.clock(keys));
     await this.outbox.forgetOldVoided(keys, now);
-    const stale = await this.outbox.stale(keys, now - this.config.outboxStaleMs, SWEEP_BATCH);
+    const stale = await this.outbox.stale(keys, now - this.jobs.outboxSweep.staleMs, SWEEP_BATCH);
     const settled: string[] = [];
     await Promise.all(
       stale.map(async ({ requestId, message }) => {

@@ -1,7 +1,8 @@
 import type { ConsumeMessage } from 'amqplib';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { fakeBroker } from '../../../test/support/fake-broker.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import type { AppSection } from '../../config/app.config.js';
+import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type {
   ExpireOutcome,
@@ -45,7 +46,8 @@ describe('TimeoutConsumer', () => {
       lifecycle as unknown as OrderLifecycleService,
       publisher as unknown as OrderPublisher,
       metrics,
-      { consumerEnabled: true, shutdownTimeoutMs: 5_000 } as AppConfig,
+      { consumer: { enabled: true } } as RabbitMqConfig,
+      { shutdownTimeoutMs: 5_000 } as AppSection,
     );
     consumer.onApplicationBootstrap();
     await broker.connect();

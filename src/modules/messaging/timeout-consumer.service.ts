@@ -3,8 +3,9 @@ import type { ChannelWrapper } from 'amqp-connection-manager';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter } from '../../common/database/transient-errors.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
+import { appConfig, type AppSection } from '../../config/app.config.js';
 import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { assertTopology } from '../../infra/rabbitmq/topology.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -54,11 +55,12 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly lifecycle: OrderLifecycleService,
     private readonly publisher: OrderPublisher,
     private readonly metrics: MetricsService,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
+    @InjectConfig(appConfig) private readonly app: AppSection,
   ) {}
 
   onApplicationBootstrap(): void {
-    if (!this.config.consumerEnabled) return;
+    if (!this.rabbitmq.consumer.enabled) return;
     this.channel = this.rabbit.createChannel('consume', {
       name: 'timeout-consumer',
       setup: async (channel: Channel) => {
@@ -168,7 +170,7 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
     if (!this.channel) return;
     this.stopping = true;
     this.stopped.abort();
-    await Promise.race([Promise.all(this.inProgress), sleep(this.config.shutdownTimeoutMs)]);
+    await Promise.race([Promise.all(this.inProgress), sleep(this.app.shutdownTimeoutMs)]);
     await this.channel.close();
   }
 }

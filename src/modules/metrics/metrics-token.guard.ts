@@ -1,8 +1,8 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { DomainError } from '../../common/errors/domain-error.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { authConfig, type AuthConfig } from '../../config/auth.config.js';
 import { bearerCredentials, secretMatches } from '../auth/bearer.js';
 
 /**
@@ -11,10 +11,10 @@ import { bearerCredentials, secretMatches } from '../auth/bearer.js';
  */
 @Injectable()
 export class MetricsTokenGuard implements CanActivate {
-  constructor(@InjectConfig() private readonly config: AppConfig) {}
+  constructor(@InjectConfig(authConfig) private readonly auth: AuthConfig) {}
 
   canActivate(context: ExecutionContext): boolean {
-    const expected = this.config.metricsToken;
+    const expected = this.auth.metricsToken;
     if (expected === null) return true;
     const { authorization } = context.switchToHttp().getRequest<FastifyRequest>().headers;
     if (!secretMatches(bearerCredentials(authorization), expected)) {

@@ -1,7 +1,7 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
 import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { OrderLifecycleService } from './order-lifecycle.service.js';
@@ -19,7 +19,7 @@ const OVERDUE_BATCH = 500;
 @Injectable()
 export class OrderExpiryCron implements OnApplicationBootstrap {
   constructor(
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
     private readonly registry: SchedulerRegistry,
     private readonly locks: RedisLocks,
     private readonly lifecycle: OrderLifecycleService,
@@ -27,14 +27,14 @@ export class OrderExpiryCron implements OnApplicationBootstrap {
   ) {}
 
   onApplicationBootstrap(): void {
-    if (!this.config.expirySweepEnabled) return;
+    if (!this.jobs.expirySweep.enabled) return;
     scheduleSingletonJob({
       registry: this.registry,
       locks: this.locks,
       name: 'expire-overdue-orders',
-      schedule: { intervalMs: this.config.expirySweepIntervalMs },
+      schedule: { intervalMs: this.jobs.expirySweep.intervalMs },
       run: async () => {
-        await this.lifecycle.expireOverdue(this.config.expirySweepGraceMs, OVERDUE_BATCH);
+        await this.lifecycle.expireOverdue(this.jobs.expirySweep.graceMs, OVERDUE_BATCH);
         await this.voided.prune();
       },
     });

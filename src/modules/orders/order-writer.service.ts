@@ -3,8 +3,8 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, EntityManager } from 'typeorm';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type { NewOrder, WriteOutcome } from './order.types.js';
 import { VoidedRequests } from './voided-requests.service.js';
@@ -49,7 +49,7 @@ export class OrderWriter {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     private readonly metrics: MetricsService,
     private readonly voided: VoidedRequests,
   ) {}
@@ -181,7 +181,7 @@ export class OrderWriter {
     }
     if (accepted.length === 0) return outcomes;
 
-    const timeoutMs = this.config.orderPaymentTimeoutMs;
+    const timeoutMs = this.seckill.orderPaymentTimeoutMs;
     await runner.query(
       'INSERT INTO seckill_order (order_no, request_id, user_id, goods_id, quantity, status, expire_at) VALUES ?',
       [

@@ -1,7 +1,8 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
 import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { PreheatService } from './preheat.service.js';
@@ -13,35 +14,37 @@ import { PreheatService } from './preheat.service.js';
 @Injectable()
 export class PreheatCron implements OnApplicationBootstrap {
   constructor(
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     private readonly registry: SchedulerRegistry,
     private readonly locks: RedisLocks,
     private readonly preheat: PreheatService,
   ) {}
 
   onApplicationBootstrap(): void {
-    if (this.config.saleEvictionEnabled) {
+    if (this.jobs.saleEviction.enabled) {
       // Orders can still expire until the payment timeout after the sale's end; keep the sale's
       // keys a retention period longer than that.
-      const afterEndMs = this.config.orderPaymentTimeoutMs + this.config.saleKeysRetentionMs;
+      const afterEndMs =
+        this.seckill.orderPaymentTimeoutMs + this.jobs.saleEviction.keysRetentionMs;
       scheduleSingletonJob({
         registry: this.registry,
         locks: this.locks,
         name: 'evict-ended-sales',
-        schedule: { intervalMs: this.config.saleEvictionIntervalMs },
+        schedule: { intervalMs: this.jobs.saleEviction.intervalMs },
         run: async () => {
           await this.preheat.evictEnded(afterEndMs);
         },
       });
     }
-    if (!this.config.preheatCronEnabled) return;
+    if (!this.jobs.preheat.enabled) return;
     scheduleSingletonJob({
       registry: this.registry,
       locks: this.locks,
       name: 'preheat-upcoming',
-      schedule: { cron: this.config.preheatCron },
+      schedule: { cron: this.jobs.preheat.cron },
       run: async () => {
-        await this.preheat.preheatUpcoming(this.config.preheatLookaheadMs);
+        await this.preheat.preheatUpcoming(this.jobs.preheat.lookaheadMs);
       },
     });
   }

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { AppConfig } from '../../config/env.validation.js';
+import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import type { GoodsService } from '../goods/goods.service.js';
 import type { OrderBarrier } from '../messaging/order-barrier.service.js';
 import type { OrdersService, SaleHistory } from '../orders/orders.service.js';
@@ -67,7 +67,7 @@ function setup({ unsold = false } = {}) {
     stock as unknown as SaleLoader,
     barrier as unknown as OrderBarrier,
     lock as unknown as SaleStateLock,
-    { publishConfirmTimeoutMs: CONFIRM_MS } as AppConfig,
+    { publishConfirmTimeoutMs: CONFIRM_MS } as RabbitMqConfig,
   );
   return { state, goods, orders, stock, barrier, preheat };
 }

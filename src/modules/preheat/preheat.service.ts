@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainError, UnavailableError } from '../../common/errors/domain-error.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { OrderBarrier, type OpenBarrier } from '../messaging/order-barrier.service.js';
@@ -36,7 +36,7 @@ export class PreheatService {
     private readonly loader: SaleLoader,
     private readonly barriers: OrderBarrier,
     private readonly saleLock: SaleStateLock,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
   ) {}
 
   /**
@@ -122,7 +122,7 @@ export class PreheatService {
    * that wait is fixed; the rest is the consumers settling what they hold.
    */
   private async ensureOrdersSettled(wipedAt: number): Promise<void> {
-    const openAt = wipedAt + this.config.publishConfirmTimeoutMs;
+    const openAt = wipedAt + this.rabbitmq.publishConfirmTimeoutMs;
     if (Date.now() < openAt) {
       throw new UnavailableError(
         `Waiting ${openAt - Date.now()} ms more for purchases accepted before the loss to reach the broker`,

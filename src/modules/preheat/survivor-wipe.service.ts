@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { randomHex } from '../../common/random/random-hex.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { keyInScope } from '../../infra/redis/redis-client.js';
@@ -49,7 +49,7 @@ export class SurvivorWipe {
     private readonly markers: RestartMarkers,
     private readonly loader: SaleLoader,
     private readonly saleLock: SaleStateLock,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
   ) {}
 
   /**
@@ -58,7 +58,7 @@ export class SurvivorWipe {
    */
   async salesToRecover(slots: SlotScope): Promise<GoodsEntity[]> {
     const sales = await this.goods.startingBefore(
-      new Date(Date.now() + this.config.preheatLookaheadMs),
+      new Date(Date.now() + this.jobs.preheat.lookaheadMs),
     );
     return sales.filter((sale) => {
       this.buckets.remember(sale.id, sale.stockShards);

@@ -1,8 +1,8 @@
 import { CanActivate, ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import { InjectThrottlerStorage } from '@nestjs/throttler';
 import { DomainError } from '../../common/errors/domain-error.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { rateLimitConfig, type RateLimitConfig } from '../../config/rate-limit.config.js';
 import { autobanCounterKey } from '../../infra/redis/seckill-keys.js';
 import type { AuthenticatedRequest } from '../auth/auth.decorators.js';
 import { BlocklistService } from '../blocklist/blocklist.service.js';
@@ -51,9 +51,9 @@ export class RateLimitGuard implements CanActivate {
     private readonly metrics: MetricsService,
     private readonly scripts: ThrottleScripts,
     private readonly blocklist: BlocklistService,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(rateLimitConfig) private readonly rateLimit: RateLimitConfig,
   ) {
-    for (const spec of throttlerSpecs(config.rateLimit)) {
+    for (const spec of throttlerSpecs(rateLimit.throttle)) {
       const specs = this.specsByPolicy.get(spec.policy) ?? [];
       specs.push(spec);
       this.specsByPolicy.set(spec.policy, specs);
@@ -75,9 +75,9 @@ export class RateLimitGuard implements CanActivate {
         spec,
         throttler: spec.name,
         tracker: trackers[spec.dimension](request),
-        ttl: this.config.rateLimit.windowMs,
+        ttl: this.rateLimit.throttle.windowMs,
         limit: spec.limit,
-        blockDuration: this.config.rateLimit.blockMs,
+        blockDuration: this.rateLimit.throttle.blockMs,
       });
     }
     const refusal = await this.storage.spend(budgets);
@@ -105,7 +105,7 @@ export class RateLimitGuard implements CanActivate {
    * request already refused, never on one let through; a failure costs the count, not the 429.
    */
   private async countTowardsAutoban(spec: ThrottlerSpec, tracker: string): Promise<void> {
-    const { threshold, windowMs, banSeconds } = this.config.autoban;
+    const { threshold, windowMs, banSeconds } = this.rateLimit.autoban;
     if (threshold === 0 || spec.dimension === 'global') return;
     const type = spec.dimension === 'user' ? 'user' : 'ip';
     const value = tracker.slice(tracker.indexOf(':') + 1);

@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
-import { APP_CONFIG } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { rateLimitConfig, type RateLimitConfig } from '../../config/rate-limit.config.js';
 import { BlocklistModule } from '../blocklist/blocklist.module.js';
 import { throttlerSpecs } from './rate-limit.policy.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
@@ -23,14 +22,14 @@ class ThrottleScriptsModule {}
     ThrottleScriptsModule,
     ThrottlerModule.forRootAsync({
       imports: [ThrottleScriptsModule],
-      inject: [APP_CONFIG, ThrottleScripts],
-      useFactory: (config: AppConfig, scripts: ThrottleScripts) => ({
+      inject: [rateLimitConfig.KEY, ThrottleScripts],
+      useFactory: (rateLimit: RateLimitConfig, scripts: ThrottleScripts) => ({
         // The configured limits; RateLimitGuard spends those of a route's policy together.
-        throttlers: throttlerSpecs(config.rateLimit).map((spec) => ({
+        throttlers: throttlerSpecs(rateLimit.throttle).map((spec) => ({
           name: spec.name,
           limit: spec.limit,
-          ttl: config.rateLimit.windowMs,
-          blockDuration: config.rateLimit.blockMs,
+          ttl: rateLimit.throttle.windowMs,
+          blockDuration: rateLimit.throttle.blockMs,
         })),
         storage: new RedisThrottlerStorage(scripts),
       }),

@@ -4,7 +4,7 @@ import { throttlerSpecs } from './rate-limit.policy.js';
 
 describe('throttlerSpecs', () => {
   it('should limit purchases per user and per IP, tokens and reads too, with no global ceiling by default', () => {
-    const specs = throttlerSpecs(validateEnv({}).rateLimit);
+    const specs = throttlerSpecs(validateEnv({}).rateLimit.throttle);
 
     expect(specs.map((spec) => [spec.name, spec.limit])).toEqual([
       ['purchase-user', 5],
@@ -17,7 +17,7 @@ describe('throttlerSpecs', () => {
   });
 
   it("should let a user's double click through by default", () => {
-    const purchaseUser = throttlerSpecs(validateEnv({}).rateLimit).find(
+    const purchaseUser = throttlerSpecs(validateEnv({}).rateLimit.throttle).find(
       (spec) => spec.name === 'purchase-user',
     );
 
@@ -25,7 +25,9 @@ describe('throttlerSpecs', () => {
   });
 
   it('should add the global ceiling when it is configured', () => {
-    const specs = throttlerSpecs(validateEnv({ THROTTLE_PURCHASE_GLOBAL_LIMIT: '5000' }).rateLimit);
+    const specs = throttlerSpecs(
+      validateEnv({ THROTTLE_PURCHASE_GLOBAL_LIMIT: '5000' }).rateLimit.throttle,
+    );
 
     expect(specs).toContainEqual({
       name: 'purchase-global',
@@ -36,12 +38,16 @@ describe('throttlerSpecs', () => {
   });
 
   it('should drop a limit set to 0', () => {
-    const specs = throttlerSpecs(validateEnv({ THROTTLE_PURCHASE_IP_LIMIT: '0' }).rateLimit);
+    const specs = throttlerSpecs(
+      validateEnv({ THROTTLE_PURCHASE_IP_LIMIT: '0' }).rateLimit.throttle,
+    );
 
     expect(specs.map((spec) => spec.name)).not.toContain('purchase-ip');
   });
 
   it('should drop every limit when THROTTLE_ENABLED is false', () => {
-    expect(throttlerSpecs(validateEnv({ THROTTLE_ENABLED: 'false' }).rateLimit)).toEqual([]);
+    expect(throttlerSpecs(validateEnv({ THROTTLE_ENABLED: 'false' }).rateLimit.throttle)).toEqual(
+      [],
+    );
   });
 });

@@ -1,5 +1,5 @@
 import { ExecutionContext, SetMetadata } from '@nestjs/common';
-import type { RateLimitConfig } from '../../config/env.validation.js';
+import type { ThrottleConfig } from '../../config/rate-limit.config.js';
 
 /**
  * Which budget a route spends. Routes sharing a policy share one budget per tracker (reading
@@ -30,7 +30,7 @@ export interface ThrottlerSpec {
 }
 
 /** The throttlers the configuration asks for; a limit of 0 (or THROTTLE_ENABLED=false) drops one. */
-export function throttlerSpecs(config: RateLimitConfig): ThrottlerSpec[] {
+export function throttlerSpecs(config: ThrottleConfig): ThrottlerSpec[] {
   if (!config.enabled) return [];
   const all: ThrottlerSpec[] = [
     { name: 'purchase-user', policy: 'purchase', dimension: 'user', limit: config.purchaseUser },

@@ -1,7 +1,7 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
 import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { ReconcileService } from './reconcile.service.js';
@@ -10,19 +10,19 @@ import { ReconcileService } from './reconcile.service.js';
 @Injectable()
 export class ReconcileCron implements OnApplicationBootstrap {
   constructor(
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
     private readonly registry: SchedulerRegistry,
     private readonly locks: RedisLocks,
     private readonly reconcile: ReconcileService,
   ) {}
 
   onApplicationBootstrap(): void {
-    if (!this.config.reconcileEnabled) return;
+    if (!this.jobs.reconcile.enabled) return;
     scheduleSingletonJob({
       registry: this.registry,
       locks: this.locks,
       name: 'reconcile',
-      schedule: { intervalMs: this.config.reconcileIntervalMs },
+      schedule: { intervalMs: this.jobs.reconcile.intervalMs },
       run: async () => {
         await this.reconcile.checkActiveSales();
       },

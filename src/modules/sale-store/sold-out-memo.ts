@@ -2,8 +2,8 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import type { FastifyRequest } from 'fastify';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { edgeRouteConfig, type EdgeRouteConfig } from '../../common/http/route-config.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
 import { STOCK_BACK_CHANNEL } from '../../infra/redis/seckill-keys.js';
@@ -41,13 +41,13 @@ export class SoldOutMemo implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly subscriber: RedisSubscriber,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {
-    this.bucketHints = new BucketHints(Math.min(config.soldOutMemoMs, BUCKET_HINT_MS));
+    this.bucketHints = new BucketHints(Math.min(seckill.soldOutMemoMs, BUCKET_HINT_MS));
   }
 
   onModuleInit(): void {
-    if (this.config.soldOutMemoMs === 0) return;
+    if (this.seckill.soldOutMemoMs === 0) return;
     this.subscriber.onDown(() => {
       this.listening = false;
       this.until.clear();
@@ -89,7 +89,7 @@ export class SoldOutMemo implements OnModuleInit, OnApplicationShutdown {
 
   /** Redis answered SOLD_OUT with nothing left at all (a smaller order could still fit otherwise). */
   markSoldOut(goodsId: number): void {
-    if (this.listening) this.until.set(goodsId, Date.now() + this.config.soldOutMemoMs);
+    if (this.listening) this.until.set(goodsId, Date.now() + this.seckill.soldOutMemoMs);
   }
 
   /** A bucket of a goods was found empty: skipped for a moment (see BucketHints). */
@@ -101,7 +101,7 @@ export class SoldOutMemo implements OnModuleInit, OnApplicationShutdown {
   async announceStockBack(goodsId: number): Promise<void> {
     this.until.delete(goodsId);
     this.bucketHints.clear(goodsId);
-    if (this.config.soldOutMemoMs === 0) return;
+    if (this.seckill.soldOutMemoMs === 0) return;
     await this.redis.publish(STOCK_BACK_CHANNEL, String(goodsId));
   }
 

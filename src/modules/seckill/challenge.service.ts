@@ -9,8 +9,9 @@ import {
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { hkdfSync } from 'node:crypto';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { authConfig, type AuthConfig } from '../../config/auth.config.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
@@ -86,21 +87,22 @@ export class ChallengeService {
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(authConfig) auth: AuthConfig,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {
-    this.signatureSecret = derivedSecret(config.jwtSecret, 'challenge-signature');
-    this.keySignatureSecret = derivedSecret(config.jwtSecret, 'key-signature');
+    this.signatureSecret = derivedSecret(auth.jwtSecret, 'challenge-signature');
+    this.keySignatureSecret = derivedSecret(auth.jwtSecret, 'key-signature');
   }
 
   /** A challenge for this user and goods, as altcha-lib's `createChallenge` returns it. */
   issue(goodsId: number, userId: number): Promise<Challenge> {
     return createChallenge({
       algorithm: ALGORITHM,
-      cost: this.config.challengeCost,
+      cost: this.seckill.challengeCost,
       counter: randomInt(COUNTER_MAX, COUNTER_MIN),
       deriveKey,
       data: { goodsId, userId },
-      expiresAt: new Date(Date.now() + this.config.challengeTtlMs),
+      expiresAt: new Date(Date.now() + this.seckill.challengeTtlMs),
       hmacSignatureSecret: this.signatureSecret,
       hmacKeySignatureSecret: this.keySignatureSecret,
     });

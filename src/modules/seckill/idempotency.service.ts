@@ -2,8 +2,9 @@ import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { REDIS_COMMAND_TIMEOUT_MS } from '../../infra/redis/redis.constants.js';
 import { orUnavailable } from '../../common/errors/domain-error.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
+import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { idempotencyKey } from '../../infra/redis/seckill-keys.js';
 import { SaleReads } from '../sale-store/sale-reads.service.js';
@@ -26,7 +27,8 @@ export class IdempotencyService {
   constructor(
     private readonly lua: LuaScripts,
     private readonly sale: SaleReads,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
+    @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
   ) {}
 
   async run(
@@ -41,8 +43,8 @@ export class IdempotencyService {
     // Outlives the slowest attempt (the lock, the Lua step and a release at Redis's command
     // timeout each, plus the broker's confirm); frees the key if this process dies.
     const reservationTtlMs =
-      this.config.purchaseLockTtlMs +
-      this.config.publishConfirmTimeoutMs +
+      this.seckill.purchaseLockTtlMs +
+      this.rabbitmq.publishConfirmTimeoutMs +
       2 * REDIS_COMMAND_TIMEOUT_MS +
       5_000;
     const stored = await orUnavailable('Redis', () =>
@@ -142,7 +144,7 @@ export class IdempotencyService {
 
   private async retentionMs(goodsId: number): Promise<number> {
     const endAt = await this.sale.saleEndAt(goodsId);
-    const retention = this.config.idempotencyRetentionMs;
+    const retention = this.seckill.idempotencyRetentionMs;
     if (endAt === null) return retention;
     return Math.max(endAt + retention - Date.now(), MIN_RETENTION_MS);
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { DomainError, UnavailableError } from '../../common/errors/domain-error.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import type { SeckillConfig } from '../../config/seckill.config.js';
 import type { IdempotencyService } from './idempotency.service.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
 import type { PurchaseTokenService } from './purchase-token.service.js';
@@ -13,7 +13,7 @@ function setup(outcome: () => Promise<unknown>) {
     purchases as unknown as PurchaseService,
     tokens as unknown as PurchaseTokenService,
     {} as IdempotencyService,
-    { seckillRequireToken: true } as AppConfig,
+    { requireToken: true } as SeckillConfig,
   );
   const submit = () => service.submit(1, 7, 1, { token: 't' });
   return { purchases, tokens, submit };

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { isFinalRefusal } from '../sale-store/deduct-refusals.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
@@ -17,7 +17,7 @@ export class PurchaseRequestService {
     private readonly purchases: PurchaseService,
     private readonly tokens: PurchaseTokenService,
     private readonly idempotency: IdempotencyService,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {}
 
   submit(
@@ -27,7 +27,7 @@ export class PurchaseRequestService {
     credentials: PurchaseCredentials,
   ): Promise<PurchaseAccepted> {
     const attempt = () =>
-      this.config.seckillRequireToken
+      this.seckill.requireToken
         ? this.withToken(goodsId, userId, credentials.token, () =>
             this.purchases.purchase(goodsId, userId, quantity),
           )

@@ -2,8 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
@@ -48,7 +48,7 @@ export class PurchaseTokenService {
     private readonly lua: LuaScripts,
     private readonly goods: GoodsService,
     private readonly challenges: ChallengeService,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {}
 
   /**
@@ -64,11 +64,11 @@ export class PurchaseTokenService {
   async issue(goodsId: number, userId: number, challenge?: string): Promise<PurchaseToken> {
     const goods = await this.saleWindow(goodsId);
     // After the window checks: a solved challenge is not burnt on a token that cannot be had.
-    if (this.config.seckillRequireChallenge) {
+    if (this.seckill.requireChallenge) {
       await this.challenges.redeem(goodsId, userId, challenge);
     }
     const now = Date.now();
-    const ttlMs = Math.max(1, Math.min(this.config.seckillTokenTtlMs, goods.endAt.getTime() - now));
+    const ttlMs = Math.max(1, Math.min(this.seckill.tokenTtlMs, goods.endAt.getTime() - now));
     const token = randomBytes(32).toString('base64url');
     await orUnavailable('Redis', () =>
       this.redis.set(saleKeys(goodsId).purchaseToken(digest(token)), String(userId), 'PX', ttlMs),
@@ -81,7 +81,7 @@ export class PurchaseTokenService {
   private async saleWindow(goodsId: number) {
     const goods = await orUnavailable('MySQL', () => this.goods.findOrThrow(goodsId));
     const now = Date.now();
-    if (now < goods.startAt.getTime() - this.config.seckillTokenEarlyMs) {
+    if (now < goods.startAt.getTime() - this.seckill.tokenEarlyMs) {
       throw new DomainError('SALE_NOT_STARTED', 'The sale has not started yet');
     }
     if (now >= goods.endAt.getTime()) throw new DomainError('SALE_ENDED', 'The sale has ended');

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { UnavailableError, UnknownOutcomeError } from '../../common/errors/domain-error.js';
 import { toErrorBody } from '../../common/filters/all-exceptions.filter.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import type { SeckillConfig } from '../../config/seckill.config.js';
 import type { FaultInjector } from '../../config/fault-injector.js';
 import type { RedisLocks } from '../../infra/redis/redis-locks.js';
 import type { GoodsService } from '../goods/goods.service.js';
@@ -70,7 +70,7 @@ function purchases(steps: {
     } as unknown as OrderPublisher,
     metrics,
     { crashPoint: vi.fn() } as unknown as FaultInjector,
-    { purchaseLockTtlMs: 5_000 } as AppConfig,
+    { purchaseLockTtlMs: 5_000 } as SeckillConfig,
     {
       route: () => 'redis',
       rebuilding: () => false,

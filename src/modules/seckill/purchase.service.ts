@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { InjectConfig } from '../../config/app-config.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { FaultInjector } from '../../config/fault-injector.js';
-import type { AppConfig } from '../../config/env.validation.js';
 import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
 import { RedisLocks } from '../../infra/redis/redis-locks.js';
 import { encodeOrderMessage } from '../messaging/order-message.js';
@@ -30,7 +30,7 @@ export class PurchaseService {
     private readonly publisher: OrderPublisher,
     private readonly metrics: MetricsService,
     private readonly faults: FaultInjector,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     private readonly availability: PurchaseAvailability,
     private readonly settlement: PurchaseSettlement,
   ) {}
@@ -75,7 +75,7 @@ export class PurchaseService {
       throw new UnavailableError('The order queue is unavailable; nothing was taken');
     }
     const lock = await orUnavailable('Redis', () =>
-      this.locks.tryLockPurchase(home, userId, this.config.purchaseLockTtlMs),
+      this.locks.tryLockPurchase(home, userId, this.seckill.purchaseLockTtlMs),
     );
     if (!lock) {
       throw new DomainError(

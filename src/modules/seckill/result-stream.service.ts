@@ -3,8 +3,8 @@ import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { randomUUID } from 'node:crypto';
 import { Observable } from 'rxjs';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
-import { InjectConfig } from '../../config/app-config.js';
-import type { AppConfig } from '../../config/env.validation.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import {
@@ -136,7 +136,7 @@ export class ResultStreams implements BeforeApplicationShutdown {
     private readonly lua: LuaScripts,
     private readonly metrics: MetricsService,
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    @InjectConfig() private readonly config: AppConfig,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {}
 
   /**
@@ -151,7 +151,7 @@ export class ResultStreams implements BeforeApplicationShutdown {
     clientAddress: string,
     ended: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
-    const { maxPerUser, maxPerIp } = this.config.resultStream;
+    const { maxPerUser, maxPerIp } = this.seckill.resultStream;
     const teardown = new Teardown();
     ended.addEventListener('abort', () => teardown.run(), { once: true });
     try {
@@ -170,7 +170,7 @@ export class ResultStreams implements BeforeApplicationShutdown {
       );
       const feed = new ResultFeed(
         () => this.ledger.result(goodsId, userId),
-        this.config.resultStream,
+        this.seckill.resultStream,
         this.enders,
       );
       teardown.add(await this.events.watch(goodsId, userId, () => feed.changed()));
@@ -185,7 +185,7 @@ export class ResultStreams implements BeforeApplicationShutdown {
   }
 
   private takeInstanceSlot(teardown: Teardown): void {
-    if (this.openHere >= this.config.resultStream.maxPerInstance) {
+    if (this.openHere >= this.seckill.resultStream.maxPerInstance) {
       throw tooMany('This server holds as many result streams as it may; try again shortly', 1);
     }
     this.openHere += 1;
@@ -204,7 +204,7 @@ export class ResultStreams implements BeforeApplicationShutdown {
     teardown: Teardown,
   ): Promise<void> {
     const streamId = randomUUID();
-    const slotTtlMs = this.config.resultStream.lifetimeMs + SLOT_MARGIN_MS;
+    const slotTtlMs = this.seckill.resultStream.lifetimeMs + SLOT_MARGIN_MS;
     const taken = await orUnavailable('Redis', () =>
       this.lua.run('resultStreamSlot', key, streamId, limit, slotTtlMs),
     );
