@@ -89,6 +89,14 @@ describe('trustedProxies', () => {
       expect({ address, trusted: trust(address) }).toEqual({ address, trusted: false });
     }
   });
+
+  it('gives the same verdicts when asked again, also after more addresses than it remembers', () => {
+    const asked = ['10.1.2.3', '11.1.2.3', '::ffff:10.1.2.3', 'garbage'];
+    const first = asked.map(trust);
+    for (let i = 0; i < 10_000; i++) trust(`172.16.${i >> 8}.${i & 255}`);
+    expect(asked.map(trust)).toEqual(first);
+    expect(first).toEqual([true, false, true, false]);
+  });
 });
 
 describe('resolveClient', () => {

@@ -21,6 +21,9 @@ const IPV4_WITH_PORT = /^([0-9.]+):([0-9]{1,5})$/;
 const BRACKETED = /^\[([^\]]+)\](?::([0-9]{1,5}))?$/;
 const EMBEDDED_IPV4 = /^(.*:)([0-9]*\.[0-9.]*)$/;
 
+/** Peers whose canonical form, and addresses whose TRUSTED_PROXIES verdict, are remembered. */
+const TRUST_VERDICTS_KEPT = 4_096;
+
 /** An identity for a request whose socket is already gone (no address to read). */
 const NO_PEER = 'unknown';
 
@@ -98,10 +101,34 @@ export function trustedProxies(entries: readonly string[]): (address: string) =>
       list.addSubnet(address, Math.max(prefix, 0), family);
     }
   }
+  // Every request asks about its peer (on a keep-alive connection, the same one each time) and
+  // the hops it walks: remembered, the answer costs a lookup instead of a parse and a BlockList
+  // check (a SocketAddress made per call). Dropped whole when full: bounded, and refilled by the
+  // few peers that matter at once.
+  const verdicts = new Map<string, boolean>();
   return (written) => {
-    const address = parseAddress(written);
-    return address !== null && list.check(address, address.includes(':') ? 'ipv6' : 'ipv4');
+    let verdict = verdicts.get(written);
+    if (verdict === undefined) {
+      const address = parseAddress(written);
+      verdict = address !== null && list.check(address, address.includes(':') ? 'ipv6' : 'ipv4');
+      if (verdicts.size >= TRUST_VERDICTS_KEPT) verdicts.clear();
+      verdicts.set(written, verdict);
+    }
+    return verdict;
   };
+}
+
+const peers = new Map<string, string | null>();
+
+/** parseAddress of a socket's peer: the few a server sees (its proxies) are parsed once. */
+function canonicalPeer(peer: string): string | null {
+  let canonical = peers.get(peer);
+  if (canonical === undefined) {
+    canonical = parseAddress(peer);
+    if (peers.size >= TRUST_VERDICTS_KEPT) peers.clear();
+    peers.set(peer, canonical);
+  }
+  return canonical;
 }
 
 export interface ResolvedClient {
@@ -122,7 +149,7 @@ export function resolveClient(
   forwardedFor: string | string[] | undefined,
   trusted: ((address: string) => boolean) | null,
 ): ResolvedClient {
-  let current = peer === undefined ? null : parseAddress(peer);
+  let current = peer === undefined ? null : canonicalPeer(peer);
   if (current === null) return { identity: NO_PEER };
   if (trusted === null || forwardedFor === undefined || !trusted(current)) {
     return { identity: addressIdentity(current) };
