@@ -1,9 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { UnavailableError, UnknownOutcomeError } from '../../common/errors/domain-error.js';
 import { toErrorBody } from '../../common/filters/all-exceptions.filter.js';
-import type { SeckillConfig } from '../../config/seckill.config.js';
 import type { FaultInjector } from '../../config/fault-injector.js';
-import type { RedisLocks } from '../../infra/redis/redis-locks.js';
 import type { GoodsService } from '../goods/goods.service.js';
 import type { OrderPublisher } from '../messaging/order-publisher.service.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
@@ -15,7 +13,9 @@ import {
   type PurchaseLedger,
 } from '../sale-store/purchase-ledger.service.js';
 import { PurchaseSettlement } from './purchase-settlement.service.js';
+import type { PurchaseLocks } from './purchase-locks.service.js';
 import { PurchaseService } from './purchase.service.js';
+import { RedisPurchase } from './redis-purchase.service.js';
 
 const redisGone = () => new Error('Connection is closed.');
 const mysqlGone = () => Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
@@ -61,23 +61,20 @@ function purchases(steps: {
     fallbackRefusals: { inc: vi.fn() },
   } as unknown as MetricsService;
   const ledger = stock as unknown as PurchaseLedger;
-  return new PurchaseService(
+  const availability = {
+    route: () => 'redis',
+    rebuilding: () => false,
+    heldFromRedis: () => (steps.heldAfterDeduct ?? false) && deducted,
+  } as unknown as PurchaseAvailability;
+  const viaRedis = new RedisPurchase(
     ledger,
-    { tryLockPurchase: vi.fn(async () => ({ release: vi.fn() })) } as unknown as RedisLocks,
-    {
-      isReady: () => true,
-      publish: publishes,
-    } as unknown as OrderPublisher,
-    metrics,
-    { crashPoint: vi.fn() } as unknown as FaultInjector,
-    { purchaseLockTtlMs: 5_000 } as SeckillConfig,
-    {
-      route: () => 'redis',
-      rebuilding: () => false,
-      heldFromRedis: () => (steps.heldAfterDeduct ?? false) && deducted,
-    } as unknown as PurchaseAvailability,
+    { tryLock: vi.fn(async () => ({ release: vi.fn() })) } as unknown as PurchaseLocks,
+    { isReady: () => true, publish: publishes } as unknown as OrderPublisher,
+    availability,
     new PurchaseSettlement(ledger, voids as unknown as VoidedRequests, {} as GoodsService, metrics),
+    { crashPoint: vi.fn() } as unknown as FaultInjector,
   );
+  return new PurchaseService(availability, viaRedis, metrics);
 }
 
 const accepted = async () => ({ code: DeductCode.Accepted });

@@ -11,7 +11,9 @@ import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
 import { PurchaseResultService } from './purchase-result.service.js';
 import { PurchaseSettlement } from './purchase-settlement.service.js';
+import { PurchaseLocks } from './purchase-locks.service.js';
 import { PurchaseService } from './purchase.service.js';
+import { RedisPurchase } from './redis-purchase.service.js';
 import { ResultEvents } from './result-events.js';
 import { ResultStreams } from './result-stream.service.js';
 import { SeckillController } from './seckill.controller.js';
@@ -35,6 +37,8 @@ import { MetricsModule } from '../metrics/metrics.module.js';
   controllers: [SeckillController],
   providers: [
     PurchaseService,
+    RedisPurchase,
+    PurchaseLocks,
     PurchaseSettlement,
     PurchaseRequestService,
     PurchaseResultService,

@@ -1,0 +1,19 @@
+import { Injectable } from '@nestjs/common';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
+import { RedisLocks, type PurchaseLock } from '../../infra/redis/redis-locks.js';
+import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
+
+/** The per-(goods, user) purchase lock, held PURCHASE_LOCK_TTL_MS at most. */
+@Injectable()
+export class PurchaseLocks {
+  constructor(
+    private readonly locks: RedisLocks,
+    @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
+  ) {}
+
+  /** Null while another click of this buyer holds it. `home`: the buyer's home bucket's keys. */
+  tryLock(home: SaleKeys, userId: number): Promise<PurchaseLock | null> {
+    return this.locks.tryLockPurchase(home, userId, this.seckill.purchaseLockTtlMs);
+  }
+}

@@ -1,0 +1,119 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { FaultInjector } from '../../config/fault-injector.js';
+import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
+import { PurchaseAvailability } from '../availability/purchase-availability.service.js';
+import { encodeOrderMessage } from '../messaging/order-message.js';
+import { OrderPublisher } from '../messaging/order-publisher.service.js';
+import { newOrderNo } from '../orders/order-no.js';
+import type { NewOrder } from '../orders/order.types.js';
+import { deductRefusal } from '../sale-store/deduct-refusals.js';
+import { DeductCode, PurchaseLedger } from '../sale-store/purchase-ledger.service.js';
+import { PurchaseLocks } from './purchase-locks.service.js';
+import { PurchaseSettlement } from './purchase-settlement.service.js';
+import type { PurchaseAccepted } from './purchase.types.js';
+
+/**
+ * A purchase Redis decides: the per-user lock, the atomic deduct in Redis, the confirmed
+ * publish, and (PurchaseSettlement) what a purchase that did not go straight through answers.
+ */
+@Injectable()
+export class RedisPurchase {
+  private readonly logger = new Logger(RedisPurchase.name);
+
+  constructor(
+    private readonly ledger: PurchaseLedger,
+    private readonly locks: PurchaseLocks,
+    private readonly publisher: OrderPublisher,
+    private readonly availability: PurchaseAvailability,
+    private readonly settlement: PurchaseSettlement,
+    private readonly faults: FaultInjector,
+  ) {}
+
+  async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
+    // The bucket count: read once per goods and instance (Redis meta, else MySQL), then from memory.
+    const home = await orUnavailable('Redis or MySQL', () => this.ledger.homeKeys(goodsId, userId));
+    if (this.availability.rebuilding(goodsId)) throw rebuilding();
+    // Asked again now that the bucket count is known: the first purchase of a goods with stock
+    // buckets on this instance was judged by its goods-wide keys' master alone, and a master
+    // holding one of its buckets may be held from the Redis path. The retry is decided whole.
+    if (this.availability.heldFromRedis(goodsId)) {
+      throw new UnavailableError('Part of this sale is held from Redis; nothing was taken');
+    }
+    if (!this.publisher.isReady()) {
+      throw new UnavailableError('The order queue is unavailable; nothing was taken');
+    }
+    const lock = await orUnavailable('Redis', () => this.locks.tryLock(home, userId));
+    if (!lock) {
+      throw new DomainError(
+        'DUPLICATE_REQUEST',
+        'Another purchase of this goods by you is in progress',
+      );
+    }
+    let confirmed: string | undefined;
+    try {
+      const outcome = await this.purchaseLocked(goodsId, userId, quantity);
+      if (outcome.confirmed) confirmed = outcome.accepted.requestId;
+      return outcome.accepted;
+    } finally {
+      // Not awaited: the answer need not wait for Redis to drop the lock (and, once the broker
+      // confirmed the message, the outbox entry with it: the sweeper has nothing to resend). The
+      // release is sent at once on this instance's one connection, so the same buyer's next
+      // click here reaches Redis after it; a lost release expires with PURCHASE_LOCK_TTL_MS.
+      void lock.release(confirmed);
+    }
+  }
+
+  private async purchaseLocked(
+    goodsId: number,
+    userId: number,
+    quantity: number,
+  ): Promise<{ accepted: PurchaseAccepted; confirmed: boolean }> {
+    const acceptedAt = Date.now();
+    const order: NewOrder = {
+      requestId: randomUUID(),
+      orderNo: newOrderNo(acceptedAt),
+      userId,
+      goodsId,
+      quantity,
+      acceptedAt,
+    };
+    let code: DeductCode;
+    try {
+      ({ code } = await this.ledger.deduct(
+        goodsId,
+        userId,
+        quantity,
+        order.requestId,
+        encodeOrderMessage(order),
+      ));
+    } catch (error) {
+      return { accepted: await this.settlement.afterFailedDeduct(order, error), confirmed: false };
+    }
+    if (code !== DeductCode.Accepted && code !== DeductCode.Replayed) {
+      throw deductRefusal(code) ?? (await this.settlement.notPreheated(goodsId));
+    }
+    this.faults.crashPoint('after-deduct');
+    // Held from the Redis path while Redis took it (another instance is opening the sale to
+    // MySQL, or this one's marks are past their lease): a 202 now could be refused by MySQL once
+    // the fallback sells. Nothing is published yet, so giving it back in Redis settles it.
+    if (this.availability.heldFromRedis(goodsId)) {
+      return { accepted: await this.settlement.afterHeldDeduct(order), confirmed: false };
+    }
+
+    const accepted: PurchaseAccepted = { status: 'QUEUED', requestId: order.requestId };
+    if (await this.publisher.publish(order)) {
+      // Ties the HTTP request (its reqId, userId, goodsId) to the purchase's id, which the
+      // consumer's lines name. Debug: at info it would be a line per purchase.
+      this.logger.debug(`purchase accepted: request=${order.requestId} quantity=${quantity}`);
+      return { accepted, confirmed: true };
+    }
+
+    return { accepted: await this.settlement.afterUnconfirmedPublish(order), confirmed: false };
+  }
+}
+
+/** Redis is being rebuilt after a restart: nothing was taken. */
+export function rebuilding(): UnavailableError {
+  return new UnavailableError('Redis is being rebuilt after a restart; nothing was taken');
+}
