@@ -41,7 +41,7 @@ export function verifyHs256(
   }
   const head = jsonObject(header);
   if (head === null || head.alg !== 'HS256' || 'crit' in head) return null;
-  const claims = jsonObject(payload) as JwtClaims | null;
+  const claims = jsonObject(payload);
   if (claims === null) return null;
   for (const time of [claims.exp, claims.nbf, claims.iat]) {
     if (time !== undefined && typeof time !== 'number') return null;
