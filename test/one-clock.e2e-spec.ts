@@ -6,7 +6,7 @@ import { DatabasePurchase } from '../src/modules/fallback/database-purchase.serv
 import { encodeTimeoutMessage } from '../src/modules/messaging/timeout-message.js';
 import { OrderLifecycleService } from '../src/modules/orders/order-lifecycle.service.js';
 import { OrdersService } from '../src/modules/orders/orders.service.js';
-import { ReconcileService } from '../src/modules/reconcile/reconcile.service.js';
+import { ReconcileChecks } from '../src/modules/reconcile/reconcile-checks.service.js';
 import { bearer, createSale, startApp, useApp, waitFor, type TestApp } from './support/harness.js';
 import { PrivateMysql } from './support/private-mysql.js';
 import { PrivateRedis } from './support/private-redis.js';
@@ -155,7 +155,7 @@ describe("decisions by MySQL's clock, whatever the host's says", () => {
     expect(await t.stores.redisStock(goodsId)).toBe(4);
 
     skewDateNow(-60_000);
-    await t.app.get(ReconcileService).check(goodsId);
+    await t.app.get(ReconcileChecks).check(goodsId);
     vi.restoreAllMocks();
 
     expect(await t.stores.redisStock(goodsId)).toBe(5);

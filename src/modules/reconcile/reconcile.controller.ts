@@ -9,6 +9,7 @@ import {
 } from '@nestjs/swagger';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { AdminOnly } from '../auth/auth.decorators.js';
+import { ReconcileRepair } from './reconcile-repair.service.js';
 import { ReconcileService } from './reconcile.service.js';
 import { ADMIN, ApiErrors } from '../../common/errors/api-errors.decorator.js';
 
@@ -52,7 +53,10 @@ class RepairReportDto {
 @ApiBearerAuth()
 @Controller('admin/goods')
 export class ReconcileController {
-  constructor(private readonly reconcile: ReconcileService) {}
+  constructor(
+    private readonly reconcile: ReconcileService,
+    private readonly repairs: ReconcileRepair,
+  ) {}
 
   @Get(':goodsId/reconcile')
   @AdminOnly()
@@ -75,6 +79,6 @@ export class ReconcileController {
   @ApiOkResponse({ type: RepairReportDto })
   @ApiErrors(...ADMIN, 'VALIDATION_FAILED', 'GOODS_NOT_FOUND', 'NOT_PREHEATED')
   repair(@Param('goodsId', PositiveIntPipe) goodsId: number) {
-    return this.reconcile.repair(goodsId);
+    return this.repairs.repair(goodsId);
   }
 }

@@ -4,16 +4,16 @@ import { InjectConfig } from '../../config/config-namespace.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
 import { RedisLocks } from '../../infra/redis/redis-locks.js';
-import { ReconcileService } from './reconcile.service.js';
+import { ReconcileChecks } from './reconcile-checks.service.js';
 
-/** Schedules only; ReconcileService does the work. Off with RECONCILE_ENABLED=false. */
+/** Schedules only; ReconcileChecks does the work. Off with RECONCILE_ENABLED=false. */
 @Injectable()
 export class ReconcileCron implements OnApplicationBootstrap {
   constructor(
     @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
     private readonly registry: SchedulerRegistry,
     private readonly locks: RedisLocks,
-    private readonly reconcile: ReconcileService,
+    private readonly checks: ReconcileChecks,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -24,7 +24,7 @@ export class ReconcileCron implements OnApplicationBootstrap {
       name: 'reconcile',
       schedule: { intervalMs: this.jobs.reconcile.intervalMs },
       run: async () => {
-        await this.reconcile.checkActiveSales();
+        await this.checks.checkActiveSales();
       },
     });
   }

@@ -5,6 +5,8 @@ import { OrdersModule } from '../orders/orders.module.js';
 import { PreheatModule } from '../preheat/preheat.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ReconcileVerdicts } from './reconcile-verdicts.js';
+import { ReconcileChecks } from './reconcile-checks.service.js';
+import { ReconcileRepair } from './reconcile-repair.service.js';
 import { ReconcileService } from './reconcile.service.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 
@@ -18,7 +20,7 @@ import { MetricsModule } from '../metrics/metrics.module.js';
     PreheatModule,
     MessagingModule,
   ],
-  providers: [ReconcileService, ReconcileVerdicts],
-  exports: [ReconcileService],
+  providers: [ReconcileService, ReconcileChecks, ReconcileRepair, ReconcileVerdicts],
+  exports: [ReconcileService, ReconcileChecks, ReconcileRepair],
 })
 export class ReconcileModule {}

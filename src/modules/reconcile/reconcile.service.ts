@@ -1,12 +1,7 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DomainError } from '../../common/errors/domain-error.js';
-import { GoodsService } from '../goods/goods.service.js';
-import { OrderPublisher } from '../messaging/order-publisher.service.js';
-import { MetricsService } from '../metrics/metrics.service.js';
 import { OrdersService } from '../orders/orders.service.js';
-import { PreheatService } from '../preheat/preheat.service.js';
-import { SaleStateLock } from '../sale-store/sale-state-lock.js';
 import { SaleRepair } from '../sale-store/sale-repair.service.js';
 import { ReconcileVerdicts, type RedisSaleState, type SaleVerdict } from './reconcile-verdicts.js';
 
@@ -38,27 +33,21 @@ export interface RepairReport {
 /** How many times an inconsistent reading is taken again before it counts as drift. */
 const CONFIRM_READS = 3;
 const CONFIRM_PAUSE_MS = 200;
-const RECENT_CANCEL_WINDOW_MS = 10 * 60_000;
-/** A cancel's Redis step normally follows its commit within milliseconds. */
-const STALLED_RESTOCK_MS = 5_000;
+/** Cancels recent enough that their restock may still be under way (or stalled). */
+export const RECENT_CANCEL_WINDOW_MS = 10 * 60_000;
 
 /**
  * Proves that MySQL and Redis agree: with active = pendingPayment + paid,
- * redisStock + active + inFlight == totalStock and dbStock + active == totalStock.
+ * redisStock + active + inFlight == totalStock and dbStock + active == totalStock. The reading,
+ * confirmed over a few tries, and the sale's shared verdict; the job's checks are
+ * ReconcileChecks', the repair ReconcileRepair's.
  */
 @Injectable()
 export class ReconcileService {
-  private readonly logger = new Logger(ReconcileService.name);
-
   constructor(
-    private readonly goods: GoodsService,
     private readonly orders: OrdersService,
     private readonly store: SaleRepair,
-    private readonly preheat: PreheatService,
-    private readonly publisher: OrderPublisher,
-    private readonly metrics: MetricsService,
     private readonly verdicts: ReconcileVerdicts,
-    private readonly saleLock: SaleStateLock,
   ) {}
 
   /**
@@ -95,38 +84,6 @@ export class ReconcileService {
   }
 
   /**
-   * A reading confirmed over a few tries, recorded in the metrics and as the sale's shared
-   * verdict; logs an error on drift.
-   */
-  async check(goodsId: number): Promise<ReconcileReport> {
-    await this.finishStalledRestocks(goodsId);
-    const { report, settling } = await this.confirmedReading(goodsId);
-    await this.saveVerdict(report, settling);
-    const goods = String(goodsId);
-    this.metrics.reconcileDrift.set(
-      { goods, store: 'redis' },
-      report.drift.redis ?? report.totalStock,
-    );
-    this.metrics.reconcileDrift.set({ goods, store: 'mysql' }, report.drift.db);
-    this.metrics.ordersByStatus.set(
-      { goods, status: 'PENDING_PAYMENT' },
-      report.orders.pendingPayment,
-    );
-    this.metrics.ordersByStatus.set({ goods, status: 'PAID' }, report.orders.paid);
-    this.metrics.ordersByStatus.set({ goods, status: 'CANCELLED' }, report.orders.cancelled);
-    if (settling) {
-      this.logger.debug(`reconcile: goods=${goodsId} restocks under way, not drift`);
-    } else if (!report.consistent) {
-      this.logger.error(
-        `reconcile drift: goods=${goodsId} redis=${report.redisState} redisDrift=${report.drift.redis} dbDrift=${report.drift.db} ` +
-          `redisStock=${report.redisStock} dbStock=${report.dbStock} inFlight=${report.inFlight} ` +
-          `active=${report.orders.pendingPayment + report.orders.paid} total=${report.totalStock}`,
-      );
-    }
-    return report;
-  }
-
-  /**
    * Refreshes the sale's shared verdict (for the dashboard): a confirmed reading, without the
    * job's repairs, metrics and log lines.
    */
@@ -140,9 +97,7 @@ export class ReconcileService {
    * between the Redis and the MySQL read looks like one. `settling`: what is left is explained by
    * cancels whose Redis restock is under way.
    */
-  private async confirmedReading(
-    goodsId: number,
-  ): Promise<{ report: ReconcileReport; settling: boolean }> {
+  async confirmedReading(goodsId: number): Promise<{ report: ReconcileReport; settling: boolean }> {
     let report = await this.reconcile(goodsId);
     for (let read = 1; read < CONFIRM_READS && !report.consistent; read++) {
       await sleep(CONFIRM_PAUSE_MS);
@@ -152,7 +107,7 @@ export class ReconcileService {
     return { report, settling };
   }
 
-  private async saveVerdict(report: ReconcileReport, settling: boolean): Promise<SaleVerdict> {
+  async saveVerdict(report: ReconcileReport, settling: boolean): Promise<SaleVerdict> {
     const verdict: SaleVerdict = {
       consistent: report.consistent || settling,
       settling,
@@ -184,71 +139,8 @@ export class ReconcileService {
     return pendingQuantity === report.drift.redis;
   }
 
-  /**
-   * A cancel whose Redis step failed (Redis was down just then) leaves the stock short in Redis;
-   * nothing else would retry it. Orders cancelled a while ago that Redis has not restocked get
-   * their stock back now (restock is idempotent per order number).
-   */
-  private async finishStalledRestocks(goodsId: number): Promise<void> {
-    const recent = await this.orders.recentlyCancelled(
-      goodsId,
-      RECENT_CANCEL_WINDOW_MS,
-      STALLED_RESTOCK_MS,
-    );
-    if (recent.length === 0) return;
-    const pending = await this.store.notYetRestocked(
-      goodsId,
-      recent.map((order) => order.orderNo),
-    );
-    for (const order of recent.filter((candidate) => pending.has(candidate.orderNo))) {
-      await this.store.restock(goodsId, order.orderNo, order.userId, order.quantity);
-      this.logger.warn(`finished a stalled stock return: order=${order.orderNo} goods=${goodsId}`);
-    }
-  }
-
-  /** Checks every sale that is open now, and records the queues' depths. */
-  async checkActiveSales(): Promise<ReconcileReport[]> {
-    const reports: ReconcileReport[] = [];
-    for (const sale of await this.goods.startingBefore(new Date())) {
-      reports.push(await this.check(sale.id));
-    }
-    for (const [queue, depth] of Object.entries(await this.publisher.queueDepths())) {
-      this.metrics.queueDepth.set({ queue }, depth);
-    }
-    return reports;
-  }
-
-  /**
-   * Rebuilds the sale's Redis stock and buyers from MySQL's active orders plus what is still in
-   * flight (see lua/seckill-rebuild.lua: safe while the sale runs). A goods split over several
-   * buckets answers 503 to its purchases for the moment its buckets are rebuilt
-   * (SaleRepair.rebuild). Under the goods' sale-state lock: 503 while a rebuild, a wipe or the
-   * fallback's return of the sale holds it.
-   */
-  async repair(goodsId: number): Promise<RepairReport> {
-    const before = await this.reconcile(goodsId);
-    const rebuilt = await this.saleLock.hold(goodsId, 'repair', async (held) => {
-      const goods = await this.goods.findOrThrow(goodsId);
-      // Makes sure the window and limit are in Redis (and the stock, if Redis lost the sale),
-      // under the lock the rebuild below needs too: no wipe or rebuild runs in between.
-      await this.preheat.preheatHeld(held);
-      const since = await this.store.serverTimeMs(goodsId);
-      return this.orders.history(goodsId, (history) =>
-        this.store.rebuild(
-          goodsId,
-          goods.totalStock,
-          since,
-          history.activeOrders,
-          history.cancelledOrderNos,
-        ),
-      );
-    });
-    if (!rebuilt) throw new DomainError('NOT_PREHEATED', 'The sale could not be loaded into Redis');
-    this.logger.warn(
-      `redis rebuilt from mysql: goods=${goodsId} stock ${String(before.redisStock)} -> ${rebuilt.stock} buyers=${rebuilt.buyerCount}`,
-    );
-    // The verdict before the repair no longer holds; the dashboard's next tick refreshes it.
-    await this.verdicts.forget(goodsId);
-    return { goodsId, before, after: await this.reconcile(goodsId) };
+  /** The sale's verdict no longer holds (after a repair); the dashboard's next tick refreshes it. */
+  forgetVerdict(goodsId: number): Promise<void> {
+    return this.verdicts.forget(goodsId);
   }
 }

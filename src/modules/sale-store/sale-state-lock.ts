@@ -23,7 +23,7 @@ export interface SaleStateHold {
 
 /**
  * The one per-goods lock held by every path that wipes or loads a sale's Redis keys: preheat and
- * rebuild (PreheatService), the fallback's return (FallbackReturn), the repair (ReconcileService)
+ * rebuild (PreheatService), the fallback's return (FallbackReturn), the repair (ReconcileRepair)
  * and the survivor wipe after a restart (SurvivorWipe). Each reads its premise (is the sale
  * loaded? is it still marked stale? is this wipe still the restart's?) after taking it: a premise
  * read before could be undone by another path's work in between. A lock still held after a few

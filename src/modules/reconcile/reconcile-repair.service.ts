@@ -1,0 +1,57 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { DomainError } from '../../common/errors/domain-error.js';
+import { GoodsService } from '../goods/goods.service.js';
+import { OrdersService } from '../orders/orders.service.js';
+import { PreheatService } from '../preheat/preheat.service.js';
+import { SaleStateLock } from '../sale-store/sale-state-lock.js';
+import { SaleRepair } from '../sale-store/sale-repair.service.js';
+import { ReconcileService, type RepairReport } from './reconcile.service.js';
+
+/** The operator's repair of a sale's Redis side from MySQL (POST …/reconcile/repair). */
+@Injectable()
+export class ReconcileRepair {
+  private readonly logger = new Logger(ReconcileRepair.name);
+
+  constructor(
+    private readonly reconcile: ReconcileService,
+    private readonly saleLock: SaleStateLock,
+    private readonly goods: GoodsService,
+    private readonly preheat: PreheatService,
+    private readonly orders: OrdersService,
+    private readonly store: SaleRepair,
+  ) {}
+
+  /**
+   * Rebuilds the sale's Redis stock and buyers from MySQL's active orders plus what is still in
+   * flight (see lua/seckill-rebuild.lua: safe while the sale runs). A goods split over several
+   * buckets answers 503 to its purchases for the moment its buckets are rebuilt
+   * (SaleRepair.rebuild). Under the goods' sale-state lock: 503 while a rebuild, a wipe or the
+   * fallback's return of the sale holds it.
+   */
+  async repair(goodsId: number): Promise<RepairReport> {
+    const before = await this.reconcile.reconcile(goodsId);
+    const rebuilt = await this.saleLock.hold(goodsId, 'repair', async (held) => {
+      const goods = await this.goods.findOrThrow(goodsId);
+      // Makes sure the window and limit are in Redis (and the stock, if Redis lost the sale),
+      // under the lock the rebuild below needs too: no wipe or rebuild runs in between.
+      await this.preheat.preheatHeld(held);
+      const since = await this.store.serverTimeMs(goodsId);
+      return this.orders.history(goodsId, (history) =>
+        this.store.rebuild(
+          goodsId,
+          goods.totalStock,
+          since,
+          history.activeOrders,
+          history.cancelledOrderNos,
+        ),
+      );
+    });
+    if (!rebuilt) throw new DomainError('NOT_PREHEATED', 'The sale could not be loaded into Redis');
+    this.logger.warn(
+      `redis rebuilt from mysql: goods=${goodsId} stock ${String(before.redisStock)} -> ${rebuilt.stock} buyers=${rebuilt.buyerCount}`,
+    );
+    // The verdict before the repair no longer holds; the dashboard's next tick refreshes it.
+    await this.reconcile.forgetVerdict(goodsId);
+    return { goodsId, before, after: await this.reconcile.reconcile(goodsId) };
+  }
+}
