@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SaleRebuilder } from '../src/modules/preheat/sale-rebuilder.service.js';
+import { SaleRebuilder } from '../src/modules/availability/sale-rebuilder.service.js';
 import { SaleRecovery } from '../src/modules/availability/sale-recovery.service.js';
 import { ChildApp } from './support/child-app.js';
 import {

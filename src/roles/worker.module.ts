@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
+import { AvailabilityJobsModule } from '../modules/availability/availability-jobs.module.js';
 import { FallbackJobsModule } from '../modules/fallback/fallback-jobs.module.js';
 import { ConsumersModule } from '../modules/messaging/consumers.module.js';
 import { MessagingJobsModule } from '../modules/messaging/messaging-jobs.module.js';
@@ -21,6 +22,7 @@ import { ReconcileJobsModule } from '../modules/reconcile/reconcile-jobs.module.
     MessagingJobsModule,
     OrdersJobsModule,
     PreheatJobsModule,
+    AvailabilityJobsModule,
     ReconcileJobsModule,
     FallbackJobsModule,
   ],

@@ -2,8 +2,8 @@ import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common'
 import { RedisWatchdog, type SlotScope } from '../../infra/redis/redis-watchdog.js';
 import { BucketCounts } from '../sale-store/bucket-counts.service.js';
 import { SaleLoader } from '../sale-store/sale-loader.service.js';
-import { RecoveryLoop } from '../preheat/recovery-loop.js';
-import { SurvivorWipe } from '../preheat/survivor-wipe.service.js';
+import { RecoveryLoop } from './recovery-loop.js';
+import { SurvivorWipe } from './survivor-wipe.service.js';
 
 /**
  * After Redis restarts or fails over, this instance's purchases stay closed (503, nothing sold)

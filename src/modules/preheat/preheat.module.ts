@@ -4,15 +4,14 @@ import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { PreheatService } from './preheat.service.js';
-import { SurvivorWipe } from './survivor-wipe.service.js';
 
 /**
- * The preheat (MySQL to Redis before a sale) and the wipe of what survived a Redis restart. Its
- * route is PreheatHttpModule's, its jobs PreheatJobsModule's.
+ * The preheat (MySQL to Redis before a sale, and the rebuild of a sale Redis lost). Its route is
+ * PreheatHttpModule's, its jobs PreheatJobsModule's.
  */
 @Module({
   imports: [GoodsModule, OrdersModule, SaleStoreModule, MessagingModule],
-  providers: [PreheatService, SurvivorWipe],
-  exports: [PreheatService, SurvivorWipe],
+  providers: [PreheatService],
+  exports: [PreheatService],
 })
 export class PreheatModule {}

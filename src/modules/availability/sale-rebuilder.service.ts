@@ -1,7 +1,7 @@
 import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { RedisWatchdog, type RedisRestart } from '../../infra/redis/redis-watchdog.js';
-import { PreheatService } from './preheat.service.js';
+import { PreheatService } from '../preheat/preheat.service.js';
 import { RecoveryLoop } from './recovery-loop.js';
 import { SurvivorWipe } from './survivor-wipe.service.js';
 
