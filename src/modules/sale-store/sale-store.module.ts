@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
+import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
 import { BucketCounts } from './bucket-counts.service.js';
 import { OutboxReader } from './outbox-reader.service.js';
 import { PurchaseLedger } from './purchase-ledger.service.js';
@@ -35,7 +34,7 @@ const SERVICES = [
 
 @Module({
   // The goods' bucket count (stock_shards) is read from its row, once per goods.
-  imports: [MetricsModule, TypeOrmModule.forFeature([GoodsEntity])],
+  imports: [MetricsModule, GoodsRepositoryModule],
   providers: SERVICES,
   exports: SERVICES,
 })
