@@ -5,13 +5,12 @@ import {
   OnApplicationShutdown,
   OnModuleInit,
 } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DataSource } from 'typeorm';
 import { backoffWithJitter } from '../../common/database/transient-errors.js';
 import { InjectConfig } from '../../config/app-config.js';
 import type { AppConfig } from '../../config/env.validation.js';
 import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
+import { GoodsRepository } from '../goods/goods.repository.js';
 import type { OpenBarrier } from '../messaging/order-barrier.service.js';
 import { BucketCounts } from '../sale-store/bucket-counts.service.js';
 import { SaleLoader } from '../sale-store/sale-loader.service.js';
@@ -86,7 +85,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
 
   constructor(
     private readonly watchdog: RedisWatchdog,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly goods: GoodsRepository,
     private readonly buckets: BucketCounts,
     private readonly loader: SaleLoader,
     private readonly barriers: DatabaseBarrier,
@@ -244,10 +243,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
 
   private async readMarks(): Promise<void> {
     const startedAt = Date.now();
-    const rows = await this.db.query<{ id: string | number }[]>(
-      'SELECT id FROM seckill_goods WHERE redis_stale = 1',
-    );
-    const held = new Set(rows.map((row) => Number(row.id)));
+    const held = new Set(await this.goods.staleIds());
     for (const goodsId of this.stale) {
       if (held.has(goodsId)) continue;
       // Rebuilt in MySQL; Redis sells it once its copy is loaded.
