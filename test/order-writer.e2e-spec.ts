@@ -2,9 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { RowDataPacket } from 'mysql2/promise';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OrderEntity } from '../src/infra/database/entities/order.entity.js';
+import { VoidedRequestEntity } from '../src/infra/database/entities/voided-request.entity.js';
+import { Transactions } from '../src/infra/database/transactions.js';
 import type { NewOrder } from '../src/modules/orders/order.types.js';
 import { newOrderNo } from '../src/modules/orders/order-no.js';
+import { OrderRepository } from '../src/modules/orders/order.repository.js';
 import { OrderWriter } from '../src/modules/orders/order-writer.service.js';
+import { VoidedRequestRepository } from '../src/modules/orders/voided-request.repository.js';
 import { VoidedRequests } from '../src/modules/orders/voided-requests.service.js';
 import { bearer, createSale, newPurchase, useApp, waitFor } from './support/harness.js';
 
@@ -79,12 +84,21 @@ describe('order writer and a void recorded for the same purchase (both in MySQL)
   const t = useApp({}, { behindProxy: 'DATABASE_URL' });
   const stores = t.stores;
   // The void's own connections, straight to MySQL: the test holds the writer's at the proxy.
-  const direct = new DataSource({ type: 'mysql', url: process.env.DATABASE_URL, timezone: 'Z' });
+  const direct = new DataSource({
+    type: 'mysql',
+    url: process.env.DATABASE_URL,
+    timezone: 'Z',
+    entities: [OrderEntity, VoidedRequestEntity],
+  });
   let voids: VoidedRequests;
 
   beforeAll(async () => {
     await direct.initialize();
-    voids = new VoidedRequests(direct);
+    voids = new VoidedRequests(
+      new Transactions(direct),
+      new VoidedRequestRepository(direct.getRepository(VoidedRequestEntity)),
+      new OrderRepository(direct.getRepository(OrderEntity)),
+    );
   });
   afterAll(async () => {
     await direct.destroy();

@@ -8,6 +8,7 @@ import { DashboardController } from './dashboard.controller.js';
 import { RateRecorder } from './rate-recorder.service.js';
 import { SaleBoard } from './sale-board.service.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
+import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
 
 /**
  * The operator dashboard, on instances that serve the API (ApiModule): the page at /dashboard,
@@ -15,7 +16,13 @@ import { MetricsModule } from '../metrics/metrics.module.js';
  * answers per second to the sale's figures in Redis.
  */
 @Module({
-  imports: [MetricsModule, MessagingModule, ReconcileModule, SaleStoreModule],
+  imports: [
+    MetricsModule,
+    MessagingModule,
+    ReconcileModule,
+    SaleStoreModule,
+    GoodsRepositoryModule,
+  ],
   controllers: [DashboardController],
   providers: [SaleBoard, DashboardFeed, RateRecorder, DashboardPage],
 })

@@ -1,11 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import type { OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
+import { GoodsRepository } from '../goods/goods.repository.js';
 import { statusOf } from '../goods/goods.service.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { parseVerdict, type SaleVerdict } from '../reconcile/reconcile-verdicts.js';
@@ -29,18 +28,6 @@ const RATE_LAG_SECONDS = 2;
 export const VERDICT_REFRESH_MS = 5_000;
 /** A store that does not answer within this leaves its part of one snapshot out. */
 const PART_TIMEOUT_MS = 2_000;
-
-interface LedgerRow {
-  id: number | string;
-  name: string;
-  totalStock: number | string;
-  stock: number | string;
-  startAt: Date;
-  endAt: Date;
-  status: OrderStatus | null;
-  orders: number | string;
-  units: number | string;
-}
 
 interface SaleLedger {
   id: number;
@@ -79,7 +66,7 @@ export class SaleBoard {
   private readonly refreshing = new Set<number>();
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly goods: GoodsRepository,
     private readonly lua: LuaScripts,
     private readonly publisher: OrderPublisher,
     private readonly reconcile: ReconcileService,
@@ -114,25 +101,12 @@ export class SaleBoard {
 
   /** The listed sales' MySQL side in one statement (one consistent read in InnoDB). */
   private async ledgers(now: number): Promise<SaleLedger[]> {
-    const rows = await this.dataSource.query<LedgerRow[]>(
-      `SELECT g.id, g.name, g.total_stock AS totalStock, g.stock, g.start_at AS startAt,
-              g.end_at AS endAt, o.status, COUNT(o.id) AS orders,
-              COALESCE(SUM(o.quantity), 0) AS units
-         FROM (SELECT id FROM seckill_goods WHERE end_at >= ? AND start_at <= ?
-                ORDER BY (start_at <= ? AND end_at > ?) DESC, start_at DESC, id DESC
-                LIMIT ?) AS listed
-         JOIN seckill_goods g ON g.id = listed.id
-         LEFT JOIN seckill_order o ON o.goods_id = g.id
-        GROUP BY g.id, g.name, g.total_stock, g.stock, g.start_at, g.end_at, o.status
-        ORDER BY g.start_at DESC, g.id DESC`,
-      [
-        new Date(now - RECENT_SALE_MS),
-        new Date(now + this.jobs.preheat.lookaheadMs),
-        new Date(now),
-        new Date(now),
-        MAX_SALES,
-      ],
-    );
+    const rows = await this.goods.listedWithOrders({
+      endedSince: new Date(now - RECENT_SALE_MS),
+      startingBy: new Date(now + this.jobs.preheat.lookaheadMs),
+      now: new Date(now),
+      limit: MAX_SALES,
+    });
     const sales = new Map<number, SaleLedger>();
     for (const row of rows) {
       const id = Number(row.id);

@@ -1,6 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { randomHex } from '../../common/random/random-hex.js';
 import {
   judgeBarrier,
@@ -9,6 +7,7 @@ import {
 } from '../messaging/order-barrier.service.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import type { BarrierStore } from '../messaging/barrier-store.js';
+import { FallbackBarrierRepository } from './fallback-barrier.repository.js';
 
 /** A consumer beats every tick; its beat counts this long (longer than between two checks). */
 const HEARTBEAT_TTL_MS = 3_000;
@@ -38,18 +37,14 @@ export class DatabaseBarrier implements BarrierStore {
   private readonly logger = new Logger(DatabaseBarrier.name);
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly rows: FallbackBarrierRepository,
     private readonly publisher: OrderPublisher,
   ) {}
 
   async open(): Promise<OpenBarrier> {
     const id = randomHex(ID_BYTES);
     // MySQL's clock, which the rebuild stamps `rebuilt_at` with (see FallbackGate).
-    const [{ now }] = await this.db.query<{ now: Date }[]>('SELECT NOW(3) AS now');
-    await this.db.query(
-      'INSERT INTO seckill_fallback_barrier (id, opened_at, expires_at) VALUES (?, ?, ? + INTERVAL ? SECOND)',
-      [id, now, now, BARRIER_TTL_MS / 1000],
-    );
+    const now = await this.rows.insert(id, BARRIER_TTL_MS);
     let consumers: string[];
     try {
       ({ consumers } = await this.tick());
@@ -59,9 +54,7 @@ export class DatabaseBarrier implements BarrierStore {
     } catch (error) {
       // The opener starts another on its next try: this one must not stay open (consumers read
       // every open barrier each tick) until it expires.
-      await this.db
-        .query('DELETE FROM seckill_fallback_barrier WHERE id = ?', [id])
-        .catch(() => undefined);
+      await this.rows.delete(id).catch(() => undefined);
       throw error;
     }
     this.logger.log(`fallback barrier opened: id=${id} consumers=${consumers.length}`);
@@ -69,22 +62,12 @@ export class DatabaseBarrier implements BarrierStore {
   }
 
   async check(barrier: OpenBarrier): Promise<BarrierState> {
-    const [row] = await this.db.query<{ delivered: number }[]>(
-      'SELECT delivered_at IS NOT NULL AS delivered FROM seckill_fallback_barrier WHERE id = ? AND expires_at > NOW(3)',
-      [barrier.id],
-    );
-    if (!row) return 'restart';
-    const drained = new Set(
-      (
-        await this.db.query<{ session: string }[]>(
-          'SELECT session FROM seckill_fallback_drain WHERE barrier_id = ?',
-          [barrier.id],
-        )
-      ).map((r) => r.session),
-    );
+    const delivered = await this.rows.deliveredIfLive(barrier.id);
+    if (delivered === null) return 'restart';
+    const drained = new Set(await this.rows.drainedSessions(barrier.id));
     return judgeBarrier(
       barrier,
-      { delivered: Number(row.delivered) === 1, drained: (session) => drained.has(session) },
+      { delivered, drained: (session) => drained.has(session) },
       (await this.tick()).consumers,
       () => this.publisher.ordersConsumers(),
     );
@@ -92,57 +75,31 @@ export class DatabaseBarrier implements BarrierStore {
 
   /** A consumer session's heartbeat (or a read without one): who is alive, which barriers open. */
   async tick(options: { session?: string } = {}): Promise<{ consumers: string[]; open: string[] }> {
-    if (options.session) {
-      await this.db.query(
-        'INSERT INTO seckill_consumer_beat (session, expires_at) VALUES (?, NOW(3) + INTERVAL ? SECOND) ON DUPLICATE KEY UPDATE expires_at = NOW(3) + INTERVAL ? SECOND',
-        [options.session, HEARTBEAT_TTL_MS / 1000, HEARTBEAT_TTL_MS / 1000],
-      );
-    }
-    const consumers = await this.db.query<{ session: string }[]>(
-      'SELECT session FROM seckill_consumer_beat WHERE expires_at > NOW(3)',
-    );
-    const open = await this.db.query<{ id: string }[]>(
-      'SELECT id FROM seckill_fallback_barrier WHERE expires_at > NOW(3)',
-    );
-    return { consumers: consumers.map((r) => r.session), open: open.map((r) => r.id) };
+    if (options.session) await this.rows.beat(options.session, HEARTBEAT_TTL_MS);
+    const consumers = await this.rows.liveSessions();
+    const open = await this.rows.openIds();
+    return { consumers, open };
   }
 
   /** A consumer session that closed its channel: what it held is back in the queue. */
   async leave(session: string): Promise<void> {
-    await this.db.query('DELETE FROM seckill_consumer_beat WHERE session = ?', [session]);
+    await this.rows.removeSession(session);
   }
 
-  async isDelivered(id: string): Promise<boolean> {
-    const [row] = await this.db.query<unknown[]>(
-      'SELECT 1 FROM seckill_fallback_barrier WHERE id = ? AND delivered_at IS NOT NULL',
-      [id],
-    );
-    return row !== undefined;
+  isDelivered(id: string): Promise<boolean> {
+    return this.rows.isDelivered(id);
   }
 
-  async markDelivered(id: string): Promise<void> {
-    await this.db.query(
-      'UPDATE seckill_fallback_barrier SET delivered_at = NOW(3) WHERE id = ? AND delivered_at IS NULL',
-      [id],
-    );
+  markDelivered(id: string): Promise<void> {
+    return this.rows.markDelivered(id);
   }
 
-  /** Only for a barrier that exists: one that expired is not brought back half-empty. */
-  async markDrained(id: string, session: string): Promise<void> {
-    await this.db.query(
-      'INSERT IGNORE INTO seckill_fallback_drain (barrier_id, session) SELECT id, ? FROM seckill_fallback_barrier WHERE id = ?',
-      [session, id],
-    );
+  markDrained(id: string, session: string): Promise<void> {
+    return this.rows.markDrained(id, session);
   }
 
-  /** Rows of beats and barriers long gone; called now and then by the gate. */
-  async prune(): Promise<void> {
-    await this.db.query(
-      'DELETE FROM seckill_consumer_beat WHERE expires_at < NOW(3) - INTERVAL 1 HOUR',
-    );
-    await this.db.query(
-      'DELETE d FROM seckill_fallback_drain d JOIN seckill_fallback_barrier b ON b.id = d.barrier_id WHERE b.expires_at < NOW(3)',
-    );
-    await this.db.query('DELETE FROM seckill_fallback_barrier WHERE expires_at < NOW(3)');
+  /** Rows of beats and barriers long gone; called now and then by FallbackReturn. */
+  prune(): Promise<void> {
+    return this.rows.prune();
   }
 }

@@ -1,23 +1,38 @@
-import type { DataSource } from 'typeorm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { UnavailableError, UnknownOutcomeError } from '../../common/errors/domain-error.js';
 import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import type { SeckillConfig } from '../../config/seckill.config.js';
+import type { Transactions, Tx } from '../../infra/database/transactions.js';
+import type { FallbackSaleState, GoodsRepository } from '../goods/goods.repository.js';
 import type { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import type { OrderRepository } from '../orders/order.repository.js';
 import { DatabasePurchase } from './database-purchase.service.js';
 import type { FallbackGate } from './fallback-gate.service.js';
 
 describe('DatabasePurchase', () => {
-  /** A database whose transactions hang until released, and that counts every call. */
+  /** Repositories whose transactions hang until released, and that count every call. */
   function setup(maxInflight: number, soldOutMemoMs = 1_000) {
     const release: (() => void)[] = [];
     const db = {
-      transaction: vi.fn(() => new Promise<void>((resolve) => release.push(resolve))),
-      query: vi.fn(),
+      transactions: {
+        run: vi.fn<(work: (tx: Tx) => Promise<void>) => Promise<void>>(
+          () => new Promise<void>((resolve) => release.push(resolve)),
+        ),
+      },
+      goods: {
+        takeStockThroughFallback: vi.fn<GoodsRepository['takeStockThroughFallback']>(),
+        fallbackSaleState: vi.fn<GoodsRepository['fallbackSaleState']>(),
+        holdFromRedis: vi.fn<GoodsRepository['holdFromRedis']>(),
+        fallbackHold: vi.fn<GoodsRepository['fallbackHold']>(),
+        openToFallback: vi.fn<GoodsRepository['openToFallback']>(),
+      },
+      orders: { insertPending: vi.fn<OrderRepository['insertPending']>() },
     };
     const purchases = new DatabasePurchase(
-      db as unknown as DataSource,
+      db.transactions as unknown as Transactions,
+      db.goods as unknown as GoodsRepository,
+      db.orders as unknown as OrderRepository,
       { redisDown: () => true, fenceOpenedAt: () => null } as unknown as FallbackGate,
       { publishTimeouts: vi.fn(async () => true) } as unknown as OrderPublisher,
       new MetricsService(),
@@ -31,11 +46,11 @@ describe('DatabasePurchase', () => {
   it('should refuse purchases over FALLBACK_MAX_INFLIGHT with 503 without touching MySQL', async () => {
     const { db, purchases, release } = setup(2);
     const held = [purchases.purchase(1, 1, 1), purchases.purchase(1, 2, 1)];
-    await vi.waitFor(() => expect(db.transaction).toHaveBeenCalledTimes(2));
+    await vi.waitFor(() => expect(db.transactions.run).toHaveBeenCalledTimes(2));
 
     await expect(purchases.purchase(1, 3, 1)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
-    expect(db.transaction).toHaveBeenCalledTimes(2);
-    expect(db.query).not.toHaveBeenCalled();
+    expect(db.transactions.run).toHaveBeenCalledTimes(2);
+    expect(queries(db)).toBe(2);
 
     for (const resolve of release) resolve();
     await Promise.all(held);
@@ -46,29 +61,37 @@ describe('DatabasePurchase', () => {
   });
 
   /** The goods row as the refused UPDATE's follow-up read finds it: open, in its window. */
-  const soldOutRow = { stock: 0, fallback_open: 1, not_started: 0, ended: 0, per_user_limit: 1 };
+  const soldOutRow: FallbackSaleState = {
+    stock: 0,
+    fallbackOpen: true,
+    notStarted: false,
+    ended: false,
+    perUserLimit: 1,
+  };
 
-  /** Each transaction runs its statements with these answers, then commits (or fails to). */
-  function statements(
+  /** Each transaction runs its statements, then commits (or fails to). */
+  function transactions(
     db: ReturnType<typeof setup>['db'],
-    answers: (() => Promise<unknown>)[],
     commit: () => Promise<void> = async () => undefined,
   ) {
-    db.transaction.mockImplementation((async (work: (manager: unknown) => Promise<void>) => {
-      const queue = [...answers];
-      await work({ queryRunner: { query: () => queue.shift()!() } });
+    db.transactions.run.mockImplementation(async (work) => {
+      await work({} as Tx);
       await commit();
-    }) as never);
+    });
   }
 
   /** A sold-out answer from MySQL (the UPDATE took nothing; the row says why). */
   function soldOutInMysql(db: ReturnType<typeof setup>['db']) {
-    statements(db, [async () => ({ affected: 0 })]);
-    db.query.mockResolvedValue([soldOutRow]);
+    transactions(db);
+    db.goods.takeStockThroughFallback.mockResolvedValue(false);
+    db.goods.fallbackSaleState.mockResolvedValue(soldOutRow);
   }
 
+  /** Transactions begun and statements run, in them or not. */
   const queries = (db: ReturnType<typeof setup>['db']) =>
-    db.transaction.mock.calls.length + db.query.mock.calls.length;
+    [db.transactions, db.goods, db.orders]
+      .flatMap((fakes) => Object.values(fakes))
+      .reduce((sum, fake) => sum + fake.mock.calls.length, 0);
 
   it('should answer a goods found sold out from memory, without a query', async () => {
     const { db, purchases } = setup(8);
@@ -108,8 +131,8 @@ describe('DatabasePurchase', () => {
 
   it('should answer 503 with the requestId when the COMMIT got no answer: the order may exist', async () => {
     const { db, purchases } = setup(8);
-    const taken = async () => ({ affected: 1 });
-    statements(db, [taken, taken], async () => {
+    db.goods.takeStockThroughFallback.mockResolvedValue(true);
+    transactions(db, async () => {
       throw Object.assign(new Error('Connection lost'), { code: 'PROTOCOL_CONNECTION_LOST' });
     });
 
@@ -120,12 +143,11 @@ describe('DatabasePurchase', () => {
 
   it('should answer a plain 503 when the connection dropped before the COMMIT: nothing was taken', async () => {
     const { db, purchases } = setup(8);
-    statements(db, [
-      async () => ({ affected: 1 }),
-      async () => {
-        throw Object.assign(new Error('Connection lost'), { code: 'PROTOCOL_CONNECTION_LOST' });
-      },
-    ]);
+    transactions(db);
+    db.goods.takeStockThroughFallback.mockResolvedValue(true);
+    db.orders.insertPending.mockRejectedValue(
+      Object.assign(new Error('Connection lost'), { code: 'PROTOCOL_CONNECTION_LOST' }),
+    );
 
     const error = await purchases.purchase(1, 1, 1).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnavailableError);

@@ -1,7 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import type { DataSource, EntityManager } from 'typeorm';
 import {
   DomainError,
   orUnavailable,
@@ -14,7 +12,10 @@ import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.j
 import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { Transactions } from '../../infra/database/transactions.js';
+import { GoodsRepository } from '../goods/goods.repository.js';
 import { newOrderNo } from '../orders/order-no.js';
+import { OrderRepository } from '../orders/order.repository.js';
 import { duplicateKeyIndex } from '../orders/order-writer.service.js';
 import type { PurchaseAccepted } from '../seckill/purchase.types.js';
 import { FallbackGate, MARKS_LEASE_MS } from './fallback-gate.service.js';
@@ -25,15 +26,6 @@ import { FallbackGate, MARKS_LEASE_MS } from './fallback-gate.service.js';
  * life alone bounds how long this instance misses it.
  */
 const MAX_SOLD_OUT_MEMO_MS = 1_000;
-
-interface GoodsRow {
-  stock: number;
-  fallback_open: number;
-  /** 1 or 0, by MySQL's clock as the UPDATE judged the window. */
-  not_started: number;
-  ended: number;
-  per_user_limit: number;
-}
 
 /** The conditional UPDATE took nothing: why (read after the rollback). */
 type Refusal = DomainError | 'closed' | 'again';
@@ -75,7 +67,9 @@ export class DatabasePurchase {
   private readonly soldOut = new Map<number, number>();
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly transactions: Transactions,
+    private readonly goods: GoodsRepository,
+    private readonly orders: OrderRepository,
     private readonly gate: FallbackGate,
     private readonly publisher: OrderPublisher,
     private readonly metrics: MetricsService,
@@ -153,26 +147,19 @@ export class DatabasePurchase {
     // Set once both statements ran: what fails after it is the COMMIT, which may have applied.
     let committing = false;
     try {
-      await this.db.transaction(async (manager: EntityManager) => {
-        const runner = manager.queryRunner!;
-        const update = await runner.query(
-          'UPDATE seckill_goods SET stock = stock - ?, version = version + 1 WHERE id = ? AND fallback_open = 1 AND stock >= ? AND per_user_limit >= ? AND start_at <= NOW(3) AND end_at > NOW(3)',
-          [quantity, goodsId, quantity, quantity],
-          true,
-        );
-        if (update.affected !== 1) throw new NotTaken();
-        await runner.query(
-          'INSERT INTO seckill_order (order_no, request_id, user_id, goods_id, quantity, status, expire_at) VALUES (?, ?, ?, ?, ?, ?, NOW(3) + INTERVAL ? MICROSECOND)',
-          [
-            order.orderNo,
-            order.requestId,
+      await this.transactions.run(async (tx) => {
+        if (!(await this.goods.takeStockThroughFallback(tx, goodsId, quantity))) {
+          throw new NotTaken();
+        }
+        await this.orders.insertPending(tx, [
+          {
+            ...order,
             userId,
             goodsId,
             quantity,
-            'PENDING_PAYMENT',
-            this.seckill.orderPaymentTimeoutMs * 1_000,
-          ],
-        );
+            expireAt: { afterMs: this.seckill.orderPaymentTimeoutMs },
+          },
+        ]);
         committing = true;
       });
       return null;
@@ -196,23 +183,20 @@ export class DatabasePurchase {
   }
 
   private async whyNotTaken(goodsId: number, quantity: number): Promise<Refusal> {
-    const [goods] = await this.db.query<GoodsRow[]>(
-      'SELECT stock, fallback_open, start_at > NOW(3) AS not_started, end_at <= NOW(3) AS ended, per_user_limit FROM seckill_goods WHERE id = ?',
-      [goodsId],
-    );
+    const goods = await this.goods.fallbackSaleState(goodsId);
     if (!goods) return new DomainError('GOODS_NOT_FOUND', `Goods ${goodsId} not found`);
-    if (Number(goods.not_started) === 1) {
+    if (goods.notStarted) {
       return new DomainError('SALE_NOT_STARTED', 'The sale has not started yet');
     }
-    if (Number(goods.ended) === 1) return new DomainError('SALE_ENDED', 'The sale has ended');
-    if (quantity > Number(goods.per_user_limit)) {
+    if (goods.ended) return new DomainError('SALE_ENDED', 'The sale has ended');
+    if (quantity > goods.perUserLimit) {
       return new DomainError('VALIDATION_FAILED', 'quantity is above the per-user limit');
     }
-    if (Number(goods.fallback_open) !== 1) return 'closed';
+    if (!goods.fallbackOpen) return 'closed';
     // Opened, or stock given back, since the UPDATE: try again.
-    if (Number(goods.stock) >= quantity) return 'again';
+    if (goods.stock >= quantity) return 'again';
     const memoMs = Math.min(this.seckill.soldOutMemoMs, MAX_SOLD_OUT_MEMO_MS);
-    if (Number(goods.stock) === 0 && memoMs > 0) this.soldOut.set(goodsId, Date.now() + memoMs);
+    if (goods.stock === 0 && memoMs > 0) this.soldOut.set(goodsId, Date.now() + memoMs);
     return new DomainError('SOLD_OUT', 'Sold out');
   }
 
@@ -233,11 +217,7 @@ export class DatabasePurchase {
     if (heldAt === null) return false;
     const fence = this.gate.fenceOpenedAt(heldAt + this.holdBeforeOpenMs());
     if (!fence) return false;
-    const opened = await this.db.query<{ affectedRows: number }>(
-      'UPDATE seckill_goods SET fallback_open = 1 WHERE id = ? AND fallback_open = 0 AND redis_stale = 1 AND fallback_held_at <= ? - INTERVAL ? MICROSECOND',
-      [goodsId, fence, this.holdBeforeOpenMs() * 1_000],
-    );
-    if (opened.affectedRows === 1) {
+    if (await this.goods.openToFallback(goodsId, fence, this.holdBeforeOpenMs())) {
       this.logger.warn(`sale opened to the database fallback: goods=${goodsId}`);
     }
     return true;
@@ -249,18 +229,12 @@ export class DatabasePurchase {
    * null when the goods is gone.
    */
   private async hold(goodsId: number): Promise<number | 'open' | null> {
-    await this.db.query(
-      'UPDATE seckill_goods SET redis_stale = 1, fallback_held_at = IFNULL(fallback_held_at, NOW(3)) WHERE id = ? AND fallback_open = 0',
-      [goodsId],
-    );
+    await this.goods.holdFromRedis(goodsId);
     this.gate.opened(goodsId);
-    const [row] = await this.db.query<{ open: number; heldAt: Date | null }[]>(
-      'SELECT fallback_open AS open, fallback_held_at AS heldAt FROM seckill_goods WHERE id = ?',
-      [goodsId],
-    );
-    if (!row) return null;
-    if (Number(row.open) === 1) return 'open';
-    return row.heldAt === null ? null : new Date(row.heldAt).getTime();
+    const hold = await this.goods.fallbackHold(goodsId);
+    if (!hold) return null;
+    if (hold.open) return 'open';
+    return hold.heldAt === null ? null : hold.heldAt.getTime();
   }
 
   /** From a goods' hold to the earliest barrier that may open it (see openWhenHeld). */

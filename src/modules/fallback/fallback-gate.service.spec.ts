@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { DataSource } from 'typeorm';
 import type { AppSection } from '../../config/app.config.js';
 import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import type { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
+import type { GoodsRepository } from '../goods/goods.repository.js';
 import type { BucketCounts } from '../sale-store/bucket-counts.service.js';
 import type { SaleLoader } from '../sale-store/sale-loader.service.js';
 import type { DatabaseBarrier } from './database-barrier.service.js';
@@ -10,7 +10,7 @@ import { FallbackGate, MARKS_LEASE_MS } from './fallback-gate.service.js';
 
 /** A gate on one Redis server, always identified, never dropped, with MySQL mocked. */
 function gate() {
-  const db = { query: vi.fn<(sql: string) => Promise<{ id: number }[]>>() };
+  const goods = { staleIds: vi.fn<GoodsRepository['staleIds']>() };
   const watchdog = {
     onDrop: vi.fn(),
     unidentified: vi.fn(() => [] as string[]),
@@ -21,7 +21,7 @@ function gate() {
   const loader = { isPreheated: vi.fn(async () => true) };
   const instance = new FallbackGate(
     watchdog as unknown as RedisWatchdog,
-    db as unknown as DataSource,
+    goods as unknown as GoodsRepository,
     buckets as unknown as BucketCounts,
     loader as unknown as SaleLoader,
     {} as DatabaseBarrier,
@@ -30,7 +30,7 @@ function gate() {
   );
   // The interval's tick, run by hand.
   const refresh = () => (instance as unknown as { refresh(): Promise<void> }).refresh();
-  return { instance, db, refresh };
+  return { instance, goods, refresh };
 }
 
 describe('FallbackGate', () => {
@@ -38,46 +38,46 @@ describe('FallbackGate', () => {
 
   it('should hold every goods from the Redis path once the marks it read are older than the lease, and free it at the next read', async () => {
     vi.useFakeTimers();
-    const { instance, db, refresh } = gate();
-    db.query.mockResolvedValue([]);
+    const { instance, goods, refresh } = gate();
+    goods.staleIds.mockResolvedValue([]);
     instance.enable();
     await instance.onApplicationBootstrap();
     expect(instance.holdsRedisPath(1)).toBe(false);
 
     // MySQL unreachable from here: another instance may be opening goods 1 to the fallback.
-    db.query.mockRejectedValue(new Error('connect ECONNREFUSED'));
+    goods.staleIds.mockRejectedValue(new Error('connect ECONNREFUSED'));
     vi.advanceTimersByTime(MARKS_LEASE_MS);
     await refresh();
     expect(instance.holdsRedisPath(1)).toBe(false);
     vi.advanceTimersByTime(1);
     expect(instance.holdsRedisPath(1)).toBe(true);
 
-    db.query.mockResolvedValue([]);
+    goods.staleIds.mockResolvedValue([]);
     await refresh();
     expect(instance.holdsRedisPath(1)).toBe(false);
   });
 
   it('should free the Redis path once the marks are read, when their read failed at start', async () => {
-    const { instance, db, refresh } = gate();
-    db.query.mockRejectedValueOnce(new Error('connect ECONNREFUSED'));
+    const { instance, goods, refresh } = gate();
+    goods.staleIds.mockRejectedValueOnce(new Error('connect ECONNREFUSED'));
     instance.enable();
     await instance.onApplicationBootstrap();
     expect(instance.holdsRedisPath(1)).toBe(true);
 
-    db.query.mockResolvedValue([]);
+    goods.staleIds.mockResolvedValue([]);
     await refresh();
 
     expect(instance.holdsRedisPath(1)).toBe(false);
   });
 
   it('should learn on its next tick of a goods another instance opened to MySQL, having seen no drop itself', async () => {
-    const { instance, db, refresh } = gate();
-    db.query.mockResolvedValue([]);
+    const { instance, goods, refresh } = gate();
+    goods.staleIds.mockResolvedValue([]);
     instance.enable();
     await instance.onApplicationBootstrap();
     expect(instance.holdsRedisPath(5)).toBe(false);
 
-    db.query.mockResolvedValue([{ id: 5 }]);
+    goods.staleIds.mockResolvedValue([5]);
     await refresh();
 
     expect(instance.holdsRedisPath(5)).toBe(true);

@@ -5,14 +5,13 @@ import {
   OnApplicationShutdown,
   OnModuleInit,
 } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DataSource } from 'typeorm';
 import { backoffWithJitter } from '../../common/database/transient-errors.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { appConfig, type AppSection } from '../../config/app.config.js';
 import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
+import { GoodsRepository } from '../goods/goods.repository.js';
 import type { OpenBarrier } from '../messaging/order-barrier.service.js';
 import { BucketCounts } from '../sale-store/bucket-counts.service.js';
 import { SaleLoader } from '../sale-store/sale-loader.service.js';
@@ -87,7 +86,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
 
   constructor(
     private readonly watchdog: RedisWatchdog,
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly goods: GoodsRepository,
     private readonly buckets: BucketCounts,
     private readonly loader: SaleLoader,
     private readonly barriers: DatabaseBarrier,
@@ -246,10 +245,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
 
   private async readMarks(): Promise<void> {
     const startedAt = Date.now();
-    const rows = await this.db.query<{ id: string | number }[]>(
-      'SELECT id FROM seckill_goods WHERE redis_stale = 1',
-    );
-    const held = new Set(rows.map((row) => Number(row.id)));
+    const held = new Set(await this.goods.staleIds());
     for (const goodsId of this.stale) {
       if (held.has(goodsId)) continue;
       // Rebuilt in MySQL; Redis sells it once its copy is loaded.

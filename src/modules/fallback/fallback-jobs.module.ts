@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
 import { PreheatModule } from '../preheat/preheat.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { FallbackReturn } from './fallback-return.service.js';
@@ -6,7 +7,7 @@ import { FallbackModule } from './fallback.module.js';
 
 /** The return to Redis of the sales MySQL sold while Redis was down (FallbackReturn), on the working instances (WorkerModule). */
 @Module({
-  imports: [FallbackModule, PreheatModule, SaleStoreModule],
+  imports: [FallbackModule, GoodsRepositoryModule, PreheatModule, SaleStoreModule],
   providers: [FallbackReturn],
 })
 export class FallbackJobsModule {}

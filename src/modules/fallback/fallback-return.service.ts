@@ -1,8 +1,7 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { FaultInjector } from '../../config/fault-injector.js';
+import { GoodsRepository } from '../goods/goods.repository.js';
 import { PreheatService } from '../preheat/preheat.service.js';
 import { SaleStateLock } from '../sale-store/sale-state-lock.js';
 import { DatabaseBarrier } from './database-barrier.service.js';
@@ -30,7 +29,7 @@ export class FallbackReturn implements OnModuleInit, OnApplicationShutdown {
   private prunedAt = 0;
 
   constructor(
-    @InjectDataSource() private readonly db: DataSource,
+    private readonly goods: GoodsRepository,
     private readonly preheat: PreheatService,
     private readonly saleLock: SaleStateLock,
     private readonly faults: FaultInjector,
@@ -52,10 +51,7 @@ export class FallbackReturn implements OnModuleInit, OnApplicationShutdown {
         await this.barriers.prune();
         this.prunedAt = Date.now();
       }
-      const rows = await this.db.query<{ id: string | number }[]>(
-        'SELECT id FROM seckill_goods WHERE redis_stale = 1',
-      );
-      for (const row of rows) await this.bringBack(Number(row.id));
+      for (const goodsId of await this.goods.staleIds()) await this.bringBack(goodsId);
     } catch (error) {
       this.logger.debug(`stale sales not brought back yet: ${(error as Error).message}`);
     } finally {
@@ -68,11 +64,7 @@ export class FallbackReturn implements OnModuleInit, OnApplicationShutdown {
       await this.saleLock.hold(goodsId, 'fallback-return', async (held) => {
         // Read again under the lock: another path may have rebuilt it since (its history read
         // cleared the mark), and what it loaded must not be wiped.
-        const [row] = await this.db.query<{ stale: number }[]>(
-          'SELECT redis_stale AS stale FROM seckill_goods WHERE id = ?',
-          [goodsId],
-        );
-        if (Number(row?.stale) !== 1) return;
+        if (!(await this.goods.isRedisStale(goodsId))) return;
         await this.faults.pausePoint('fallback-return-stale-read', { goodsId });
         const result = await this.preheat.rebuildFromMysql(held);
         this.logger.warn(

@@ -9,6 +9,12 @@ import { DatabasePurchase } from './database-purchase.service.js';
 import { FallbackGate } from './fallback-gate.service.js';
 import { ClosedWhileRedisDown, RedisDownPolicy, SellThroughDatabase } from './redis-down-policy.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { FallbackBarrierEntity } from '../../infra/database/entities/fallback-barrier.entity.js';
+import { Transactions } from '../../infra/database/transactions.js';
+import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
+import { OrderRepositoryModule } from '../orders/order-repository.module.js';
+import { FallbackBarrierRepository } from './fallback-barrier.repository.js';
 
 /** The one reading of REDIS_DOWN_MODE: every Redis-down question is answered by this policy. */
 const policy: FactoryProvider<RedisDownPolicy> = {
@@ -35,8 +41,23 @@ const barrierStores: FactoryProvider<BarrierStore[]> = {
  * back to Redis, runs in WorkerModule (src/roles).
  */
 @Module({
-  imports: [MetricsModule, MessagingModule, SaleStoreModule],
-  providers: [DatabaseBarrier, FallbackGate, DatabasePurchase, policy, barrierStores],
+  imports: [
+    MetricsModule,
+    MessagingModule,
+    SaleStoreModule,
+    GoodsRepositoryModule,
+    OrderRepositoryModule,
+    TypeOrmModule.forFeature([FallbackBarrierEntity]),
+  ],
+  providers: [
+    Transactions,
+    FallbackBarrierRepository,
+    DatabaseBarrier,
+    FallbackGate,
+    DatabasePurchase,
+    policy,
+    barrierStores,
+  ],
   exports: [DatabaseBarrier, FallbackGate, DatabasePurchase, RedisDownPolicy, ORDER_BARRIER_STORES],
 })
 export class FallbackModule {}

@@ -1,11 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { In, IsNull, Repository } from 'typeorm';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { SaleReads } from '../sale-store/sale-reads.service.js';
+import { GoodsRepository } from './goods.repository.js';
 import type { CreateGoodsDto, GoodsCreatedDto, GoodsStatus, GoodsViewDto } from './goods.dto.js';
 
 const PAGE_CACHE_MS = 1_000;
@@ -17,7 +16,7 @@ export class GoodsService {
   private readonly pageCache = new Map<number, { goods: GoodsEntity; until: number }>();
 
   constructor(
-    @InjectRepository(GoodsEntity) private readonly goods: Repository<GoodsEntity>,
+    private readonly goods: GoodsRepository,
     private readonly sale: SaleReads,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {}
@@ -28,18 +27,16 @@ export class GoodsService {
     if (endAt.getTime() <= startAt.getTime()) {
       throw new DomainError('VALIDATION_FAILED', 'endAt must be after startAt');
     }
-    const saved = await this.goods.save(
-      this.goods.create({
-        name: input.name,
-        price: input.price.toFixed(2),
-        totalStock: input.stock,
-        stock: input.stock,
-        startAt,
-        endAt,
-        perUserLimit: input.perUserLimit ?? 1,
-        stockShards: input.stockShards ?? this.seckill.stockShards,
-      }),
-    );
+    const saved = await this.goods.create({
+      name: input.name,
+      price: input.price.toFixed(2),
+      totalStock: input.stock,
+      stock: input.stock,
+      startAt,
+      endAt,
+      perUserLimit: input.perUserLimit ?? 1,
+      stockShards: input.stockShards ?? this.seckill.stockShards,
+    });
     this.logger.log(
       `goods created: id=${saved.id} stock=${saved.totalStock} shards=${saved.stockShards}`,
     );
@@ -57,7 +54,7 @@ export class GoodsService {
   }
 
   async findOrThrow(goodsId: number): Promise<GoodsEntity> {
-    const goods = await this.goods.findOne({ where: { id: goodsId } });
+    const goods = await this.goods.findById(goodsId);
     if (!goods) throw new DomainError('GOODS_NOT_FOUND', `Goods ${goodsId} not found`);
     return goods;
   }
@@ -66,23 +63,13 @@ export class GoodsService {
    * Marks the sale as loaded into Redis, before its first load; false when it was marked already
    * (Redis may have sold it since, and lost it). By MySQL's clock.
    */
-  async markFirstLoad(goodsId: number): Promise<boolean> {
-    const result = await this.goods.update(
-      { id: goodsId, redisLoadedAt: IsNull() },
-      { redisLoadedAt: () => 'NOW(3)' },
-    );
-    return result.affected === 1;
+  markFirstLoad(goodsId: number): Promise<boolean> {
+    return this.goods.markFirstLoad(goodsId);
   }
 
   /** Sales whose window opens before `until` and has not closed yet. */
   startingBefore(until: Date): Promise<GoodsEntity[]> {
-    return this.goods
-      .createQueryBuilder('g')
-      .where('g.start_at <= :until', { until })
-      .andWhere('g.end_at > :now', { now: new Date() })
-      .orderBy('g.start_at', 'ASC')
-      .limit(1_000)
-      .getMany();
+    return this.goods.startingBefore(until, new Date());
   }
 
   /**
@@ -101,7 +88,7 @@ export class GoodsService {
   }
 
   findByIds(ids: number[]): Promise<GoodsEntity[]> {
-    return ids.length === 0 ? Promise.resolve([]) : this.goods.findBy({ id: In(ids) });
+    return this.goods.findByIds(ids);
   }
 
   async view(goodsId: number): Promise<GoodsViewDto> {

@@ -1,13 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource, InjectRepository } from '@nestjs/typeorm';
-import { DataSource, Raw, Repository } from 'typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
+import { Transactions } from '../../infra/database/transactions.js';
+import { GoodsRepository } from '../goods/goods.repository.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { PurchaseLedger, RestockCode } from '../sale-store/purchase-ledger.service.js';
+import { OrderRepository } from './order.repository.js';
 import { OrderWriter } from './order-writer.service.js';
 import { OrdersService } from './orders.service.js';
 import { RedisDownPolicy } from '../fallback/redis-down-policy.js';
@@ -20,16 +21,8 @@ export type ExpireResult =
 
 const MAX_TRANSIENT_RETRIES = 10;
 
-/**
- * What a transition asks of the payment deadline, judged by MySQL's clock in the conditional
- * UPDATE itself: one clock for every instance, whichever host wrote `expire_at` or reads it.
- */
-const DEADLINE = {
-  PAID: ' AND expire_at > NOW(3)',
-  EXPIRED: ' AND expire_at <= NOW(3)',
-  USER: '',
-} as const;
-type Transition = keyof typeof DEADLINE;
+/** A payment must come before the deadline, an expiry after it (OrderRepository judges both). */
+type Transition = 'PAID' | CancelReason;
 
 /**
  * The order state machine: PENDING_PAYMENT → PAID and PENDING_PAYMENT → CANCELLED, nothing
@@ -42,8 +35,9 @@ export class OrderLifecycleService {
   private readonly logger = new Logger(OrderLifecycleService.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    @InjectRepository(OrderEntity) private readonly orders: Repository<OrderEntity>,
+    private readonly transactions: Transactions,
+    private readonly orders: OrderRepository,
+    private readonly goods: GoodsRepository,
     private readonly ledger: PurchaseLedger,
     private readonly metrics: MetricsService,
     private readonly faults: FaultInjector,
@@ -94,25 +88,16 @@ export class OrderLifecycleService {
    * cancel's UPDATE); one not due yet says in how long it is.
    */
   async expire(orderNo: string): Promise<ExpireResult> {
-    const order = await this.orders.findOne({ where: { orderNo } });
+    const order = await this.orders.findByOrderNo(orderNo);
     if (!order) return { outcome: 'not_found' };
     if (order.status === 'PAID') return { outcome: 'paid' };
     const wasPending = order.status === 'PENDING_PAYMENT';
     const final = await this.cancel(order, 'EXPIRED', true);
     if (final === 'PAID') return { outcome: 'paid' };
     if (final === 'PENDING_PAYMENT') {
-      return { outcome: 'not_due', dueInMs: await this.dueInMs(order) };
+      return { outcome: 'not_due', dueInMs: await this.orders.msUntilDue(order.id) };
     }
     return { outcome: wasPending ? 'cancelled' : 'already_cancelled' };
-  }
-
-  /** How long until the order's deadline, by MySQL's clock; 0 once it has passed. */
-  private async dueInMs(order: OrderEntity): Promise<number> {
-    const [row] = await this.dataSource.query<{ dueInUs: string | number | null }[]>(
-      'SELECT TIMESTAMPDIFF(MICROSECOND, NOW(3), expire_at) AS dueInUs FROM seckill_order WHERE id = ?',
-      [order.id],
-    );
-    return Math.max(0, Math.ceil(Number(row?.dueInUs ?? 0) / 1_000));
   }
 
   /**
@@ -120,16 +105,7 @@ export class OrderLifecycleService {
    * for timeout messages that never arrived. Returns how many it cancelled.
    */
   async expireOverdue(graceMs: number, limit: number): Promise<number> {
-    const overdue = await this.orders.find({
-      where: {
-        status: 'PENDING_PAYMENT',
-        expireAt: Raw((column) => `${column} < NOW(3) - INTERVAL :graceUs MICROSECOND`, {
-          graceUs: graceMs * 1_000,
-        }),
-      },
-      order: { expireAt: 'ASC' },
-      take: limit,
-    });
+    const overdue = await this.orders.overdue(graceMs, limit);
     let cancelled = 0;
     for (const order of overdue) {
       if ((await this.cancel(order, 'EXPIRED')) === 'CANCELLED') cancelled++;
@@ -212,29 +188,20 @@ export class OrderLifecycleService {
     }
   }
 
-  private transitionOnce(order: OrderEntity, transition: Transition) {
-    const to = transition === 'PAID' ? 'PAID' : 'CANCELLED';
-    return this.dataSource.transaction(async (manager) => {
-      const runner = manager.queryRunner!;
-      const result = await runner.query(
-        `UPDATE seckill_order SET status = ?, version = version + 1 WHERE id = ? AND status = 'PENDING_PAYMENT' AND version = ?${DEADLINE[transition]}`,
-        [to, order.id, order.version],
-        true,
-      );
-      if (result.affected !== 1) return false;
-      if (to === 'CANCELLED') {
-        // Bumping the version makes a consumer batch that read the old stock retry.
-        await runner.query(
-          'UPDATE seckill_goods SET stock = stock + ?, version = version + 1 WHERE id = ?',
-          [order.quantity, order.goodsId],
-        );
+  private transitionOnce(order: OrderEntity, transition: Transition): Promise<boolean> {
+    return this.transactions.run(async (tx) => {
+      if (transition === 'PAID') return this.orders.payIfVersion(tx, order.id, order.version);
+      const deadline = transition === 'EXPIRED' ? 'passed' : 'any';
+      if (!(await this.orders.cancelIfVersion(tx, order.id, order.version, deadline))) {
+        return false;
       }
+      await this.goods.returnStock(tx, order.goodsId, order.quantity);
       return true;
     });
   }
 
   private async reload(order: OrderEntity): Promise<OrderEntity> {
-    return this.orders.findOneOrFail({ where: { id: order.id } });
+    return this.orders.findByIdOrFail(order.id);
   }
 
   private async findOwned(orderNo: string, userId: number): Promise<OrderEntity> {

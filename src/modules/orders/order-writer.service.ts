@@ -1,11 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DataSource, EntityManager } from 'typeorm';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { Transactions, type Tx } from '../../infra/database/transactions.js';
+import { GoodsRepository } from '../goods/goods.repository.js';
+import { OrderRepository } from './order.repository.js';
 import type { NewOrder, WriteOutcome } from './order.types.js';
 import { VoidedRequests } from './voided-requests.service.js';
 
@@ -48,7 +49,9 @@ export class OrderWriter {
   private readonly logger = new Logger(OrderWriter.name);
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: Transactions,
+    private readonly goods: GoodsRepository,
+    private readonly orders: OrderRepository,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     private readonly metrics: MetricsService,
     private readonly voided: VoidedRequests,
@@ -59,7 +62,7 @@ export class OrderWriter {
    * down): Redis must not sell it again before a rebuild from MySQL, which clears the mark.
    */
   async markRedisStale(goodsId: number): Promise<void> {
-    await this.dataSource.query('UPDATE seckill_goods SET redis_stale = 1 WHERE id = ?', [goodsId]);
+    await this.goods.markRedisStale(goodsId);
   }
 
   async writeBatch(goodsId: number, orders: NewOrder[]): Promise<WriteOutcome[]> {
@@ -67,8 +70,8 @@ export class OrderWriter {
     let pending = orders;
     for (let attempt = 1; ; attempt++) {
       try {
-        const outcomes = await this.dataSource.transaction((manager) =>
-          this.writeInTransaction(manager, goodsId, pending),
+        const outcomes = await this.transactions.run((tx) =>
+          this.writeInTransaction(tx, goodsId, pending),
         );
         return voided.concat(outcomes);
       } catch (error) {
@@ -124,17 +127,13 @@ export class OrderWriter {
   }
 
   private async writeInTransaction(
-    manager: EntityManager,
+    tx: Tx,
     goodsId: number,
     orders: NewOrder[],
   ): Promise<WriteOutcome[]> {
-    const runner = manager.queryRunner!;
-    const existing = new Set(
-      (
-        (await runner.query('SELECT request_id FROM seckill_order WHERE request_id IN (?)', [
-          orders.map((order) => order.requestId),
-        ])) as { request_id: string }[]
-      ).map((row) => row.request_id),
+    const existing = await this.orders.existingRequestIds(
+      tx,
+      orders.map((order) => order.requestId),
     );
     const outcomes: WriteOutcome[] = orders
       .filter((order) => existing.has(order.requestId))
@@ -142,9 +141,7 @@ export class OrderWriter {
     const fresh = orders.filter((order) => !existing.has(order.requestId));
     if (fresh.length === 0) return outcomes;
 
-    const [goods] = (await runner.query('SELECT stock, version FROM seckill_goods WHERE id = ?', [
-      goodsId,
-    ])) as { stock: number; version: number }[];
+    const goods = await this.goods.stockAndVersion(tx, goodsId);
     if (!goods) {
       return outcomes.concat(
         fresh.map((order) => ({ kind: 'rejected', order, reason: 'GOODS_NOT_FOUND' as const })),
@@ -166,12 +163,9 @@ export class OrderWriter {
     // Also when every order is refused (taken = 0): the refusals rest on the stock read above,
     // which a cancel committed since (it bumps the version) may have made stale; the batch is
     // then retried on a fresh read instead of failing purchases MySQL can now take.
-    const update = await runner.query(
-      'UPDATE seckill_goods SET stock = stock - ?, version = version + 1 WHERE id = ? AND version = ? AND stock >= ?',
-      [taken, goodsId, goods.version, taken],
-      true,
-    );
-    if (update.affected !== 1) throw new VersionConflict();
+    if (!(await this.goods.takeStockAtVersion(tx, goodsId, taken, goods.version))) {
+      throw new VersionConflict();
+    }
     for (const order of refused) {
       // Redis sells only what it holds, so MySQL running short means the stores drifted.
       this.logger.error(
@@ -182,24 +176,21 @@ export class OrderWriter {
     if (accepted.length === 0) return outcomes;
 
     const timeoutMs = this.seckill.orderPaymentTimeoutMs;
-    await runner.query(
-      'INSERT INTO seckill_order (order_no, request_id, user_id, goods_id, quantity, status, expire_at) VALUES ?',
-      [
-        accepted.map((order) => [
-          order.orderNo,
-          order.requestId,
-          order.userId,
-          goodsId,
-          order.quantity,
-          'PENDING_PAYMENT',
-          new Date(order.acceptedAt + timeoutMs),
-        ]),
-      ],
+    await this.orders.insertPending(
+      tx,
+      accepted.map((order) => ({
+        orderNo: order.orderNo,
+        requestId: order.requestId,
+        userId: order.userId,
+        goodsId,
+        quantity: order.quantity,
+        expireAt: new Date(order.acceptedAt + timeoutMs),
+      })),
     );
     // After the INSERT, not before: the order rows written first are what a void recorded
     // meanwhile waits for (VoidedRequests explains the exclusion).
     const voided = await this.voided.voidedAmong(
-      runner,
+      tx,
       accepted.map((order) => order.requestId),
     );
     if (voided.size > 0) throw new VoidedInBatch(voided);

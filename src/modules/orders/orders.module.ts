@@ -1,11 +1,15 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { OrderEntity } from '../../infra/database/entities/order.entity.js';
+import { VoidedRequestEntity } from '../../infra/database/entities/voided-request.entity.js';
+import { Transactions } from '../../infra/database/transactions.js';
 import { FallbackModule } from '../fallback/fallback.module.js';
+import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { OrderLifecycleService } from './order-lifecycle.service.js';
+import { OrderRepositoryModule } from './order-repository.module.js';
 import { OrderWriter } from './order-writer.service.js';
 import { OrdersService } from './orders.service.js';
+import { VoidedRequestRepository } from './voided-request.repository.js';
 import { VoidedRequests } from './voided-requests.service.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 
@@ -16,11 +20,20 @@ import { MetricsModule } from '../metrics/metrics.module.js';
 @Module({
   imports: [
     MetricsModule,
-    TypeOrmModule.forFeature([OrderEntity]),
+    OrderRepositoryModule,
+    GoodsRepositoryModule,
+    TypeOrmModule.forFeature([VoidedRequestEntity]),
     SaleStoreModule,
     FallbackModule,
   ],
-  providers: [OrdersService, OrderWriter, OrderLifecycleService, VoidedRequests],
+  providers: [
+    Transactions,
+    VoidedRequestRepository,
+    OrdersService,
+    OrderWriter,
+    OrderLifecycleService,
+    VoidedRequests,
+  ],
   exports: [OrdersService, OrderWriter, OrderLifecycleService, VoidedRequests],
 })
 export class OrdersModule {}

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Raw, Repository } from 'typeorm';
-import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
+import type { OrderEntity, OrderStatus } from '../../infra/database/entities/order.entity.js';
+import { Transactions } from '../../infra/database/transactions.js';
 import { DomainError, echoed } from '../../common/errors/domain-error.js';
+import { GoodsRepository } from '../goods/goods.repository.js';
+import { OrderRepository } from './order.repository.js';
 
 /** Anything else cannot be an order number: answered 404 without a query. */
 const ORDER_NO_SHAPE = /^[A-Za-z0-9]{1,32}$/;
@@ -45,7 +46,11 @@ export function toOrderView(order: OrderEntity): OrderView {
 
 @Injectable()
 export class OrdersService {
-  constructor(@InjectRepository(OrderEntity) private readonly orders: Repository<OrderEntity>) {}
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly orders: OrderRepository,
+    private readonly goods: GoodsRepository,
+  ) {}
 
   /** Only the owner or an admin sees an order; anyone else learns only that it is not theirs. */
   async getForViewer(orderNo: string, viewer: Viewer): Promise<OrderView> {
@@ -58,20 +63,18 @@ export class OrdersService {
 
   /** The order a client names by its number (a path segment, any text), or 404 ORDER_NOT_FOUND. */
   async byOrderNo(orderNo: string): Promise<OrderEntity> {
-    const order = ORDER_NO_SHAPE.test(orderNo)
-      ? await this.orders.findOne({ where: { orderNo } })
-      : null;
+    const order = ORDER_NO_SHAPE.test(orderNo) ? await this.orders.findByOrderNo(orderNo) : null;
     if (!order) throw new DomainError('ORDER_NOT_FOUND', `Order ${echoed(orderNo)} not found`);
     return order;
   }
 
   findByRequestId(requestId: string): Promise<OrderEntity | null> {
-    return this.orders.findOne({ where: { requestId } });
+    return this.orders.findByRequestId(requestId);
   }
 
   /** The user's most recent order of this goods, whatever its status. */
   latestForUser(goodsId: number, userId: number): Promise<OrderEntity | null> {
-    return this.orders.findOne({ where: { goodsId, userId }, order: { id: 'DESC' } });
+    return this.orders.latestForUser(goodsId, userId);
   }
 
   /**
@@ -84,23 +87,14 @@ export class OrdersService {
    * Closes the database fallback of the goods (fallback/): call it only to load Redis with it.
    */
   async history<T>(goodsId: number, load: (history: SaleHistory) => Promise<T>): Promise<T> {
-    return this.orders.manager.transaction('REPEATABLE READ', async (manager) => {
+    return this.transactions.run(async (tx) => {
       // A locking read, before any snapshot is taken: it waits for the database-mode purchases
       // holding the row (their UPDATE comes before their INSERT), and the orders read next see
       // them. Closing the fallback in the same transaction makes any later one find it closed:
       // nothing is sold in MySQL behind the rebuilt Redis's back.
-      const [goods] = await manager.query<{ stock: number }[]>(
-        'SELECT stock FROM seckill_goods WHERE id = ? FOR UPDATE',
-        [goodsId],
-      );
-      await manager.query(
-        'UPDATE seckill_goods SET fallback_open = 0, redis_stale = 0, fallback_held_at = NULL, rebuilt_at = NOW(3) WHERE id = ?',
-        [goodsId],
-      );
-      const orders = await manager.find(OrderEntity, {
-        select: { requestId: true, userId: true, quantity: true, orderNo: true, status: true },
-        where: { goodsId },
-      });
+      const stock = await this.goods.lockStock(tx, goodsId);
+      await this.goods.markRebuilt(tx, goodsId);
+      const orders = await this.orders.ofGoods(tx, goodsId);
       const activeOrders = orders
         .filter((order) => order.status !== 'CANCELLED')
         .map(({ requestId, userId, quantity, orderNo }) => ({
@@ -114,53 +108,38 @@ export class OrdersService {
         buyers.set(order.userId, (buyers.get(order.userId) ?? 0) + order.quantity);
       }
       return load({
-        stock: Number(goods?.stock ?? 0),
+        stock: stock ?? 0,
         activeOrders,
         buyers: [...buyers].map(([userId, quantity]) => ({ userId, quantity })),
         cancelledOrderNos: orders
           .filter((order) => order.status === 'CANCELLED')
           .map((order) => order.orderNo),
       });
-    });
+    }, 'REPEATABLE READ');
   }
 
   /**
    * Which rebuild of the goods into Redis was the last (history() stamps it): an opaque token,
    * only compared for equality, so no clock is read. null before the first rebuild.
    */
-  async lastRebuild(goodsId: number): Promise<string | null> {
-    const [row] = await this.orders.manager.query<{ rebuilt: string | null }[]>(
-      "SELECT DATE_FORMAT(rebuilt_at, '%Y-%m-%d %H:%i:%s.%f') AS rebuilt FROM seckill_goods WHERE id = ?",
-      [goodsId],
-    );
-    return row?.rebuilt ?? null;
+  lastRebuild(goodsId: number): Promise<string | null> {
+    return this.goods.lastRebuild(goodsId);
   }
 
-  async hasOrders(goodsId: number): Promise<boolean> {
-    return (await this.orders.count({ where: { goodsId }, take: 1 })) > 0;
+  hasOrders(goodsId: number): Promise<boolean> {
+    return this.orders.hasAny(goodsId);
   }
 
   /**
    * Orders of the goods cancelled in the last `withinMs` (their Redis restock may lag), and at
    * least `olderThanMs` ago. By MySQL's clock, which stamped `updated_at` at the cancel.
    */
-  async recentlyCancelled(
+  recentlyCancelled(
     goodsId: number,
     withinMs: number,
     olderThanMs = 0,
   ): Promise<{ orderNo: string; userId: number; quantity: number }[]> {
-    return this.orders.find({
-      select: { orderNo: true, userId: true, quantity: true },
-      where: {
-        goodsId,
-        status: 'CANCELLED',
-        updatedAt: Raw(
-          (column) =>
-            `${column} >= NOW(3) - INTERVAL :withinUs MICROSECOND AND ${column} <= NOW(3) - INTERVAL :olderThanUs MICROSECOND`,
-          { withinUs: withinMs * 1_000, olderThanUs: olderThanMs * 1_000 },
-        ),
-      },
-    });
+    return this.orders.recentlyCancelled(goodsId, withinMs, olderThanMs);
   }
 
   /**
@@ -172,19 +151,10 @@ export class OrdersService {
     stock: number;
     quantities: Record<OrderStatus, number>;
   } | null> {
-    return this.orders.manager.transaction('REPEATABLE READ', async (manager) => {
-      const [goods] = await manager.query<{ total_stock: number; stock: number }[]>(
-        'SELECT total_stock, stock FROM seckill_goods WHERE id = ?',
-        [goodsId],
-      );
+    return this.transactions.run(async (tx) => {
+      const goods = await this.goods.stockTotals(tx, goodsId);
       if (!goods) return null;
-      const rows = await manager.query<{ status: OrderStatus; quantity: string | number }[]>(
-        'SELECT status, COALESCE(SUM(quantity), 0) AS quantity FROM seckill_order WHERE goods_id = ? GROUP BY status',
-        [goodsId],
-      );
-      const quantities: Record<OrderStatus, number> = { PENDING_PAYMENT: 0, PAID: 0, CANCELLED: 0 };
-      for (const row of rows) quantities[row.status] = Number(row.quantity);
-      return { totalStock: Number(goods.total_stock), stock: Number(goods.stock), quantities };
-    });
+      return { ...goods, quantities: await this.orders.quantitiesByStatus(tx, goodsId) };
+    }, 'REPEATABLE READ');
   }
 }

@@ -1,9 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DataSource, QueryRunner } from 'typeorm';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
+import { Transactions, type Tx } from '../../infra/database/transactions.js';
 import { VOIDED_RETENTION_MS } from '../sale-store/outbox-reader.service.js';
+import { OrderRepository } from './order.repository.js';
+import { VoidedRequestRepository } from './voided-request.repository.js';
 
 /** Tries of a void whose transaction InnoDB chose as a deadlock's victim (or timed out a wait). */
 const MAX_RECORD_ATTEMPTS = 5;
@@ -35,7 +36,11 @@ const PRUNE_BATCH = 1_000;
 export class VoidedRequests {
   private readonly logger = new Logger(VoidedRequests.name);
 
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly voids: VoidedRequestRepository,
+    private readonly orders: OrderRepository,
+  ) {}
 
   /**
    * Records the void unless the purchase is an order already. `voided`: committed, no order can
@@ -45,17 +50,9 @@ export class VoidedRequests {
   async record(requestId: string, goodsId: number): Promise<'voided' | 'ordered'> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.db.transaction(async (manager) => {
-          const runner = manager.queryRunner!;
-          await runner.query(
-            'INSERT INTO seckill_voided_request (request_id, goods_id, voided_at) VALUES (?, ?, NOW(3))',
-            [requestId, goodsId],
-          );
-          const orders = (await runner.query(
-            'SELECT 1 FROM seckill_order WHERE request_id = ? LOCK IN SHARE MODE',
-            [requestId],
-          )) as unknown[];
-          if (orders.length === 0) return 'voided' as const;
+        return await this.transactions.run(async (tx) => {
+          await this.voids.insert(tx, requestId, goodsId);
+          if (!(await this.orders.hasOrderLocked(tx, requestId))) return 'voided' as const;
           throw new Ordered();
         });
       } catch (error) {
@@ -70,13 +67,9 @@ export class VoidedRequests {
    * Within the writer's transaction, after it inserted the orders of `requestIds`: those that
    * are voided (see the class comment for why the read comes after the insert).
    */
-  async voidedAmong(runner: QueryRunner, requestIds: string[]): Promise<Set<string>> {
+  async voidedAmong(tx: Tx, requestIds: string[]): Promise<Set<string>> {
     if (requestIds.length === 0) return new Set();
-    const rows = (await runner.query(
-      'SELECT request_id FROM seckill_voided_request WHERE request_id IN (?) LOCK IN SHARE MODE',
-      [requestIds],
-    )) as { request_id: string }[];
-    return new Set(rows.map((row) => row.request_id));
+    return this.voids.voidedAmongLocked(tx, requestIds);
   }
 
   /**
@@ -86,11 +79,7 @@ export class VoidedRequests {
   async prune(retentionMs = VOIDED_RETENTION_MS): Promise<number> {
     let pruned = 0;
     for (;;) {
-      const result = await this.db.query<{ affectedRows?: number }>(
-        'DELETE FROM seckill_voided_request WHERE voided_at < NOW(3) - INTERVAL ? MICROSECOND LIMIT ?',
-        [retentionMs * 1_000, PRUNE_BATCH],
-      );
-      const deleted = result.affectedRows ?? 0;
+      const deleted = await this.voids.deleteOlderThan(retentionMs, PRUNE_BATCH);
       pruned += deleted;
       if (deleted < PRUNE_BATCH) break;
     }

@@ -1,7 +1,4 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
-import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import {
@@ -11,6 +8,7 @@ import {
   type SaleKeys,
 } from '../../infra/redis/seckill-keys.js';
 import { homeBucket } from '../../infra/redis/stock-buckets.js';
+import { GoodsRepository } from '../goods/goods.repository.js';
 
 /**
  * How many buckets each goods' stock is split over (`stockShards`, see seckill-keys.ts
@@ -24,7 +22,7 @@ export class BucketCounts {
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    @InjectRepository(GoodsEntity) private readonly goods: Repository<GoodsEntity>,
+    private readonly goods: GoodsRepository,
   ) {}
 
   /**
@@ -41,13 +39,10 @@ export class BucketCounts {
       this.remember(goodsId, shards === null ? 1 : Number(shards));
       return this.known(goodsId);
     }
-    const row = await this.goods.findOne({
-      where: { id: goodsId },
-      select: { id: true, stockShards: true },
-    });
-    if (!row) return 1;
-    this.remember(goodsId, row.stockShards);
-    return row.stockShards;
+    const fromRow = await this.goods.stockShardsOf(goodsId);
+    if (fromRow === null) return 1;
+    this.remember(goodsId, fromRow);
+    return fromRow;
   }
 
   /** The bucket count when this instance knows it already, else 1. */

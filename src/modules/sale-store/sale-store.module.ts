@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
+import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
 import { BucketCounts } from './bucket-counts.service.js';
 import { LedgerScripts } from './ledger-scripts.js';
 import { LoadScripts } from './load-scripts.js';
@@ -42,7 +41,7 @@ const SCRIPTS = [LedgerScripts, LoanScripts, LoadScripts, RepairScripts];
 
 @Module({
   // The goods' bucket count (stock_shards) is read from its row, once per goods.
-  imports: [MetricsModule, TypeOrmModule.forFeature([GoodsEntity])],
+  imports: [MetricsModule, GoodsRepositoryModule],
   providers: [...SERVICES, ...SCRIPTS],
   exports: SERVICES,
 })
