@@ -1,28 +1,18 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { FaultInjector } from '../../config/fault-injector.js';
-import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
-import { Transactions } from '../../infra/database/transactions.js';
-import { GoodsRepository } from '../goods/goods.repository.js';
+import type { OrderEntity, OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { PurchaseLedger, RestockCode } from '../sale-store/purchase-ledger.service.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderWriter } from './order-writer.service.js';
+import { OrderTransitions, type CancelReason } from './order-transitions.service.js';
 import { OrdersService } from './orders.service.js';
-import { RedisDownPolicy } from '../fallback/redis-down-policy.js';
+import { RedisStockReturn } from './redis-stock-return.service.js';
 
-export type CancelReason = 'USER' | 'EXPIRED';
+export type { CancelReason };
 export type ExpireOutcome = 'cancelled' | 'already_cancelled' | 'paid' | 'not_found' | 'not_due';
 /** An expiry's outcome; an order not due yet says in how long it is, by MySQL's clock. */
 export type ExpireResult =
   { outcome: Exclude<ExpireOutcome, 'not_due'> } | { outcome: 'not_due'; dueInMs: number };
-
-const MAX_TRANSIENT_RETRIES = 10;
-
-/** A payment must come before the deadline, an expiry after it (OrderRepository judges both). */
-type Transition = 'PAID' | CancelReason;
 
 /**
  * The order state machine: PENDING_PAYMENT → PAID and PENDING_PAYMENT → CANCELLED, nothing
@@ -35,15 +25,12 @@ export class OrderLifecycleService {
   private readonly logger = new Logger(OrderLifecycleService.name);
 
   constructor(
-    private readonly transactions: Transactions,
+    private readonly transitions: OrderTransitions,
+    private readonly stockReturn: RedisStockReturn,
     private readonly orders: OrderRepository,
-    private readonly goods: GoodsRepository,
-    private readonly ledger: PurchaseLedger,
+    private readonly ordersByNo: OrdersService,
     private readonly metrics: MetricsService,
     private readonly faults: FaultInjector,
-    private readonly writer: OrderWriter,
-    private readonly ordersByNo: OrdersService,
-    private readonly policy: RedisDownPolicy,
   ) {}
 
   async pay(orderNo: string, userId: number): Promise<{ orderNo: string; status: 'PAID' }> {
@@ -53,12 +40,12 @@ export class OrderLifecycleService {
       if (order.status === 'CANCELLED') {
         throw new DomainError('ORDER_CANCELLED', 'This order was cancelled and cannot be paid');
       }
-      if (await this.transition(order, 'PAID')) {
+      if (await this.transitions.run(order, 'PAID')) {
         this.logger.log(`order paid: order=${orderNo} user=${userId} goods=${order.goodsId}`);
         this.metrics.orderTransitions.inc({ to: 'PAID' });
         return { orderNo, status: 'PAID' };
       }
-      const current = await this.reload(order);
+      const current = await this.transitions.reload(order);
       if (current.version === order.version) {
         // Unchanged, so the deadline refused it: past it the order is cancelled, even if its
         // timeout message is late.
@@ -129,7 +116,7 @@ export class OrderLifecycleService {
   ): Promise<OrderStatus> {
     let current = order;
     while (current.status === 'PENDING_PAYMENT') {
-      if (await this.transition(current, reason)) {
+      if (await this.transitions.run(current, reason)) {
         current = { ...current, status: 'CANCELLED' };
         this.logger.log(
           `order cancelled: order=${current.orderNo} user=${current.userId} goods=${current.goodsId} reason=${reason}`,
@@ -138,70 +125,13 @@ export class OrderLifecycleService {
         this.faults.crashPoint('after-cancel-commit');
         break;
       }
-      const reloaded = await this.reload(current);
+      const reloaded = await this.transitions.reload(current);
       // Unchanged, so the deadline refused it (only an expiry has one): not due yet.
       if (reloaded.version === current.version) return reloaded.status;
       current = reloaded;
     }
-    if (current.status === 'CANCELLED') {
-      await this.returnStockToRedis(current).catch(async (error: Error) => {
-        this.logger.error(
-          `redis stock return failed: order=${current.orderNo} goods=${current.goodsId} ${error.message}`,
-        );
-        // While Redis is down (REDIS_DOWN_MODE=database), the sale is rebuilt from MySQL before
-        // Redis sells it again, and the rebuild counts this cancel: marking it is enough, and
-        // the payment timeouts of the fallback's orders are not held up behind Redis.
-        if (this.policy.goesOnWithoutRedis(error)) {
-          await this.writer.markRedisStale(current.goodsId);
-          return;
-        }
-        if (strict) throw error;
-      });
-    }
+    if (current.status === 'CANCELLED') await this.stockReturn.giveBack(current, strict);
     return current.status;
-  }
-
-  private async returnStockToRedis(order: OrderEntity): Promise<void> {
-    const code = await this.ledger.restock(
-      order.goodsId,
-      order.orderNo,
-      order.userId,
-      order.quantity,
-    );
-    if (code === RestockCode.Restocked) {
-      this.logger.log(`stock returned to redis: order=${order.orderNo} goods=${order.goodsId}`);
-    }
-  }
-
-  /**
-   * One conditional UPDATE; for a cancel, MySQL's stock comes back in the same transaction.
-   * A deadlock or lock timeout rolls the transaction back whole, so it is simply run again.
-   */
-  private async transition(order: OrderEntity, transition: Transition): Promise<boolean> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.transitionOnce(order, transition);
-      } catch (error) {
-        if (!isTransientDbError(error) || attempt >= MAX_TRANSIENT_RETRIES) throw error;
-        await sleep(backoffWithJitter(attempt, 5, 200));
-      }
-    }
-  }
-
-  private transitionOnce(order: OrderEntity, transition: Transition): Promise<boolean> {
-    return this.transactions.run(async (tx) => {
-      if (transition === 'PAID') return this.orders.payIfVersion(tx, order.id, order.version);
-      const deadline = transition === 'EXPIRED' ? 'passed' : 'any';
-      if (!(await this.orders.cancelIfVersion(tx, order.id, order.version, deadline))) {
-        return false;
-      }
-      await this.goods.returnStock(tx, order.goodsId, order.quantity);
-      return true;
-    });
-  }
-
-  private async reload(order: OrderEntity): Promise<OrderEntity> {
-    return this.orders.findByIdOrFail(order.id);
   }
 
   private async findOwned(orderNo: string, userId: number): Promise<OrderEntity> {

@@ -6,6 +6,8 @@ import { FallbackModule } from '../fallback/fallback.module.js';
 import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { OrderLifecycleService } from './order-lifecycle.service.js';
+import { OrderTransitions } from './order-transitions.service.js';
+import { RedisStockReturn } from './redis-stock-return.service.js';
 import { OrderRepositoryModule } from './order-repository.module.js';
 import { OrderWriter } from './order-writer.service.js';
 import { OrdersService } from './orders.service.js';
@@ -32,6 +34,8 @@ import { MetricsModule } from '../metrics/metrics.module.js';
     OrdersService,
     OrderWriter,
     OrderLifecycleService,
+    OrderTransitions,
+    RedisStockReturn,
     VoidedRequests,
   ],
   exports: [OrdersService, OrderWriter, OrderLifecycleService, VoidedRequests],

@@ -1,0 +1,60 @@
+import { Injectable } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
+import type { OrderEntity } from '../../infra/database/entities/order.entity.js';
+import { Transactions } from '../../infra/database/transactions.js';
+import { GoodsRepository } from '../goods/goods.repository.js';
+import { OrderRepository } from './order.repository.js';
+
+const MAX_TRANSIENT_RETRIES = 10;
+
+/** Why an order is cancelled: its owner asked, or its payment deadline passed. */
+export type CancelReason = 'USER' | 'EXPIRED';
+
+/** A payment must come before the deadline, an expiry after it (OrderRepository judges both). */
+export type Transition = 'PAID' | CancelReason;
+
+/**
+ * An order's move out of PENDING_PAYMENT in MySQL: one conditional UPDATE on its status and
+ * version (false: another transition won, or the deadline refused it), with a cancel's stock
+ * back in the same transaction.
+ */
+@Injectable()
+export class OrderTransitions {
+  constructor(
+    private readonly transactions: Transactions,
+    private readonly orders: OrderRepository,
+    private readonly goods: GoodsRepository,
+  ) {}
+
+  /**
+   * One conditional UPDATE; for a cancel, MySQL's stock comes back in the same transaction.
+   * A deadlock or lock timeout rolls the transaction back whole, so it is simply run again.
+   */
+  async run(order: OrderEntity, transition: Transition): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.transitionOnce(order, transition);
+      } catch (error) {
+        if (!isTransientDbError(error) || attempt >= MAX_TRANSIENT_RETRIES) throw error;
+        await sleep(backoffWithJitter(attempt, 5, 200));
+      }
+    }
+  }
+
+  private transitionOnce(order: OrderEntity, transition: Transition): Promise<boolean> {
+    return this.transactions.run(async (tx) => {
+      if (transition === 'PAID') return this.orders.payIfVersion(tx, order.id, order.version);
+      const deadline = transition === 'EXPIRED' ? 'passed' : 'any';
+      if (!(await this.orders.cancelIfVersion(tx, order.id, order.version, deadline))) {
+        return false;
+      }
+      await this.goods.returnStock(tx, order.goodsId, order.quantity);
+      return true;
+    });
+  }
+
+  async reload(order: OrderEntity): Promise<OrderEntity> {
+    return this.orders.findByIdOrFail(order.id);
+  }
+}
