@@ -2,7 +2,7 @@ import amqp from 'amqplib';
 import { createPool, type Pool, type RowDataPacket } from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RabbitConnection } from '../src/infra/rabbitmq/rabbitmq.connection.js';
-import { DatabasePurchase } from '../src/modules/fallback/database-purchase.service.js';
+import { DatabasePurchase } from '../src/modules/availability/fallback/database-purchase.service.js';
 import { encodeTimeoutMessage } from '../src/modules/messaging/timeout-message.js';
 import { OrderLifecycleService } from '../src/modules/orders/order-lifecycle.service.js';
 import { OrdersService } from '../src/modules/orders/orders.service.js';

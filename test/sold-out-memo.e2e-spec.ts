@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DatabasePurchase } from '../src/modules/fallback/database-purchase.service.js';
+import { DatabasePurchase } from '../src/modules/availability/fallback/database-purchase.service.js';
 import { bearer, createSale, useApp, waitFor } from './support/harness.js';
 
 // A memo far longer than the test: only the stock-back announcement can reopen a sale in time.

@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AvailabilityJobsModule } from '../modules/availability/availability-jobs.module.js';
-import { FallbackJobsModule } from '../modules/fallback/fallback-jobs.module.js';
 import { ConsumersModule } from '../modules/messaging/consumers.module.js';
 import { MessagingJobsModule } from '../modules/messaging/messaging-jobs.module.js';
 import { OrdersJobsModule } from '../modules/orders/orders-jobs.module.js';
@@ -24,7 +23,6 @@ import { ReconcileJobsModule } from '../modules/reconcile/reconcile-jobs.module.
     PreheatJobsModule,
     AvailabilityJobsModule,
     ReconcileJobsModule,
-    FallbackJobsModule,
   ],
 })
 export class WorkerModule {}

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { FallbackModule } from '../fallback/fallback.module.js';
+import { FallbackModule } from './fallback/fallback.module.js';
 import { PreheatModule } from '../preheat/preheat.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { PurchaseAvailability } from './purchase-availability.service.js';

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DatabasePurchase } from '../fallback/database-purchase.service.js';
-import { RedisDownPolicy, type PurchaseRoute } from '../fallback/redis-down-policy.js';
+import { DatabasePurchase } from './fallback/database-purchase.service.js';
+import { RedisDownPolicy, type PurchaseRoute } from './fallback/redis-down-policy.js';
 import type { PurchaseAccepted } from '../seckill/purchase.types.js';
 import { SaleRecovery } from './sale-recovery.service.js';
 

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { FallbackModule } from '../fallback/fallback.module.js';
+import { FallbackModule } from '../availability/fallback/fallback.module.js';
 import { OrderIngestModule } from '../orders/order-ingest.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { MessagingModule } from './messaging.module.js';

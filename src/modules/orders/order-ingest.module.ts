@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { FallbackModule } from '../fallback/fallback.module.js';
+import { FallbackModule } from '../availability/fallback/fallback.module.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';

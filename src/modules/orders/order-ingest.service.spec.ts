@@ -11,8 +11,11 @@ import { OrderIngest, type PaymentTimeouts } from './order-ingest.service.js';
 import type { OrderWriter } from './order-writer.service.js';
 import type { NewOrder, WriteOutcome } from './order.types.js';
 import type { OrdersService } from './orders.service.js';
-import type { FallbackGate } from '../fallback/fallback-gate.service.js';
-import { ClosedWhileRedisDown, SellThroughDatabase } from '../fallback/redis-down-policy.js';
+import type { FallbackGate } from '../availability/fallback/fallback-gate.service.js';
+import {
+  ClosedWhileRedisDown,
+  SellThroughDatabase,
+} from '../availability/fallback/redis-down-policy.js';
 
 const GOODS = 7;
 let nextUser = 1;

@@ -12,7 +12,7 @@ import {
 import { OrderWriter } from './order-writer.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder, WriteOutcome } from './order.types.js';
 import { OrdersService } from './orders.service.js';
-import { RedisDownPolicy } from '../fallback/redis-down-policy.js';
+import { RedisDownPolicy } from '../availability/fallback/redis-down-policy.js';
 
 /**
  * Starts written orders' payment clocks (the messaging module's publisher). A port rather than

@@ -45,7 +45,7 @@ export class GoodsEntity {
   @Column({ name: 'redis_loaded_at', type: 'datetime', precision: 3, nullable: true })
   redisLoadedAt: Date | null;
 
-  /** MySQL sells this goods while Redis is down (the fallback opened it; see fallback/). */
+  /** MySQL sells this goods while Redis is down (the fallback opened it; see availability/fallback/). */
   @Column({ name: 'fallback_open', type: 'boolean', default: false })
   fallbackOpen: boolean;
 

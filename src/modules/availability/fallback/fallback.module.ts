@@ -1,19 +1,22 @@
 import { Module, type FactoryProvider } from '@nestjs/common';
-import { availabilityConfig, type AvailabilityConfig } from '../../config/availability.config.js';
-import { ORDER_BARRIER_STORES, type BarrierStore } from '../messaging/barrier-store.js';
-import { MessagingModule } from '../messaging/messaging.module.js';
-import { OrderBarrier } from '../messaging/order-barrier.service.js';
-import { SaleStoreModule } from '../sale-store/sale-store.module.js';
+import {
+  availabilityConfig,
+  type AvailabilityConfig,
+} from '../../../config/availability.config.js';
+import { ORDER_BARRIER_STORES, type BarrierStore } from '../../messaging/barrier-store.js';
+import { MessagingModule } from '../../messaging/messaging.module.js';
+import { OrderBarrier } from '../../messaging/order-barrier.service.js';
+import { SaleStoreModule } from '../../sale-store/sale-store.module.js';
 import { DatabaseBarrier } from './database-barrier.service.js';
 import { DatabasePurchase } from './database-purchase.service.js';
 import { FallbackGate } from './fallback-gate.service.js';
 import { ClosedWhileRedisDown, RedisDownPolicy, SellThroughDatabase } from './redis-down-policy.js';
-import { MetricsModule } from '../metrics/metrics.module.js';
+import { MetricsModule } from '../../metrics/metrics.module.js';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { FallbackBarrierEntity } from '../../infra/database/entities/fallback-barrier.entity.js';
-import { Transactions } from '../../infra/database/transactions.js';
-import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
-import { OrderRepositoryModule } from '../orders/order-repository.module.js';
+import { FallbackBarrierEntity } from '../../../infra/database/entities/fallback-barrier.entity.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { GoodsRepositoryModule } from '../../goods/goods-repository.module.js';
+import { OrderRepositoryModule } from '../../orders/order-repository.module.js';
 import { FallbackBarrierRepository } from './fallback-barrier.repository.js';
 
 /** The one reading of REDIS_DOWN_MODE: every Redis-down question is answered by this policy. */

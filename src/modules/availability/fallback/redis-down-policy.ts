@@ -1,5 +1,5 @@
-import { isDependencyFailure } from '../../common/errors/dependency-errors.js';
-import type { BarrierStore } from '../messaging/barrier-store.js';
+import { isDependencyFailure } from '../../../common/errors/dependency-errors.js';
+import type { BarrierStore } from '../../messaging/barrier-store.js';
 import type { FallbackGate } from './fallback-gate.service.js';
 
 /** Which store decides a purchase now; `unavailable` answers 503 with nothing taken. */

@@ -5,19 +5,22 @@ import {
   orUnavailable,
   UnavailableError,
   UnknownOutcomeError,
-} from '../../common/errors/domain-error.js';
-import { InjectConfig } from '../../config/config-namespace.js';
-import { availabilityConfig, type AvailabilityConfig } from '../../config/availability.config.js';
-import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
-import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
-import { OrderPublisher } from '../messaging/order-publisher.service.js';
-import { MetricsService } from '../metrics/metrics.service.js';
-import { Transactions } from '../../infra/database/transactions.js';
-import { GoodsRepository } from '../goods/goods.repository.js';
-import { newOrderNo } from '../orders/order-no.js';
-import { OrderRepository } from '../orders/order.repository.js';
-import { duplicateKeyIndex } from '../orders/order-writer.service.js';
-import type { PurchaseAccepted } from '../seckill/purchase.types.js';
+} from '../../../common/errors/domain-error.js';
+import { InjectConfig } from '../../../config/config-namespace.js';
+import {
+  availabilityConfig,
+  type AvailabilityConfig,
+} from '../../../config/availability.config.js';
+import { seckillConfig, type SeckillConfig } from '../../../config/seckill.config.js';
+import { rabbitmqConfig, type RabbitMqConfig } from '../../../config/rabbitmq.config.js';
+import { OrderPublisher } from '../../messaging/order-publisher.service.js';
+import { MetricsService } from '../../metrics/metrics.service.js';
+import { Transactions } from '../../../infra/database/transactions.js';
+import { GoodsRepository } from '../../goods/goods.repository.js';
+import { newOrderNo } from '../../orders/order-no.js';
+import { OrderRepository } from '../../orders/order.repository.js';
+import { duplicateKeyIndex } from '../../orders/order-writer.service.js';
+import type { PurchaseAccepted } from '../../seckill/purchase.types.js';
 import { FallbackGate, MARKS_LEASE_MS } from './fallback-gate.service.js';
 
 /**

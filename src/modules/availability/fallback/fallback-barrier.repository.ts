@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
-import { FallbackBarrierEntity } from '../../infra/database/entities/fallback-barrier.entity.js';
+import { FallbackBarrierEntity } from '../../../infra/database/entities/fallback-barrier.entity.js';
 
 /**
  * The MySQL order barrier's rows (DatabaseBarrier): `seckill_fallback_barrier`, the sessions that

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { OrderPublisher } from '../messaging/order-publisher.service.js';
+import type { OrderPublisher } from '../../messaging/order-publisher.service.js';
 import { DatabaseBarrier } from './database-barrier.service.js';
 import type { FallbackBarrierRepository } from './fallback-barrier.repository.js';
 

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { AppSection } from '../../config/app.config.js';
-import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
-import type { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
-import type { GoodsRepository } from '../goods/goods.repository.js';
-import type { BucketCounts } from '../sale-store/bucket-counts.service.js';
-import type { SaleLoader } from '../sale-store/sale-loader.service.js';
+import type { AppSection } from '../../../config/app.config.js';
+import type { RabbitMqConfig } from '../../../config/rabbitmq.config.js';
+import type { RedisWatchdog } from '../../../infra/redis/redis-watchdog.js';
+import type { GoodsRepository } from '../../goods/goods.repository.js';
+import type { BucketCounts } from '../../sale-store/bucket-counts.service.js';
+import type { SaleLoader } from '../../sale-store/sale-loader.service.js';
 import type { DatabaseBarrier } from './database-barrier.service.js';
 import { FallbackGate, MARKS_LEASE_MS } from './fallback-gate.service.js';
 

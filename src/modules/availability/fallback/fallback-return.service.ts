@@ -1,9 +1,9 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { DomainError } from '../../common/errors/domain-error.js';
-import { FaultInjector } from '../../config/fault-injector.js';
-import { GoodsRepository } from '../goods/goods.repository.js';
-import { PreheatService } from '../preheat/preheat.service.js';
-import { SaleStateLock } from '../sale-store/sale-state-lock.js';
+import { DomainError } from '../../../common/errors/domain-error.js';
+import { FaultInjector } from '../../../config/fault-injector.js';
+import { GoodsRepository } from '../../goods/goods.repository.js';
+import { PreheatService } from '../../preheat/preheat.service.js';
+import { SaleStateLock } from '../../sale-store/sale-state-lock.js';
 import { DatabaseBarrier } from './database-barrier.service.js';
 import { RedisDownPolicy } from './redis-down-policy.js';
 

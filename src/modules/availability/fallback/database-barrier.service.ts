@@ -1,12 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { randomHex } from '../../common/random/random-hex.js';
+import { randomHex } from '../../../common/random/random-hex.js';
 import {
   judgeBarrier,
   type BarrierState,
   type OpenBarrier,
-} from '../messaging/order-barrier.service.js';
-import { OrderPublisher } from '../messaging/order-publisher.service.js';
-import type { BarrierStore } from '../messaging/barrier-store.js';
+} from '../../messaging/order-barrier.service.js';
+import { OrderPublisher } from '../../messaging/order-publisher.service.js';
+import type { BarrierStore } from '../../messaging/barrier-store.js';
 import { FallbackBarrierRepository } from './fallback-barrier.repository.js';
 
 /** A consumer beats every tick; its beat counts this long (longer than between two checks). */

@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { UnavailableError, UnknownOutcomeError } from '../../common/errors/domain-error.js';
-import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
-import type { SeckillConfig } from '../../config/seckill.config.js';
-import type { Transactions, Tx } from '../../infra/database/transactions.js';
-import type { FallbackSaleState, GoodsRepository } from '../goods/goods.repository.js';
-import type { OrderPublisher } from '../messaging/order-publisher.service.js';
-import { MetricsService } from '../metrics/metrics.service.js';
-import type { OrderRepository } from '../orders/order.repository.js';
+import { UnavailableError, UnknownOutcomeError } from '../../../common/errors/domain-error.js';
+import type { RabbitMqConfig } from '../../../config/rabbitmq.config.js';
+import type { SeckillConfig } from '../../../config/seckill.config.js';
+import type { Transactions, Tx } from '../../../infra/database/transactions.js';
+import type { FallbackSaleState, GoodsRepository } from '../../goods/goods.repository.js';
+import type { OrderPublisher } from '../../messaging/order-publisher.service.js';
+import { MetricsService } from '../../metrics/metrics.service.js';
+import type { OrderRepository } from '../../orders/order.repository.js';
 import { DatabasePurchase } from './database-purchase.service.js';
 import type { FallbackGate } from './fallback-gate.service.js';
 

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
-import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
-import { PreheatModule } from '../preheat/preheat.module.js';
-import { SaleStoreModule } from '../sale-store/sale-store.module.js';
+import { GoodsRepositoryModule } from '../../goods/goods-repository.module.js';
+import { PreheatModule } from '../../preheat/preheat.module.js';
+import { SaleStoreModule } from '../../sale-store/sale-store.module.js';
 import { FallbackReturn } from './fallback-return.service.js';
 import { FallbackModule } from './fallback.module.js';
 

@@ -6,15 +6,15 @@ import {
   OnModuleInit,
 } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { backoffWithJitter } from '../../common/database/transient-errors.js';
-import { InjectConfig } from '../../config/config-namespace.js';
-import { appConfig, type AppSection } from '../../config/app.config.js';
-import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
-import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
-import { GoodsRepository } from '../goods/goods.repository.js';
-import type { OpenBarrier } from '../messaging/order-barrier.service.js';
-import { BucketCounts } from '../sale-store/bucket-counts.service.js';
-import { SaleLoader } from '../sale-store/sale-loader.service.js';
+import { backoffWithJitter } from '../../../common/database/transient-errors.js';
+import { InjectConfig } from '../../../config/config-namespace.js';
+import { appConfig, type AppSection } from '../../../config/app.config.js';
+import { rabbitmqConfig, type RabbitMqConfig } from '../../../config/rabbitmq.config.js';
+import { RedisWatchdog } from '../../../infra/redis/redis-watchdog.js';
+import { GoodsRepository } from '../../goods/goods.repository.js';
+import type { OpenBarrier } from '../../messaging/order-barrier.service.js';
+import { BucketCounts } from '../../sale-store/bucket-counts.service.js';
+import { SaleLoader } from '../../sale-store/sale-loader.service.js';
 import { DatabaseBarrier } from './database-barrier.service.js';
 
 /**
