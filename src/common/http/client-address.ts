@@ -21,8 +21,20 @@ const IPV4_WITH_PORT = /^([0-9.]+):([0-9]{1,5})$/;
 const BRACKETED = /^\[([^\]]+)\](?::([0-9]{1,5}))?$/;
 const EMBEDDED_IPV4 = /^(.*:)([0-9]*\.[0-9.]*)$/;
 
-/** Peers whose canonical form, and addresses whose TRUSTED_PROXIES verdict, are remembered. */
-const TRUST_VERDICTS_KEPT = 4_096;
+/** Answers a `remembered` function keeps; dropped whole when full, refilled by the few in use. */
+const REMEMBERED_ANSWERS = 4_096;
+
+/** `compute`, its answers kept by argument (bounded): for pure functions asked the same often. */
+function remembered<T>(compute: (written: string) => T): (written: string) => T {
+  const answers = new Map<string, T>();
+  return (written) => {
+    if (answers.has(written)) return answers.get(written) as T;
+    const answer = compute(written);
+    if (answers.size >= REMEMBERED_ANSWERS) answers.clear();
+    answers.set(written, answer);
+    return answer;
+  };
+}
 
 /** An identity for a request whose socket is already gone (no address to read). */
 const NO_PEER = 'unknown';
@@ -103,33 +115,15 @@ export function trustedProxies(entries: readonly string[]): (address: string) =>
   }
   // Every request asks about its peer (on a keep-alive connection, the same one each time) and
   // the hops it walks: remembered, the answer costs a lookup instead of a parse and a BlockList
-  // check (a SocketAddress made per call). Dropped whole when full: bounded, and refilled by the
-  // few peers that matter at once.
-  const verdicts = new Map<string, boolean>();
-  return (written) => {
-    let verdict = verdicts.get(written);
-    if (verdict === undefined) {
-      const address = parseAddress(written);
-      verdict = address !== null && list.check(address, address.includes(':') ? 'ipv6' : 'ipv4');
-      if (verdicts.size >= TRUST_VERDICTS_KEPT) verdicts.clear();
-      verdicts.set(written, verdict);
-    }
-    return verdict;
-  };
+  // check (a SocketAddress made per call).
+  return remembered((written) => {
+    const address = parseAddress(written);
+    return address !== null && list.check(address, address.includes(':') ? 'ipv6' : 'ipv4');
+  });
 }
-
-const peers = new Map<string, string | null>();
 
 /** parseAddress of a socket's peer: the few a server sees (its proxies) are parsed once. */
-function canonicalPeer(peer: string): string | null {
-  let canonical = peers.get(peer);
-  if (canonical === undefined) {
-    canonical = parseAddress(peer);
-    if (peers.size >= TRUST_VERDICTS_KEPT) peers.clear();
-    peers.set(peer, canonical);
-  }
-  return canonical;
-}
+const canonicalPeer = remembered(parseAddress);
 
 export interface ResolvedClient {
   /** The client's identity (see `FastifyRequest.clientAddress`). */
