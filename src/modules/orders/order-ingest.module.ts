@@ -3,6 +3,7 @@ import { FallbackModule } from '../availability/fallback/fallback.module.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrderPublisher } from '../messaging/order-publisher.service.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
+import { IngestLedger } from './ingest-ledger.service.js';
 import { OrderIngest, PAYMENT_TIMEOUTS } from './order-ingest.service.js';
 import { OrdersModule } from './orders.module.js';
 
@@ -12,7 +13,11 @@ import { OrdersModule } from './orders.module.js';
  */
 @Module({
   imports: [OrdersModule, MessagingModule, SaleStoreModule, FallbackModule],
-  providers: [{ provide: PAYMENT_TIMEOUTS, useExisting: OrderPublisher }, OrderIngest],
+  providers: [
+    { provide: PAYMENT_TIMEOUTS, useExisting: OrderPublisher },
+    IngestLedger,
+    OrderIngest,
+  ],
   exports: [OrderIngest],
 })
 export class OrderIngestModule {}

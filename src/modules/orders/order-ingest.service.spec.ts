@@ -7,6 +7,7 @@ import {
   ReleaseCode,
   type PurchaseLedger,
 } from '../sale-store/purchase-ledger.service.js';
+import { IngestLedger } from './ingest-ledger.service.js';
 import { OrderIngest, type PaymentTimeouts } from './order-ingest.service.js';
 import type { OrderWriter } from './order-writer.service.js';
 import type { NewOrder, WriteOutcome } from './order.types.js';
@@ -62,21 +63,27 @@ describe('OrderIngest', () => {
   const ingest = new OrderIngest(
     writer as unknown as OrderWriter,
     orders as unknown as OrdersService,
-    stock as unknown as PurchaseLedger,
+    new IngestLedger(
+      stock as unknown as PurchaseLedger,
+      new ClosedWhileRedisDown(),
+      watchdog as unknown as RedisWatchdog,
+      writer as unknown as OrderWriter,
+    ),
     timeouts,
     { crashPoint: vi.fn(), pausePoint: vi.fn() } as unknown as FaultInjector,
-    new ClosedWhileRedisDown(),
-    watchdog as unknown as RedisWatchdog,
   );
-  /** REDIS_DOWN_MODE=database: Redis steps are skipped while Redis is down (see redisStep). */
+  /** REDIS_DOWN_MODE=database: Redis steps are skipped while Redis is down (see IngestLedger). */
   const fallbackIngest = new OrderIngest(
     writer as unknown as OrderWriter,
     orders as unknown as OrdersService,
-    stock as unknown as PurchaseLedger,
+    new IngestLedger(
+      stock as unknown as PurchaseLedger,
+      new SellThroughDatabase({ enable: vi.fn() } as unknown as FallbackGate),
+      watchdog as unknown as RedisWatchdog,
+      writer as unknown as OrderWriter,
+    ),
     timeouts,
     { crashPoint: vi.fn(), pausePoint: vi.fn() } as unknown as FaultInjector,
-    new SellThroughDatabase({ enable: vi.fn() } as unknown as FallbackGate),
-    watchdog as unknown as RedisWatchdog,
   );
 
   beforeEach(() => {

@@ -3,16 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isPermanentDataError } from '../../common/database/transient-errors.js';
 import { FaultInjector } from '../../config/fault-injector.js';
-import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
-import {
-  CLAIM_LEASE_MS,
-  PurchaseLedger,
-  ReleaseCode,
-} from '../sale-store/purchase-ledger.service.js';
+import { ReleaseCode } from '../sale-store/purchase-ledger.service.js';
+import { IngestLedger } from './ingest-ledger.service.js';
 import { OrderWriter } from './order-writer.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder, WriteOutcome } from './order.types.js';
 import { OrdersService } from './orders.service.js';
-import { RedisDownPolicy } from '../availability/fallback/redis-down-policy.js';
 
 /**
  * Starts written orders' payment clocks (the messaging module's publisher). A port rather than
@@ -58,47 +53,10 @@ export class OrderIngest {
   constructor(
     private readonly writer: OrderWriter,
     private readonly orders: OrdersService,
-    private readonly ledger: PurchaseLedger,
+    private readonly ledger: IngestLedger,
     @Inject(PAYMENT_TIMEOUTS) private readonly timeouts: PaymentTimeouts,
     private readonly faults: FaultInjector,
-    private readonly policy: RedisDownPolicy,
-    private readonly watchdog: RedisWatchdog,
   ) {}
-
-  /**
-   * A Redis step of the ingest (claim, complete, release). With REDIS_DOWN_MODE=database, Redis
-   * being unreachable does not hold the batch: the fallback may sell only once every order Redis
-   * accepted is written (its barrier waits for these messages), so they are written without
-   * Redis. The goods is marked stale in MySQL first: Redis then does not sell it again before it
-   * is rebuilt from MySQL, which accounts for what was skipped here (claims, results, stock given
-   * back). A claim skipped is the claim an empty Redis would give (CLAIMED), as after a restart.
-   * Returns `skipped` when the step did not run.
-   *
-   * `onlyWhenDown`: skipped only while the watchdog holds Redis down for this goods (its
-   * connection dropped and the server not identified since), not on any failure. For the claim: a
-   * command that timed out on a live connection may be racing a void (the buyer answered 503), and
-   * a claim skipped then would write a purchase the buyer was told did not happen.
-   */
-  private async redisStep<T>(
-    goodsId: number,
-    step: () => Promise<T>,
-    options: { onlyWhenDown?: boolean } = {},
-  ): Promise<T | 'skipped'> {
-    try {
-      return await step();
-    } catch (error) {
-      if (!this.policy.goesOnWithoutRedis(error)) throw error;
-      if (
-        options.onlyWhenDown &&
-        this.watchdog.identifiedFor(goodsId, this.ledger.knownShards(goodsId))
-      ) {
-        throw error;
-      }
-      await this.writer.markRedisStale(goodsId);
-      this.logger.warn(`redis step skipped, goods marked for a rebuild: goods=${goodsId}`);
-      return 'skipped';
-    }
-  }
 
   /**
    * One outcome per purchase, in their order. Outages (MySQL, Redis, the broker not confirming)
@@ -122,7 +80,7 @@ export class OrderIngest {
       const claimed = await this.untilDone(goodsId, fresh.length, stop, () =>
         this.claim(goodsId, fresh, settled, holder),
       );
-      await this.whileClaimed(goodsId, claimed, holder, () =>
+      await this.ledger.whileClaimed(goodsId, claimed, holder, () =>
         this.write(goodsId, claimed, settled, stop, holder),
       );
     } catch (error) {
@@ -157,29 +115,6 @@ export class OrderIngest {
   }
 
   /**
-   * Renews the claim on `orders` while `work` runs: a claim left to lapse is taken for a
-   * consumer gone, whose purchases another consumer's exhausted copy may then give back.
-   */
-  private async whileClaimed<T>(
-    goodsId: number,
-    orders: NewOrder[],
-    holder: string,
-    work: () => Promise<T>,
-  ): Promise<T> {
-    if (orders.length === 0) return work();
-    const renewal = setInterval(() => {
-      // A renewal that fails only brings the lapse nearer; the next one may pass.
-      this.ledger.claim(goodsId, orders, holder).catch(() => undefined);
-    }, CLAIM_LEASE_MS / 3);
-    renewal.unref();
-    try {
-      return await work();
-    } finally {
-      clearInterval(renewal);
-    }
-  }
-
-  /**
    * A valid order whose message keeps coming back (its instances kept dying): it must still end
    * as an order or as FAILED with its stock back, never vanish into the dead-letter queue. While
    * another consumer's claim holds the request, it waits (retried): that one is writing it.
@@ -192,16 +127,14 @@ export class OrderIngest {
   ): Promise<void> {
     for (const { order } of purchases) {
       if (settled.has(order.requestId)) continue;
-      // Through redisStep like the other steps: retried while Redis is down, one exhausted
+      // Through IngestLedger like the other steps: retried while Redis is down, one exhausted
       // message would hold its batch, hence the consumer's drain and the fallback's barrier.
       if (await this.orders.findByRequestId(order.requestId)) {
-        await this.redisStep(goodsId, () => this.ledger.complete(goodsId, [completedOf(order)]));
+        await this.ledger.complete(goodsId, [order]);
         settled.set(order.requestId, { kind: 'completed', order });
         continue;
       }
-      const released = await this.redisStep(goodsId, () =>
-        this.ledger.release(goodsId, order.requestId, 'UNDELIVERABLE', holder, order.userId),
-      );
+      const released = await this.ledger.release(goodsId, order, 'UNDELIVERABLE', holder);
       if (released === ReleaseCode.Claimed) throw new WrittenElsewhere(order.requestId);
       if (released === ReleaseCode.Completed) {
         settled.set(order.requestId, { kind: 'completed', order });
@@ -222,17 +155,11 @@ export class OrderIngest {
     holder: string,
   ): Promise<NewOrder[]> {
     if (purchases.length === 0) return [];
-    const claims = await this.redisStep(
+    const flags = await this.ledger.claim(
       goodsId,
-      () =>
-        this.ledger.claim(
-          goodsId,
-          purchases.map(({ order }) => order),
-          holder,
-        ),
-      { onlyWhenDown: true },
+      purchases.map(({ order }) => order),
+      holder,
     );
-    const flags = claims === 'skipped' ? purchases.map(() => true) : claims;
     const claimed: NewOrder[] = [];
     purchases.forEach(({ order }, index) => {
       if (flags[index]) {
@@ -312,11 +239,9 @@ export class OrderIngest {
       (outcome) => outcome.kind === 'written' || outcome.kind === 'duplicate',
     );
     if (done.length === 0) return;
-    await this.redisStep(goodsId, () =>
-      this.ledger.complete(
-        goodsId,
-        done.map(({ order }) => completedOf(order)),
-      ),
+    await this.ledger.complete(
+      goodsId,
+      done.map(({ order }) => order),
     );
     // The payment clock starts now. A duplicate gets its timeout again too: the first attempt
     // may have died before publishing it, and the timeout consumer is idempotent.
@@ -337,10 +262,8 @@ export class OrderIngest {
     reason: string,
     holder: string,
   ): Promise<void> {
-    // Through redisStep: see settleExhausted.
-    const released = await this.redisStep(goodsId, () =>
-      this.ledger.release(goodsId, order.requestId, reason, holder, order.userId),
-    );
+    // Through IngestLedger: see settleExhausted.
+    const released = await this.ledger.release(goodsId, order, reason, holder);
     if (released === ReleaseCode.Claimed) {
       this.logger.warn(
         `purchase left to the consumer writing another copy of it: request=${order.requestId} goods=${goodsId}`,
@@ -362,9 +285,4 @@ export class OrderIngest {
     );
     settled.set(order.requestId, { kind: 'refused', order });
   }
-}
-
-function completedOf(order: NewOrder) {
-  const { requestId, userId, orderNo, quantity } = order;
-  return { requestId, userId, orderNo, quantity };
 }

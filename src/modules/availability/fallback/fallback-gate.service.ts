@@ -50,7 +50,7 @@ interface Fence {
  * orders queue (DatabaseBarrier: the order barrier with its registry in MySQL), opened once every
  * purchase Redis accepted before the drop is in the broker. It passes once the consumers have
  * settled every order message taken before it; they write them without Redis meanwhile (see
- * OrderIngest.redisStep). Then MySQL's stock counts every order Redis accepted, and a goods may be
+ * IngestLedger). Then MySQL's stock counts every order Redis accepted, and a goods may be
  * opened to the fallback (`fallback_open`). Until then database-mode purchases answer 503,
  * nothing taken, as without the fallback.
  *
