@@ -1,5 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
+import type { RedisClient } from '../../infra/redis/redis-client.js';
+import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
 import type { OpenLoan } from './loan-scripts.js';
 
@@ -21,11 +23,27 @@ export interface ActiveOrderRef {
 
 /**
  * The reconcile's repair scripts (lua/seckill-snapshot, -rebuild, -freeze.lua), typed: the
- * snapshot it compares with MySQL, the rebuild from MySQL, and the freeze of a goods' buckets.
+ * snapshot it compares with MySQL, the rebuild from MySQL, and the freeze of a goods' buckets;
+ * and the two plain reads a repair makes of one bucket (restocked orders, recorded loans).
  */
 @Injectable()
 export class RepairScripts {
-  constructor(private readonly lua: LuaScripts) {}
+  constructor(
+    private readonly lua: LuaScripts,
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
+  ) {}
+
+  /** For each order number, whether this bucket's restocked set holds it. */
+  async restockedAmong(keys: SaleKeys, orderNos: string[]): Promise<boolean[]> {
+    if (orderNos.length === 0) return [];
+    const flags = await this.redis.smismember(keys.restocked, ...orderNos);
+    return flags.map((flag) => flag === 1);
+  }
+
+  /** Whether the loan of `requestId` is recorded in this (its home) bucket. */
+  async loanRecorded(keys: SaleKeys, requestId: string): Promise<boolean> {
+    return (await this.redis.hexists(keys.borrowed, requestId)) === 1;
+  }
 
   /**
    * A repair's freeze of one bucket (lua/seckill-freeze.lua): `freeze` (for `lapseMs`, false

@@ -1,8 +1,6 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { UnavailableError } from '../../common/errors/domain-error.js';
-import type { RedisClient } from '../../infra/redis/redis-client.js';
-import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
 import { RepairScripts, type ActiveOrderRef, type RedisSaleSnapshot } from './repair-scripts.js';
 import { homeBucket } from '../../infra/redis/stock-buckets.js';
@@ -38,7 +36,6 @@ export class SaleRepair {
   private readonly logger = new Logger(SaleRepair.name);
 
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly scripts: RepairScripts,
     private readonly counts: BucketCounts,
     private readonly loans: StockLoans,
@@ -62,8 +59,8 @@ export class SaleRepair {
       const left = [...pending];
       for (let i = 0; i < left.length; i += 1_000) {
         const chunk = left.slice(i, i + 1_000);
-        const flags = await this.redis.smismember(keys.restocked, ...chunk);
-        chunk.forEach((orderNo, index) => flags[index] === 1 && pending.delete(orderNo));
+        const flags = await this.scripts.restockedAmong(keys, chunk);
+        chunk.forEach((orderNo, index) => flags[index] && pending.delete(orderNo));
       }
     }
     return pending;
@@ -96,8 +93,8 @@ export class SaleRepair {
       total.inFlightQuantity += part.inFlightQuantity;
       total.inFlightCount += part.inFlightCount;
       for (const loan of part.loans) {
-        const recorded = await this.redis.hexists(buckets[loan.home].borrowed, loan.requestId);
-        if (recorded === 0) total.inFlightQuantity += loan.quantity;
+        const recorded = await this.scripts.loanRecorded(buckets[loan.home], loan.requestId);
+        if (!recorded) total.inFlightQuantity += loan.quantity;
       }
     }
     return total;

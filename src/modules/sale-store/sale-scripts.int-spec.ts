@@ -46,7 +46,7 @@ describe("the sale's scripts (real Redis)", () => {
     ledger = new LedgerScripts(lua);
     loans = new LoanScripts(lua);
     load = new LoadScripts(lua);
-    repair = new RepairScripts(lua);
+    repair = new RepairScripts(lua, redis);
   });
 
   afterEach(async () => {
