@@ -90,6 +90,28 @@ describe('trustedProxies', () => {
     }
   });
 
+  it('matches IPv4 subnets at every prefix length, and IPv4 addresses against IPv6 entries', () => {
+    const cases: [string[], string, boolean][] = [
+      [['0.0.0.0/0'], '203.0.113.9', true],
+      [['192.168.1.1/32'], '192.168.1.1', true],
+      [['192.168.1.1/32'], '192.168.1.2', false],
+      [['192.168.0.0/23'], '192.168.1.255', true],
+      [['192.168.0.0/23'], '192.168.2.0', false],
+      [['128.0.0.0/1'], '255.255.255.255', true],
+      [['128.0.0.0/1'], '127.255.255.255', false],
+      [['::ffff:10.0.0.0/104'], '10.200.0.1', true],
+      [['::/0'], '10.200.0.1', true],
+      [['2001:db8::/32'], '10.200.0.1', false],
+    ];
+    for (const [entries, address, trusted] of cases) {
+      expect({ entries, address, trusted: trustedProxies(entries)(address) }).toEqual({
+        entries,
+        address,
+        trusted,
+      });
+    }
+  });
+
   it('gives the same verdicts when asked again, also after more addresses than it remembers', () => {
     const asked = ['10.1.2.3', '11.1.2.3', '::ffff:10.1.2.3', 'garbage'];
     const first = asked.map(trust);

@@ -91,7 +91,7 @@ export function parseAddress(written: string): string | null {
 
 /** The identity of a canonical address: itself for IPv4, its /64 for IPv6. */
 export function addressIdentity(address: string): string {
-  return normalizeIp(address);
+  return address.includes(':') ? normalizeIp(address) : address;
 }
 
 /**
@@ -100,26 +100,53 @@ export function addressIdentity(address: string): string {
  */
 export function trustedProxies(entries: readonly string[]): (address: string) => boolean {
   const list = new BlockList();
+  const ipv4Subnets: { base: number; mask: number }[] = [];
+  let anyIpv6 = false;
   for (const entry of entries) {
     const [written, bits] = entry.split('/');
     const address = parseAddress(written);
     if (address === null) throw new Error(`not an address: ${entry}`);
     const family = address.includes(':') ? 'ipv6' : 'ipv4';
-    if (bits === undefined) {
-      list.addAddress(address, family);
+    // A mapped IPv6 prefix (`::ffff:10.0.0.0/104`) counts its bits from the IPv4 part.
+    const prefix =
+      bits === undefined
+        ? undefined
+        : Math.max(
+            family === 'ipv4' && written.includes(':') ? Number(bits) - 96 : Number(bits),
+            0,
+          );
+    if (family === 'ipv4') {
+      const mask =
+        prefix === undefined || prefix >= 32 ? -1 : prefix === 0 ? 0 : -1 << (32 - prefix);
+      ipv4Subnets.push({ base: ipv4Number(address) & mask, mask });
     } else {
-      // A mapped IPv6 prefix (`::ffff:10.0.0.0/104`) counts its bits from the IPv4 part.
-      const prefix = family === 'ipv4' && written.includes(':') ? Number(bits) - 96 : Number(bits);
-      list.addSubnet(address, Math.max(prefix, 0), family);
+      anyIpv6 = true;
+      if (prefix === undefined) list.addAddress(address, family);
+      else list.addSubnet(address, prefix, family);
     }
   }
-  // Every request asks about its peer (on a keep-alive connection, the same one each time) and
-  // the hops it walks: remembered, the answer costs a lookup instead of a parse and a BlockList
-  // check (a SocketAddress made per call).
-  return remembered((written) => {
+  // Every request asks about its peer and the hops it walks. An IPv4 address (the common case,
+  // and a new one per buyer behind a load balancer) is matched as a number against the IPv4
+  // entries; the BlockList (a SocketAddress made per call) is asked only where IPv6 entries are
+  // listed, which match IPv4 addresses too (mapped), and its verdicts are remembered.
+  const listed = remembered((address) =>
+    list.check(address, address.includes(':') ? 'ipv6' : 'ipv4'),
+  );
+  return (written) => {
     const address = parseAddress(written);
-    return address !== null && list.check(address, address.includes(':') ? 'ipv6' : 'ipv4');
-  });
+    if (address === null) return false;
+    if (!address.includes(':')) {
+      const value = ipv4Number(address);
+      if (ipv4Subnets.some(({ base, mask }) => (value & mask) === base)) return true;
+    }
+    return anyIpv6 && listed(address);
+  };
+}
+
+/** A canonical IPv4 address as a 32-bit integer (signed, as JavaScript's bit operators give it). */
+function ipv4Number(address: string): number {
+  const [a, b, c, d] = address.split('.').map(Number);
+  return (a << 24) | (b << 16) | (c << 8) | d | 0;
 }
 
 /** parseAddress of a socket's peer: the few a server sees (its proxies) are parsed once. */

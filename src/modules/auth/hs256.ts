@@ -39,8 +39,7 @@ export function verifyHs256(
   ) {
     return null;
   }
-  const head = jsonObject(header);
-  if (head === null || head.alg !== 'HS256' || 'crit' in head) return null;
+  if (!acceptableHeader(header)) return null;
   const claims = jsonObject(payload);
   if (claims === null) return null;
   for (const time of [claims.exp, claims.nbf, claims.iat]) {
@@ -49,6 +48,22 @@ export function verifyHs256(
   if (typeof claims.exp === 'number' && nowSeconds >= claims.exp + toleranceSeconds) return null;
   if (typeof claims.nbf === 'number' && claims.nbf > nowSeconds + toleranceSeconds) return null;
   return claims;
+}
+
+/** Header parts judged so far: an issuer writes every token with the same few. */
+const judgedHeaders = new Map<string, boolean>();
+const MAX_JUDGED_HEADERS = 64;
+
+/** A JSON object naming `alg: HS256` and carrying no `crit`. */
+function acceptableHeader(header: string): boolean {
+  let verdict = judgedHeaders.get(header);
+  if (verdict === undefined) {
+    const head = jsonObject(header);
+    verdict = head !== null && head.alg === 'HS256' && !('crit' in head);
+    if (judgedHeaders.size >= MAX_JUDGED_HEADERS) judgedHeaders.clear();
+    judgedHeaders.set(header, verdict);
+  }
+  return verdict;
 }
 
 function jsonObject(part: string): Record<string, unknown> | null {
