@@ -6,13 +6,13 @@ import { randomUUID } from 'node:crypto';
 
 import { Redis } from 'ioredis';
 
-import { LuaScripts } from '../src/infra/redis/lua-scripts.js';
-import { RedisLocks } from '../src/infra/redis/redis-locks.js';
-import { saleKeys, throttleKeys } from '../src/infra/redis/seckill-keys.js';
-import { LedgerScripts } from '../src/modules/sale-store/ledger-scripts.js';
-import { LoadScripts } from '../src/modules/sale-store/load-scripts.js';
-import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
-import { ThrottleScripts } from '../src/modules/rate-limit/throttle-scripts.js';
+import {
+  encodeOrderMessage,
+  saleKeys,
+  saleScriptsOn,
+  throttleKeys,
+  type SaleScripts,
+} from '../scripts/lib/sale-scripts.js';
 import { onCleanup } from '../scripts/lib/cleanup.js';
 import { integerFlag, readFlags } from '../scripts/lib/args.js';
 import { runScript } from '../scripts/lib/main.js';
@@ -52,9 +52,7 @@ const HOUR_MS = 3_600_000;
 
 interface Client {
   redis: Redis;
-  scripts: { ledger: LedgerScripts; load: LoadScripts };
-  throttle: ThrottleScripts;
-  locks: RedisLocks;
+  scripts: SaleScripts;
 }
 
 async function measure(
@@ -89,15 +87,7 @@ async function run(options: Options): Promise<boolean> {
   onCleanup(() => server.stop());
   const clients: Client[] = Array.from({ length: options.clients }, () => {
     const redis = new Redis(server.url, { enableAutoPipelining: true });
-    const lua = new LuaScripts(redis);
-    lua.onModuleInit();
-    const scripts = { ledger: new LedgerScripts(lua), load: new LoadScripts(lua) };
-    return {
-      redis,
-      scripts,
-      throttle: new ThrottleScripts(lua),
-      locks: new RedisLocks(redis, lua),
-    };
+    return { redis, scripts: saleScriptsOn(redis) };
   });
   onCleanup(async () => {
     for (const { redis } of clients) redis.disconnect();
@@ -150,11 +140,11 @@ async function run(options: Options): Promise<boolean> {
         limit: 5,
         blockMs: 10_000,
       });
-      await client.throttle.throttleHits([
+      await client.scripts.throttle.throttleHits([
         budget('purchase-user', `u:${userId}`),
         budget('purchase-ip', `ip:10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`),
       ]);
-      const lock = await client.locks.tryLockPurchase(saleKeys(1), userId, 5_000);
+      const lock = await client.scripts.locks.tryLockPurchase(saleKeys(1), userId, 5_000);
       const { requestId } = await deduct(client, 1, userId);
       // As after a confirmed publish: the outbox entry leaves with the lock.
       await lock?.release(requestId);

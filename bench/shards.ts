@@ -5,28 +5,33 @@
 // bucket, unlock with the outbox entry). No HTTP: on this box the app, not Redis, is the limit
 // there (see docs/scaling.md).
 import { randomUUID } from 'node:crypto';
-import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 
 import { Cluster } from 'ioredis';
 
-import { LuaScripts } from '../src/infra/redis/lua-scripts.js';
-import { keySlot } from '../src/infra/redis/redis-client.js';
-import { RedisLocks } from '../src/infra/redis/redis-locks.js';
-import { allBucketKeys, bucketKeys } from '../src/infra/redis/seckill-keys.js';
-import { DeductCode, LedgerScripts } from '../src/modules/sale-store/ledger-scripts.js';
-import { LoadScripts } from '../src/modules/sale-store/load-scripts.js';
-import { homeBucket } from '../src/infra/redis/stock-buckets.js';
-import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
-import { splitEvenly } from '../src/modules/sale-store/bucket-counts.service.js';
 import { onCleanup } from '../scripts/lib/cleanup.js';
 import { integerFlag, readFlags } from '../scripts/lib/args.js';
 import { ScriptError } from '../scripts/lib/errors.js';
-import { portIsFree } from '../scripts/lib/ports.js';
+import {
+  clusterIsOk,
+  clusterNodeArgs,
+  createCluster,
+  freeClusterPorts,
+} from '../scripts/lib/redis-cluster.js';
 import { runScript } from '../scripts/lib/main.js';
+import {
+  allBucketKeys,
+  bucketKeys,
+  DeductCode,
+  encodeOrderMessage,
+  homeBucket,
+  keySlot,
+  saleScriptsOn,
+  splitEvenly,
+  type SaleScripts,
+} from '../scripts/lib/sale-scripts.js';
 import { sampleProcess } from './lib/probes.js';
 import { startRedis, type RedisServer } from './lib/stores.js';
 
@@ -66,57 +71,26 @@ const IN_FLIGHT_PER_CLIENT = 200;
 const HOUR_MS = 3_600_000;
 const STOCK = 1_000_000_000;
 
-/** Three free ports in a row whose cluster-bus ports (+10000) are free too. */
-async function clusterPorts(): Promise<number[]> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 18_000 + Math.floor(Math.random() * 4_700);
-    const ports = [base, base + 1, base + 2];
-    const free = await Promise.all(
-      ports.flatMap((port) => [portIsFree(port), portIsFree(port + 10_000)]),
-    );
-    if (free.every(Boolean)) return ports;
-  }
-  throw new ScriptError('no three free ports for a private Redis Cluster');
-}
-
 async function startCluster(): Promise<RedisServer[]> {
   const dir = mkdtempSync(join(tmpdir(), 'seckill-bench-cluster-'));
-  const ports = await clusterPorts();
+  const ports = await freeClusterPorts();
   const servers: RedisServer[] = [];
   for (const port of ports) {
-    const server = await startRedis(port, [
-      '--dir',
-      dir,
-      '--cluster-enabled',
-      'yes',
-      '--cluster-config-file',
-      `nodes-${port}.conf`,
-    ]);
+    const server = await startRedis(port, clusterNodeArgs(port, dir));
     servers.push(server);
     onCleanup(() => server.stop());
   }
-  await promisify(execFile)('redis-cli', [
-    '--cluster',
-    'create',
-    ...ports.map((port) => `127.0.0.1:${port}`),
-    '--cluster-replicas',
-    '0',
-    '--cluster-yes',
-  ]);
-  for (let attempt = 0; ; attempt++) {
-    const states = await Promise.all(
-      servers.map(async ({ client }) => /cluster_state:ok/.test(await client.cluster('INFO'))),
-    );
-    if (states.every(Boolean)) return servers;
+  await createCluster(ports);
+  for (let attempt = 0; !(await clusterIsOk(ports)); attempt++) {
     if (attempt === 150) throw new ScriptError('the cluster did not reach cluster_state:ok');
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+  return servers;
 }
 
 interface Client {
   redis: Cluster;
-  scripts: { ledger: LedgerScripts; load: LoadScripts };
-  locks: RedisLocks;
+  scripts: SaleScripts;
 }
 
 interface Figures {
@@ -176,10 +150,7 @@ async function run(options: Options): Promise<boolean> {
   }));
   const clients: Client[] = Array.from({ length: options.clients }, () => {
     const redis = new Cluster(nodes, { enableAutoPipelining: true });
-    const lua = new LuaScripts(redis);
-    lua.onModuleInit();
-    const scripts = { ledger: new LedgerScripts(lua), load: new LoadScripts(lua) };
-    return { redis, scripts, locks: new RedisLocks(redis, lua) };
+    return { redis, scripts: saleScriptsOn(redis) };
   });
   onCleanup(async () => {
     for (const { redis } of clients) redis.disconnect();
@@ -211,7 +182,7 @@ async function run(options: Options): Promise<boolean> {
       quantity: 1,
       acceptedAt: Date.now(),
     });
-    const lock = await client.locks.tryLockPurchase(home, userId, 5_000);
+    const lock = await client.scripts.locks.tryLockPurchase(home, userId, 5_000);
     const { code } = await client.scripts.ledger.deduct(home, userId, 1, requestId, message);
     if (code !== DeductCode.Accepted) throw new ScriptError(`deduct refused: code ${code}`);
     await lock?.release(requestId);

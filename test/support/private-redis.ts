@@ -1,14 +1,19 @@
 import { Cluster, Redis } from 'ioredis';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { expect } from 'vitest';
 import { keySlot } from '../../src/infra/redis/redis-client.js';
 import { portIsFree } from '../../scripts/lib/ports.js';
+import {
+  clusterIsOk,
+  clusterNodeArgs,
+  createCluster,
+  freeClusterPorts,
+} from '../../scripts/lib/redis-cluster.js';
 import { ephemeralRedisArgs } from '../../scripts/lib/redis-server.js';
 import type { Stores } from './harness.js';
 import { waitFor } from './wait-for.js';
@@ -113,29 +118,12 @@ export class PrivateRedisCluster {
   ) {}
 
   static async start(): Promise<PrivateRedisCluster> {
-    let base = 0;
-    for (let attempt = 0; base === 0; attempt++) {
-      if (attempt === 20) throw new Error('no three free ports for a private Redis Cluster');
-      const candidate = 18_000 + Math.floor(Math.random() * 4_700);
-      const ports = [candidate, candidate + 1, candidate + 2];
-      const checks = await Promise.all(
-        ports.flatMap((port) => [portIsFree(port), portIsFree(port + 10_000)]),
-      );
-      if (checks.every(Boolean)) base = candidate;
-    }
     const cluster = new PrivateRedisCluster(
-      [base, base + 1, base + 2],
+      await freeClusterPorts(20),
       mkdtempSync(join(tmpdir(), 'seckill-cluster-')),
     );
     for (const port of cluster.ports) await cluster.up(port);
-    await promisify(execFile)('redis-cli', [
-      '--cluster',
-      'create',
-      ...cluster.ports.map((port) => `127.0.0.1:${port}`),
-      '--cluster-replicas',
-      '0',
-      '--cluster-yes',
-    ]);
+    await createCluster(cluster.ports);
     await cluster.waitUntilOk();
     return cluster;
   }
@@ -154,54 +142,20 @@ export class PrivateRedisCluster {
   async up(port: number): Promise<void> {
     this.processes.set(
       port,
-      spawn(
-        'redis-server',
-        [
-          '--port',
-          String(port),
-          '--bind',
-          '127.0.0.1',
-          '--dir',
-          this.dir,
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          `nodes-${port}.conf`,
-          // The other masters go on serving their slots while one is down.
-          '--cluster-require-full-coverage',
-          'no',
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-        ],
-        { stdio: 'ignore' },
-      ),
+      spawn('redis-server', [...ephemeralRedisArgs(port), ...clusterNodeArgs(port, this.dir)], {
+        stdio: 'ignore',
+      }),
     );
     await waitFor(() => listening(port), { timeoutMs: 10_000, what: `redis-server on ${port}` });
   }
 
   /** Waits until every node says the cluster is whole. */
   async waitUntilOk(): Promise<void> {
-    await waitFor(
-      async () => {
-        const states = await Promise.all(
-          this.ports.map(async (port) => {
-            const node = new Redis(port, '127.0.0.1', { lazyConnect: true });
-            try {
-              await node.connect();
-              return /cluster_state:ok/.test(await node.cluster('INFO'));
-            } catch {
-              return false;
-            } finally {
-              node.disconnect();
-            }
-          }),
-        );
-        return states.every(Boolean);
-      },
-      { timeoutMs: 30_000, intervalMs: 200, what: 'cluster_state:ok on every node' },
-    );
+    await waitFor(() => clusterIsOk(this.ports), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      what: 'cluster_state:ok on every node',
+    });
   }
 
   /** The port of the master that serves `key`'s slot. */

@@ -1,0 +1,45 @@
+// The project's own Redis scripts, purchase lock and key layout, wired on a client of a tool's own
+// as the app wires them (one loader, the typed wrappers): what the Redis-only benches drive. The
+// one place outside src/ that reaches into the sale store, so that a change there is followed
+// here once, not in each tool.
+import { LuaScripts } from '../../src/infra/redis/lua-scripts.js';
+import type { RedisClient } from '../../src/infra/redis/redis-client.js';
+import { RedisLocks } from '../../src/infra/redis/redis-locks.js';
+import { LedgerScripts } from '../../src/modules/sale-store/ledger-scripts.js';
+import { LoadScripts } from '../../src/modules/sale-store/load-scripts.js';
+import { ThrottleScripts } from '../../src/modules/rate-limit/throttle-scripts.js';
+
+export { keySlot } from '../../src/infra/redis/redis-client.js';
+export {
+  allBucketKeys,
+  bucketKeys,
+  saleKeys,
+  throttleKeys,
+} from '../../src/infra/redis/seckill-keys.js';
+export { homeBucket } from '../../src/infra/redis/stock-buckets.js';
+export { encodeOrderMessage } from '../../src/modules/messaging/order-message.js';
+export { splitEvenly } from '../../src/modules/sale-store/bucket-counts.service.js';
+export { DeductCode } from '../../src/modules/sale-store/ledger-scripts.js';
+
+export interface SaleScripts {
+  /** deduct, release, claim, complete (lua/seckill-*.lua) */
+  ledger: LedgerScripts;
+  /** preheat, rebuild, freeze */
+  load: LoadScripts;
+  /** the rate limits' budgets (lua/throttle-hits.lua) */
+  throttle: ThrottleScripts;
+  /** the per-user purchase lock (Redlock) and its release with the outbox entry */
+  locks: RedisLocks;
+}
+
+/** The scripts loaded on `client` (every one, as the app's loader does at start). */
+export function saleScriptsOn(client: RedisClient): SaleScripts {
+  const lua = new LuaScripts(client);
+  lua.onModuleInit();
+  return {
+    ledger: new LedgerScripts(lua),
+    load: new LoadScripts(lua),
+    throttle: new ThrottleScripts(lua),
+    locks: new RedisLocks(client, lua),
+  };
+}
