@@ -8,6 +8,7 @@ import { MetricsService } from '../src/modules/metrics/metrics.service.js';
 import type { NewOrder } from '../src/modules/orders/order.types.js';
 import { ReleaseCode, PurchaseLedger } from '../src/modules/sale-store/purchase-ledger.service.js';
 import { AmqpFrameWatcher } from './support/amqp-frames.js';
+import { coalesceFrames } from '../src/infra/rabbitmq/rabbitmq.connection.js';
 import {
   adminAuth,
   counter,
@@ -67,6 +68,26 @@ describe('messaging: confirms, redelivery, outbox', () => {
     expect(await stores.orders(goodsId)).toHaveLength(1);
     expect(await stores.mysqlStock(goodsId)).toBe(4);
     expect(await stores.redisStock(goodsId)).toBe(4);
+  });
+
+  it("should coalesce a real amqplib connection's frames and still publish, confirm and deliver on it", async () => {
+    const connection = await amqp.connect(process.env.RABBITMQ_URL!, { noDelay: true });
+    try {
+      // The shape coalesceFrames relies on (amqplib's muxer and socket) is the library's today.
+      expect(coalesceFrames(connection)).toBe(true);
+      const channel = await connection.createConfirmChannel();
+      const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true });
+      for (const n of [1, 2, 3]) channel.sendToQueue(queue, Buffer.from(`m${n}`));
+      await channel.waitForConfirms();
+      const got: string[] = [];
+      for (let n = 0; n < 3; n++) {
+        const message = await waitFor(() => channel.get(queue, { noAck: true }));
+        got.push(message.content.toString());
+      }
+      expect(got).toEqual(['m1', 'm2', 'm3']);
+    } finally {
+      await connection.close();
+    }
   });
 
   it('should dead-letter a malformed message instead of looping on it, and keep the queue moving', async () => {

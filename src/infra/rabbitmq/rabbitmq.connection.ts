@@ -54,7 +54,12 @@ export class RabbitConnection implements OnApplicationShutdown {
         clientProperties: { connection_name: `seckill-${role}` },
       },
     });
-    connection.on('connect', () => this.logger.log(`broker connected: role=${role}`));
+    connection.on('connect', ({ connection: model }) => {
+      if (!coalesceFrames(model)) {
+        this.logger.warn(`broker frames not coalesced (amqplib internals changed): role=${role}`);
+      }
+      this.logger.log(`broker connected: role=${role}`);
+    });
     connection.on('disconnect', ({ err }) =>
       this.logger.warn(`broker disconnected: role=${role} ${err?.message ?? 'closed'}`),
     );
@@ -94,4 +99,42 @@ export class RabbitConnection implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     await Promise.all([...this.connections.values()].map((connection) => connection.close()));
   }
+}
+
+/** The parts of amqplib's connection that `coalesceFrames` reaches (amqplib 2.x, lib/mux.js). */
+interface FrameWriter {
+  connection?: {
+    stream?: { cork?: () => void; uncork?: () => void };
+    muxer?: { _readIncoming?: () => void };
+  };
+}
+
+/**
+ * amqplib's muxer writes each frame of its channels to the socket on its own (a syscall per
+ * frame, Nagle being off): a purchase's publish, a delivery's ack, each separately. Corked while
+ * the muxer runs, the frames it takes in one turn leave in one writev, in the same order and at
+ * the same moment. False when the connection does not have the shape this relies on; frames then
+ * go out one by one as before.
+ */
+export function coalesceFrames(model: unknown): boolean {
+  const connection = (model as FrameWriter | undefined)?.connection;
+  const socket = connection?.stream;
+  const muxer = connection?.muxer;
+  const readIncoming = muxer?._readIncoming;
+  if (!muxer || !socket?.cork || !socket.uncork || typeof readIncoming !== 'function') {
+    return false;
+  }
+  // Its own property once wrapped: the prototype's method is amqplib's.
+  if (Object.hasOwn(muxer, '_readIncoming')) return true;
+  const cork = socket.cork.bind(socket);
+  const uncork = socket.uncork.bind(socket);
+  muxer._readIncoming = function (this: unknown) {
+    cork();
+    try {
+      readIncoming.call(this);
+    } finally {
+      uncork();
+    }
+  };
+  return true;
 }
