@@ -1,7 +1,7 @@
 // The project's own Redis scripts, purchase lock and key layout, wired on a client of a tool's own
-// as the app wires them (one loader, the typed wrappers): what the Redis-only benches drive. The
-// one place outside src/ that reaches into the sale store, so that a change there is followed
-// here once, not in each tool.
+// as the app wires them (one loader, the typed wrappers): what the Redis-only benches drive,
+// through this one seam, so that a change in the sale store is followed here once, not in each
+// bench.
 import { LuaScripts } from '../../src/infra/redis/lua-scripts.js';
 import type { RedisClient } from '../../src/infra/redis/redis-client.js';
 import { RedisLocks } from '../../src/infra/redis/redis-locks.js';

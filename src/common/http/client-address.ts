@@ -2,6 +2,7 @@ import { createParamDecorator, Logger, type ExecutionContext } from '@nestjs/com
 import { normalizeIp } from '@nestjs/throttler';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BlockList, isIPv6 } from 'node:net';
+import { remembered } from '../remembered.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -20,21 +21,6 @@ const IPV4 = /^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$/;
 const IPV4_WITH_PORT = /^([0-9.]+):([0-9]{1,5})$/;
 const BRACKETED = /^\[([^\]]+)\](?::([0-9]{1,5}))?$/;
 const EMBEDDED_IPV4 = /^(.*:)([0-9]*\.[0-9.]*)$/;
-
-/** Answers a `remembered` function keeps; dropped whole when full, refilled by the few in use. */
-const REMEMBERED_ANSWERS = 4_096;
-
-/** `compute`, its answers kept by argument (bounded): for pure functions asked the same often. */
-function remembered<T>(compute: (written: string) => T): (written: string) => T {
-  const answers = new Map<string, T>();
-  return (written) => {
-    if (answers.has(written)) return answers.get(written) as T;
-    const answer = compute(written);
-    if (answers.size >= REMEMBERED_ANSWERS) answers.clear();
-    answers.set(written, answer);
-    return answer;
-  };
-}
 
 /** An identity for a request whose socket is already gone (no address to read). */
 const NO_PEER = 'unknown';
@@ -125,22 +111,21 @@ export function trustedProxies(entries: readonly string[]): (address: string) =>
       else list.addSubnet(address, prefix, family);
     }
   }
-  // Every request asks about its peer and the hops it walks. An IPv4 address (the common case,
-  // and a new one per buyer behind a load balancer) is matched as a number against the IPv4
-  // entries; the BlockList (a SocketAddress made per call) is asked only where IPv6 entries are
-  // listed, which match IPv4 addresses too (mapped), and its verdicts are remembered.
-  const listed = remembered((address) =>
-    list.check(address, address.includes(':') ? 'ipv6' : 'ipv4'),
-  );
-  return (written) => {
+  // Every request asks about its peer (on a keep-alive connection, the same one each time) and
+  // the hops it walks: remembered, the answer costs a lookup. A new address (one per buyer behind
+  // a load balancer) is matched as a number against the IPv4 entries; the BlockList (a
+  // SocketAddress made per call) is asked only where IPv6 entries are listed, which match IPv4
+  // addresses too (mapped).
+  return remembered((written) => {
     const address = parseAddress(written);
     if (address === null) return false;
-    if (!address.includes(':')) {
+    const family = address.includes(':') ? 'ipv6' : 'ipv4';
+    if (family === 'ipv4') {
       const value = ipv4Number(address);
       if (ipv4Subnets.some(({ base, mask }) => (value & mask) === base)) return true;
     }
-    return anyIpv6 && listed(address);
-  };
+    return anyIpv6 && list.check(address, family);
+  });
 }
 
 /** A canonical IPv4 address as a 32-bit integer (signed, as JavaScript's bit operators give it). */

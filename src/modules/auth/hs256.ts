@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { remembered } from '../../common/remembered.js';
 
 /** The claims of a verified token; the ones the checks here read are typed. */
 export interface JwtClaims {
@@ -50,21 +51,14 @@ export function verifyHs256(
   return claims;
 }
 
-/** Header parts judged so far: an issuer writes every token with the same few. */
-const judgedHeaders = new Map<string, boolean>();
-const MAX_JUDGED_HEADERS = 64;
-
-/** A JSON object naming `alg: HS256` and carrying no `crit`. */
-function acceptableHeader(header: string): boolean {
-  let verdict = judgedHeaders.get(header);
-  if (verdict === undefined) {
-    const head = jsonObject(header);
-    verdict = head !== null && head.alg === 'HS256' && !('crit' in head);
-    if (judgedHeaders.size >= MAX_JUDGED_HEADERS) judgedHeaders.clear();
-    judgedHeaders.set(header, verdict);
-  }
-  return verdict;
-}
+/**
+ * Whether a header part is a JSON object naming `alg: HS256` and carrying no `crit`; judged once
+ * per spelling, since an issuer writes every token with the same few.
+ */
+const acceptableHeader = remembered((header) => {
+  const head = jsonObject(header);
+  return head !== null && head.alg === 'HS256' && !('crit' in head);
+}, 64);
 
 function jsonObject(part: string): Record<string, unknown> | null {
   try {
