@@ -2,7 +2,8 @@
   seckill-deduct: atomically check a sale and take stock for one purchase.
 
   KEYS[1] stock     seckill:{gid}:stock     string, remaining quantity
-  KEYS[2] meta      seckill:{gid}:meta      hash  total, startAt, endAt (ms), limit; frozenUntil
+  KEYS[2] meta      seckill:{gid}:meta      hash  total, startAt, endAt (ms), limit, admission
+                                            ("queue": only admitted buyers may buy); frozenUntil
                                             (ms, this server's clock) while a repair rebuilds
                                             the goods' buckets (lua/seckill-freeze.lua)
   KEYS[3] buyers    seckill:{gid}:buyers    hash  userId -> quantity held
@@ -13,6 +14,10 @@
   KEYS[8] borrowed  seckill:{gid}:borrowed  hash  requestId -> lending bucket, each purchase
                                             recorded here on a loan; kept with the sale (the loan
                                             sweeper reads it, lua/seckill-release.lua ARGV[5])
+  KEYS[9] admitted  seckill:{gid}:queue:admitted  zset  userId -> admitted until (ms), a queue
+                                            sale's (modules/waiting-room/); an accepted purchase
+                                            negates its buyer's score (used; lua/seckill-release.lua
+                                            gives it back)
 
   ARGV[1] userId
   ARGV[2] quantity (positive integer)
@@ -37,6 +42,8 @@
     8 VOIDED              this requestId was given up before this command ran: nothing changed
     9 FROZEN              the bucket is frozen by a repair (lua/seckill-freeze.lua), in either
                           mode: nothing changed (a refused borrowed record gives its loan back)
+   10 NOT_ADMITTED        a queue sale, and this buyer holds no admission in force (never
+                          admitted, lapsed, or used by an accepted purchase): nothing changed
 
   Time comes from the Redis server, so every app instance judges the window by one clock.
 
@@ -57,7 +64,7 @@ if redis.call('ZSCORE', KEYS[7], requestId) then
 end
 
 local stock = redis.call('GET', KEYS[1])
-local meta = redis.call('HMGET', KEYS[2], 'startAt', 'endAt', 'limit', 'frozenUntil')
+local meta = redis.call('HMGET', KEYS[2], 'startAt', 'endAt', 'limit', 'frozenUntil', 'admission')
 if not stock or not meta[1] or not meta[2] or not meta[3] then
   return {1, 0}
 end
@@ -81,11 +88,19 @@ end
 if tonumber(redis.call('HGET', KEYS[3], userId) or '0') > 0 then
   return {5, stock}
 end
+if not borrowed and stock < quantity then
+  return {4, stock}
+end
+-- After the stock: a buyer the waiting room has not reached yet is told SOLD_OUT once it is.
+if meta[5] == 'queue' then
+  local admittedUntil = tonumber(redis.call('ZSCORE', KEYS[9], userId) or '0')
+  if admittedUntil < now then
+    return {10, stock}
+  end
+  redis.call('ZADD', KEYS[9], -admittedUntil, userId)
+end
 local remaining = stock
 if not borrowed then
-  if stock < quantity then
-    return {4, stock}
-  end
   remaining = redis.call('DECRBY', KEYS[1], quantity)
 end
 redis.call('HSET', KEYS[3], userId, quantity)

@@ -1,5 +1,5 @@
 --[[
-  seckill-preheat: load a sale into Redis. The window and limit are (re)written every time; the
+  seckill-preheat: load a sale into Redis. The window, limit and admission are (re)written every time; the
   stock only when Redis has none, so preheating a live sale never resets what was sold.
 
   A refresh (ARGV[6] = 1) is a preheat whose caller found the sale loaded, and so brought none of
@@ -17,6 +17,7 @@
   ARGV[4] endAt (ms)
   ARGV[5] per-user limit
   ARGV[6] 1 for a refresh, 0 for a load
+  ARGV[7] admission: "open" or "queue" (only admitted buyers may buy: lua/seckill-deduct.lua)
 
   Returns {loaded, stock}:
      1  the stock was written now
@@ -27,7 +28,8 @@ local current = redis.call('GET', KEYS[1])
 if not current and ARGV[6] == '1' then
   return {-1, 0}
 end
-redis.call('HSET', KEYS[2], 'total', ARGV[1], 'startAt', ARGV[3], 'endAt', ARGV[4], 'limit', ARGV[5])
+redis.call('HSET', KEYS[2], 'total', ARGV[1], 'startAt', ARGV[3], 'endAt', ARGV[4], 'limit', ARGV[5],
+  'admission', ARGV[7])
 if current then
   return {0, tonumber(current)}
 end

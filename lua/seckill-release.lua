@@ -12,6 +12,9 @@
   KEYS[7] results   seckill:{gid}:results
   KEYS[8] borrowed  seckill:{gid}:borrowed  hash, read only (with ARGV[5] = "1"): the purchases
                                                   recorded here on a loan (lua/seckill-deduct.lua)
+  KEYS[9] admitted  seckill:{gid}:queue:admitted  zset, a queue sale's admissions: the one the
+                                                  released purchase used is given back (its
+                                                  score negated again), to lapse when it would have
 
   ARGV[1] requestId
   ARGV[2] force: "" releases only a request no consumer claimed. Otherwise the claim holder of a
@@ -94,6 +97,10 @@ redis.call('ZADD', KEYS[6], now, 'released:' .. requestId)
 redis.call('INCRBY', KEYS[1], quantity)
 if redis.call('HINCRBY', KEYS[2], userId, -quantity) <= 0 then
   redis.call('HDEL', KEYS[2], userId)
+end
+local admission = tonumber(redis.call('ZSCORE', KEYS[9], userId) or '0')
+if admission < 0 then
+  redis.call('ZADD', KEYS[9], -admission, userId)
 end
 
 local current = redis.call('HGET', KEYS[7], userId)

@@ -341,7 +341,7 @@ describe('Redis down: the contract answers from the goods row', () => {
     // The first buyer of each sale asks every 200 ms until the fallback opens it.
     THROTTLE_PURCHASE_USER_LIMIT: '0',
   });
-  const sales = { held: 0, busy: 0, expiring: 0, upcoming: 0, ending: 0 };
+  const sales = { held: 0, busy: 0, expiring: 0, upcoming: 0, ending: 0, queued: 0 };
   const buy = (goodsId: number, userId: number) =>
     app.t.http
       .post(`/api/v1/seckill/${goodsId}`)
@@ -354,6 +354,10 @@ describe('Redis down: the contract answers from the goods row', () => {
     sales.expiring = await createSale(app.t.http, { stock: 1 });
     sales.upcoming = await createSale(app.t.http, { stock: 5, startsInMs: 600_000 });
     sales.ending = await createSale(app.t.http, { stock: 5, startsInMs: -1_000, lastsMs: 4_000 });
+    sales.queued = await createSale(app.t.http, {
+      stock: 5,
+      queue: { admitPerSecond: 100, admissionTtlSeconds: 60 },
+    });
     await app.redis.kill();
     // The fallback opens each goods once it has been held from the Redis path for a while and
     // a barrier has passed after that.
@@ -383,6 +387,15 @@ describe('Redis down: the contract answers from the goods row', () => {
       .expect(200);
     expect(order.body).toMatchObject({ userId: 40_001, status: 'PENDING_PAYMENT', quantity: 1 });
     expect(await app.stores.orders(sales.held)).toHaveLength(1);
+  });
+
+  it('should not sell a queue sale through MySQL, whose admissions are in Redis: 503, nothing taken', async () => {
+    const refused = await buy(sales.queued, 40_020);
+
+    expect(refused.status).toBe(503);
+    expect(refused.body).toMatchObject({ code: 'UNAVAILABLE', message: /waiting room/ });
+    expect(await app.stores.orders(sales.queued)).toHaveLength(0);
+    expect(await app.stores.mysqlStock(sales.queued)).toBe(5);
   });
 
   it('should enforce the sale window from the goods row', async () => {

@@ -204,6 +204,7 @@ async function purchase(
     keys.results,
     keys.voided,
     keys.borrowed,
+    keys.admitted,
     userId,
     quantity,
     requestId,
@@ -239,7 +240,7 @@ app.post<{ Body: { stock: number; name?: string } }>('/admin/goods', async (requ
     [request.body.name ?? 'bench', 1, stock, stock, startAt, endAt],
   );
   const keys = saleKeys(insert.insertId);
-  await scripts.seckillPreheat(keys.stock, keys.meta, stock, stock, +startAt, +endAt, 1);
+  await scripts.seckillPreheat(keys.stock, keys.meta, stock, stock, +startAt, +endAt, 1, 0, 'open');
   return reply.code(201).send({ id: insert.insertId, stock });
 });
 

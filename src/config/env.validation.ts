@@ -12,6 +12,7 @@ import { rabbitmqConfig, type RabbitMqConfig } from './rabbitmq.config.js';
 import { rateLimitConfig, type RateLimitConfig } from './rate-limit.config.js';
 import { redisConfig, type RedisConfig } from './redis.config.js';
 import { seckillConfig, type SeckillConfig } from './seckill.config.js';
+import { waitingRoomConfig, type WaitingRoomConfig } from './waiting-room.config.js';
 
 /**
  * The environment is read once, at boot, into a typed object of one section per concern (each
@@ -27,6 +28,7 @@ export interface AppConfig {
   rabbitmq: RabbitMqConfig;
   auth: AuthConfig;
   seckill: SeckillConfig;
+  waitingRoom: WaitingRoomConfig;
   jobs: JobsConfig;
   rateLimit: RateLimitConfig;
   availability: AvailabilityConfig;
@@ -47,6 +49,7 @@ export const CONFIG_NAMESPACES: { [K in keyof AppConfig]: ConfigNamespace<K, App
   redis: redisConfig,
   rabbitmq: rabbitmqConfig,
   seckill: seckillConfig,
+  waitingRoom: waitingRoomConfig,
   jobs: jobsConfig,
   rateLimit: rateLimitConfig,
   availability: availabilityConfig,

@@ -6,6 +6,7 @@ import { OrdersHttpModule } from '../modules/orders/orders-http.module.js';
 import { PreheatHttpModule } from '../modules/preheat/preheat-http.module.js';
 import { ReconcileHttpModule } from '../modules/reconcile/reconcile-http.module.js';
 import { SeckillModule } from '../modules/seckill/seckill.module.js';
+import { WaitingRoomHttpModule } from '../modules/waiting-room/waiting-room-http.module.js';
 
 /**
  * What an instance serving the API (APP_ROLE `api` or `all`) adds: the routes under /api/v1, the
@@ -21,6 +22,7 @@ import { SeckillModule } from '../modules/seckill/seckill.module.js';
     PreheatHttpModule,
     ReconcileHttpModule,
     SeckillModule,
+    WaitingRoomHttpModule,
     DashboardModule,
   ],
 })

@@ -6,11 +6,13 @@ import { MessagingJobsModule } from '../modules/messaging/messaging-jobs.module.
 import { OrdersJobsModule } from '../modules/orders/orders-jobs.module.js';
 import { PreheatJobsModule } from '../modules/preheat/preheat-jobs.module.js';
 import { ReconcileJobsModule } from '../modules/reconcile/reconcile-jobs.module.js';
+import { WaitingRoomJobsModule } from '../modules/waiting-room/waiting-room-jobs.module.js';
 
 /**
  * What a working instance (APP_ROLE `worker` or `all`) adds: the order and timeout consumers,
  * and the cluster-wide jobs, each run by one instance at a time (a Redlock per job): preheat,
- * outbox sweep, overdue-order expiry, reconcile, eviction of ended sales, and the rebuild of the
+ * outbox sweep, overdue-order expiry, reconcile, eviction of ended sales, the waiting rooms'
+ * admissions, and the rebuild of the
  * sales after a Redis restart, and the return to Redis of the sales MySQL sold while it was down.
  * Each feature brings its own jobs (its `…JobsModule`).
  */
@@ -23,6 +25,7 @@ import { ReconcileJobsModule } from '../modules/reconcile/reconcile-jobs.module.
     PreheatJobsModule,
     AvailabilityJobsModule,
     ReconcileJobsModule,
+    WaitingRoomJobsModule,
   ],
 })
 export class WorkerModule {}

@@ -137,6 +137,8 @@ export interface SaleOptions {
   preheat?: boolean;
   /** Stock buckets; the app's STOCK_SHARDS when left out. */
   stockShards?: number;
+  /** A queue sale (admission `queue`): its pace, and when its waiting room opens (ms from now). */
+  queue?: { admitPerSecond: number; admissionTtlSeconds: number; opensInMs?: number };
 }
 
 /** Creates a sale through the admin API (and preheats it unless told not to); returns its id. */
@@ -153,6 +155,16 @@ export async function createSale(http: TestAgent, options: SaleOptions = {}): Pr
       endAt: new Date(start + (options.lastsMs ?? 3_600_000)).toISOString(),
       perUserLimit: options.perUserLimit ?? 1,
       ...(options.stockShards === undefined ? {} : { stockShards: options.stockShards }),
+      ...(options.queue === undefined
+        ? {}
+        : {
+            admission: 'queue',
+            admitPerSecond: options.queue.admitPerSecond,
+            admissionTtlSeconds: options.queue.admissionTtlSeconds,
+            ...(options.queue.opensInMs === undefined
+              ? {}
+              : { queueOpensAt: new Date(Date.now() + options.queue.opensInMs).toISOString() }),
+          }),
     })
     .expect(201);
   const goodsId = (created.body as { id: number }).id;

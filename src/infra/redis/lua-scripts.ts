@@ -11,8 +11,8 @@ const LUA_DIR = fileURLToPath(new URL('../../../lua/', import.meta.url));
 
 /** Every script of lua/, by the command name ioredis defines it as, and its key count. */
 const SCRIPTS = {
-  seckillDeduct: { file: 'seckill-deduct.lua', keys: 8 },
-  seckillRelease: { file: 'seckill-release.lua', keys: 8 },
+  seckillDeduct: { file: 'seckill-deduct.lua', keys: 9 },
+  seckillRelease: { file: 'seckill-release.lua', keys: 9 },
   seckillClaim: { file: 'seckill-claim.lua', keys: 3 },
   seckillComplete: { file: 'seckill-complete.lua', keys: 8 },
   seckillPreheat: { file: 'seckill-preheat.lua', keys: 2 },
@@ -33,6 +33,9 @@ const SCRIPTS = {
   barrierTick: { file: 'barrier-tick.lua', keys: 3 },
   resultStreamSlot: { file: 'result-stream-slot.lua', keys: 1 },
   blocklistPrune: { file: 'blocklist-prune.lua', keys: 1 },
+  queueJoin: { file: 'queue-join.lua', keys: 3 },
+  queueTick: { file: 'queue-tick.lua', keys: 7 },
+  queueStatus: { file: 'queue-status.lua', keys: 9 },
   // The key count varies with the window: the caller passes it first.
   dashboardSale: { file: 'dashboard-sale.lua', keys: 'first-argument' },
 } as const satisfies Record<

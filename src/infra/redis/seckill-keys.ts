@@ -50,6 +50,13 @@ function keysUnder(prefix: string) {
      * Kept with the sale: the loan sweeper reads it to tell whether a loan's purchase was recorded.
      */
     borrowed: `${prefix}:borrowed`,
+    /**
+     * A `queue` sale's admitted buyers: userId -> admitted until (ms, Redis's clock); the negated
+     * time once the admission was used by an accepted purchase (given back if it is released).
+     * Beside the stock, so that the deduct checks and uses an admission atomically. Like the
+     * waiting room (queueKeys), it is not in MySQL: a wipe before a rebuild keeps it.
+     */
+    admitted: `${prefix}:queue:admitted`,
     /** The last confirmed reconcile verdict (JSON), shared by every instance's dashboard feed. */
     verdict: `${prefix}:verdict`,
     /** Held (with a TTL) by the instance refreshing the verdict: one refresh at a time. */
@@ -65,6 +72,30 @@ function keysUnder(prefix: string) {
 }
 
 export type SaleKeys = ReturnType<typeof keysUnder>;
+
+/**
+ * A `queue` sale's waiting room (modules/waiting-room/), under the sale's tag so that one script
+ * joins, shuffles, admits and reads it with the stock. Joins are not in MySQL: a wipe before a
+ * rebuild leaves these alone, the eviction of a sale that is over drops them.
+ */
+export function queueKeys(goodsId: number) {
+  const prefix = `seckill:{${goodsId}}:queue`;
+  return {
+    /** hash: seed (the shuffle's, drawn once at startAt), shuffled, head (next place to admit), seq. */
+    state: `${prefix}:state`,
+    /** zset: userId -> joined at (ms), the pre-queue until the shuffle empties it. */
+    pre: `${prefix}:pre`,
+    /** zset: userId -> place (shuffled pre-queue in [0, 1), later joiners 1, 2, … in arrival order). */
+    line: `${prefix}:line`,
+    admitted: saleKeys(goodsId).admitted,
+    /** set: userIds whose admission lapsed unused. */
+    expired: `${prefix}:expired`,
+    /** zset: `head:count` of each admission batch -> at (ms); the last ten seconds, for the pace. */
+    admits: `${prefix}:admits`,
+  };
+}
+
+export type QueueKeys = ReturnType<typeof queueKeys>;
 
 /**
  * Pub/sub channel on which the Lua scripts that write a user's result (deduct, complete, release)

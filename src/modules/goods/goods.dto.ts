@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
+  IsIn,
   IsInt,
   IsISO8601,
   IsNumber,
@@ -11,6 +12,11 @@ import {
 } from 'class-validator';
 import { IsPlainText } from '../../common/pipes/plain-text.js';
 import { MAX_STOCK_SHARDS } from '../../infra/redis/stock-buckets.js';
+import { ADMISSIONS, type Admission } from '../../infra/database/entities/goods.entity.js';
+
+/** The most admissions per second and the longest admission a queue sale may ask for. */
+export const MAX_ADMIT_PER_SECOND = 100_000;
+export const MAX_ADMISSION_TTL_SECONDS = 3_600;
 
 export const GOODS_STATUSES = ['UPCOMING', 'ACTIVE', 'SOLD_OUT', 'ENDED'] as const;
 export type GoodsStatus = (typeof GOODS_STATUSES)[number];
@@ -63,9 +69,58 @@ export class CreateGoodsDto {
   @Min(1)
   @Max(MAX_STOCK_SHARDS)
   stockShards?: number;
+
+  @ApiPropertyOptional({
+    enum: ADMISSIONS,
+    default: 'open',
+    description:
+      '`open`: the fastest request wins. `queue`: buyers join a waiting room from queueOpensAt; at startAt those who joined are put in a random order, then admitted in that order at admitPerSecond, paced by the stock; only admitted buyers may buy',
+  })
+  @IsOptional()
+  @IsIn(ADMISSIONS)
+  admission?: Admission;
+
+  @ApiPropertyOptional({
+    example: '2026-12-01T09:45:00.000Z',
+    description:
+      'A queue sale: when joining starts, before startAt (default startAt minus 15 minutes)',
+  })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  queueOpensAt?: string;
+
+  @ApiPropertyOptional({
+    example: 50,
+    description:
+      'A queue sale (required): the most buyers admitted in any second, across every instance',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_ADMIT_PER_SECOND)
+  admitPerSecond?: number;
+
+  @ApiPropertyOptional({
+    example: 120,
+    description: 'A queue sale (required): how long an admitted buyer may take to buy',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_ADMISSION_TTL_SECONDS)
+  admissionTtlSeconds?: number;
 }
 
-export class GoodsCreatedDto {
+/** A sale's admission as the goods answers show it. */
+class AdmissionFieldsDto {
+  @ApiProperty({ enum: ADMISSIONS }) admission: Admission;
+  @ApiPropertyOptional({ format: 'date-time', description: 'A queue sale only' })
+  queueOpensAt?: string;
+  @ApiPropertyOptional({ description: 'A queue sale only' }) admitPerSecond?: number;
+  @ApiPropertyOptional({ description: 'A queue sale only' }) admissionTtlSeconds?: number;
+}
+
+export class GoodsCreatedDto extends AdmissionFieldsDto {
   @ApiProperty() id: number;
   @ApiProperty() name: string;
   @ApiProperty() price: number;
@@ -77,7 +132,7 @@ export class GoodsCreatedDto {
   @ApiProperty() stockShards: number;
 }
 
-export class GoodsViewDto {
+export class GoodsViewDto extends AdmissionFieldsDto {
   @ApiProperty() id: number;
   @ApiProperty() name: string;
   @ApiProperty() price: number;

@@ -24,7 +24,7 @@ describe('GoodsRepository', () => {
         [3, 7, 41, 3],
       ],
       [
-        'UPDATE seckill_goods SET stock = stock - ?, version = version + 1 WHERE id = ? AND fallback_open = 1 AND stock >= ? AND per_user_limit >= ? AND start_at <= NOW(3) AND end_at > NOW(3)',
+        "UPDATE seckill_goods SET stock = stock - ?, version = version + 1 WHERE id = ? AND fallback_open = 1 AND admission = 'open' AND stock >= ? AND per_user_limit >= ? AND start_at <= NOW(3) AND end_at > NOW(3)",
         [2, 7, 2, 2],
       ],
       ['UPDATE seckill_goods SET stock = stock + ?, version = version + 1 WHERE id = ?', [1, 7]],

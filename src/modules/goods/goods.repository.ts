@@ -7,7 +7,18 @@ import type { Tx } from '../../infra/database/transactions.js';
 
 export type NewGoods = Pick<
   GoodsEntity,
-  'name' | 'price' | 'totalStock' | 'stock' | 'startAt' | 'endAt' | 'perUserLimit' | 'stockShards'
+  | 'name'
+  | 'price'
+  | 'totalStock'
+  | 'stock'
+  | 'startAt'
+  | 'endAt'
+  | 'perUserLimit'
+  | 'stockShards'
+  | 'admission'
+  | 'queueOpensAt'
+  | 'admitPerSecond'
+  | 'admissionTtlSeconds'
 >;
 
 /** The goods row read after a refused fallback UPDATE: what it judged, by MySQL's clock. */
@@ -17,6 +28,8 @@ export interface FallbackSaleState {
   notStarted: boolean;
   ended: boolean;
   perUserLimit: number;
+  /** A `queue` sale: never sold without Redis, where its waiting room and admissions live. */
+  queue: boolean;
 }
 
 /** A listed sale and the orders of one status (status null: a sale without orders). */
@@ -64,6 +77,18 @@ export class GoodsRepository {
       .getMany();
   }
 
+  /** Queue sales whose waiting room is open at `now`: from queueOpensAt to the sale's end. */
+  openQueues(now: Date): Promise<GoodsEntity[]> {
+    return this.goods
+      .createQueryBuilder('g')
+      .where("g.admission = 'queue'")
+      .andWhere('g.queue_opens_at <= :now', { now })
+      .andWhere('g.end_at > :now', { now })
+      .orderBy('g.start_at', 'ASC')
+      .limit(1_000)
+      .getMany();
+  }
+
   /** False when the first load was marked already. By MySQL's clock. */
   async markFirstLoad(goodsId: number): Promise<boolean> {
     const result = await this.goods.update(
@@ -103,7 +128,8 @@ export class GoodsRepository {
 
   /**
    * A sale decided by MySQL alone: taken only while the fallback is open, inside the window by
-   * MySQL's NOW(3), within the per-user limit, and the stock holds it.
+   * MySQL's NOW(3), within the per-user limit, and the stock holds it; never a queue sale (its
+   * admissions are in Redis).
    */
   takeStockThroughFallback(tx: Tx, goodsId: number, quantity: number): Promise<boolean> {
     return this.changeStock(
@@ -111,7 +137,7 @@ export class GoodsRepository {
       goodsId,
       '-',
       quantity,
-      ' AND fallback_open = 1 AND stock >= ? AND per_user_limit >= ? AND start_at <= NOW(3) AND end_at > NOW(3)',
+      " AND fallback_open = 1 AND admission = 'open' AND stock >= ? AND per_user_limit >= ? AND start_at <= NOW(3) AND end_at > NOW(3)",
       [quantity, quantity],
     );
   }
@@ -235,9 +261,10 @@ export class GoodsRepository {
         not_started: number;
         ended: number;
         per_user_limit: number;
+        admission: string;
       }[]
     >(
-      'SELECT stock, fallback_open, start_at > NOW(3) AS not_started, end_at <= NOW(3) AS ended, per_user_limit FROM seckill_goods WHERE id = ?',
+      'SELECT stock, fallback_open, start_at > NOW(3) AS not_started, end_at <= NOW(3) AS ended, per_user_limit, admission FROM seckill_goods WHERE id = ?',
       [goodsId],
     );
     if (!row) return null;
@@ -247,6 +274,7 @@ export class GoodsRepository {
       notStarted: Number(row.not_started) === 1,
       ended: Number(row.ended) === 1,
       perUserLimit: Number(row.per_user_limit),
+      queue: row.admission === 'queue',
     };
   }
 

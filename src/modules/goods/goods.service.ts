@@ -27,6 +27,7 @@ export class GoodsService {
     if (endAt.getTime() <= startAt.getTime()) {
       throw new DomainError('VALIDATION_FAILED', 'endAt must be after startAt');
     }
+    const admission = admissionOf(input, startAt);
     const saved = await this.goods.create({
       name: input.name,
       price: input.price.toFixed(2),
@@ -35,10 +36,12 @@ export class GoodsService {
       startAt,
       endAt,
       perUserLimit: input.perUserLimit ?? 1,
-      stockShards: input.stockShards ?? this.seckill.stockShards,
+      stockShards:
+        input.stockShards ?? (admission.admission === 'queue' ? 1 : this.seckill.stockShards),
+      ...admission,
     });
     this.logger.log(
-      `goods created: id=${saved.id} stock=${saved.totalStock} shards=${saved.stockShards}`,
+      `goods created: id=${saved.id} stock=${saved.totalStock} shards=${saved.stockShards} admission=${saved.admission}`,
     );
     return {
       id: saved.id,
@@ -50,6 +53,7 @@ export class GoodsService {
       endAt: saved.endAt.toISOString(),
       perUserLimit: saved.perUserLimit,
       stockShards: saved.stockShards,
+      ...admissionFields(saved),
     };
   }
 
@@ -67,17 +71,23 @@ export class GoodsService {
     return this.goods.markFirstLoad(goodsId);
   }
 
+  /** The queue sales whose waiting room is open now (joining started, the sale not over). */
+  openQueues(): Promise<GoodsEntity[]> {
+    return this.goods.openQueues(new Date());
+  }
+
   /** Sales whose window opens before `until` and has not closed yet. */
   startingBefore(until: Date): Promise<GoodsEntity[]> {
     return this.goods.startingBefore(until, new Date());
   }
 
   /**
-   * The goods page is what a crowd refreshes: its row (name, price, window: what does not change
-   * during a sale) is served from memory for a second, so the refreshes reach MySQL once a second
-   * per goods and instance, not once per click. The live stock always comes from Redis.
+   * The goods page and the waiting room are what a crowd refreshes: the row (name, price,
+   * window, admission: what does not change during a sale) is served from memory for a second,
+   * so the refreshes reach MySQL once a second per goods and instance, not once per click. The
+   * live stock always comes from Redis.
    */
-  private async findForPage(goodsId: number): Promise<GoodsEntity> {
+  async findCached(goodsId: number): Promise<GoodsEntity> {
     const now = Date.now();
     const cached = this.pageCache.get(goodsId);
     if (cached && cached.until > now) return cached.goods;
@@ -92,7 +102,7 @@ export class GoodsService {
   }
 
   async view(goodsId: number): Promise<GoodsViewDto> {
-    const goods = await this.findForPage(goodsId);
+    const goods = await this.findCached(goodsId);
     const live = await this.sale.remaining(goodsId).catch((error: Error) => {
       // Reading the page must not fail with Redis: MySQL's stock is a fine approximation.
       this.logger.warn(`remaining from MySQL, Redis failed: goods=${goodsId} ${error.message}`);
@@ -109,9 +119,76 @@ export class GoodsService {
       endAt: goods.endAt.toISOString(),
       perUserLimit: goods.perUserLimit,
       stockShards: goods.stockShards,
+      ...admissionFields(goods),
       status: statusOf(goods, remaining, new Date()),
     };
   }
+}
+
+/** How long before startAt a queue sale's waiting room opens when the sale does not say. */
+export const DEFAULT_QUEUE_LEAD_MS = 15 * 60_000;
+
+type AdmissionColumns = Pick<
+  GoodsEntity,
+  'admission' | 'queueOpensAt' | 'admitPerSecond' | 'admissionTtlSeconds'
+>;
+
+/** The admission columns of a new sale, judged against its start (VALIDATION_FAILED otherwise). */
+function admissionOf(input: CreateGoodsDto, startAt: Date): AdmissionColumns {
+  const queueFields = (['queueOpensAt', 'admitPerSecond', 'admissionTtlSeconds'] as const).filter(
+    (field) => input[field] !== undefined,
+  );
+  if ((input.admission ?? 'open') === 'open') {
+    if (queueFields.length > 0) {
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        `${queueFields.join(', ')}: only for a queue sale (admission: queue)`,
+      );
+    }
+    return {
+      admission: 'open',
+      queueOpensAt: null,
+      admitPerSecond: null,
+      admissionTtlSeconds: null,
+    };
+  }
+  if (input.admitPerSecond === undefined || input.admissionTtlSeconds === undefined) {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      'A queue sale needs admitPerSecond and admissionTtlSeconds',
+    );
+  }
+  // The waiting room's keys and the admitted buyers live beside one bucket's stock, so that the
+  // deduct checks an admission atomically (lua/seckill-deduct.lua).
+  if (input.stockShards !== undefined && input.stockShards !== 1) {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      'A queue sale keeps its stock in one bucket (stockShards 1)',
+    );
+  }
+  const queueOpensAt = input.queueOpensAt
+    ? new Date(input.queueOpensAt)
+    : new Date(startAt.getTime() - DEFAULT_QUEUE_LEAD_MS);
+  if (queueOpensAt.getTime() >= startAt.getTime()) {
+    throw new DomainError('VALIDATION_FAILED', 'queueOpensAt must be before startAt');
+  }
+  return {
+    admission: 'queue',
+    queueOpensAt,
+    admitPerSecond: input.admitPerSecond,
+    admissionTtlSeconds: input.admissionTtlSeconds,
+  };
+}
+
+/** The admission fields of a goods answer: the queue's only for a queue sale. */
+function admissionFields(goods: AdmissionColumns) {
+  if (goods.admission !== 'queue') return { admission: goods.admission };
+  return {
+    admission: goods.admission,
+    queueOpensAt: goods.queueOpensAt?.toISOString(),
+    admitPerSecond: goods.admitPerSecond ?? undefined,
+    admissionTtlSeconds: goods.admissionTtlSeconds ?? undefined,
+  };
 }
 
 export function statusOf(

@@ -155,6 +155,7 @@ export class PreheatService {
         endAt: goods.endAt,
         perUserLimit: goods.perUserLimit,
         stockShards: goods.stockShards,
+        admission: goods.admission,
       },
       history ?? { buyers: [], cancelledOrderNos: [] },
     );

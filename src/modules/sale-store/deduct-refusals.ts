@@ -20,6 +20,11 @@ export function deductRefusal(code: DeductCode): DomainError | null {
       return new UnavailableError('This purchase attempt was given up; nothing was taken');
     case DeductCode.Frozen:
       return new UnavailableError('The sale is being repaired; nothing was taken');
+    case DeductCode.NotAdmitted:
+      return new DomainError(
+        'NOT_ADMITTED',
+        'The waiting room has not admitted you, or your admission expired: join the queue (POST /api/v1/seckill/:goodsId/queue)',
+      );
     case DeductCode.OverLimit:
       return new DomainError('VALIDATION_FAILED', 'quantity is above the per-user limit');
     default:

@@ -14,6 +14,8 @@ export enum DeductCode {
   Voided = 8,
   /** A repair is rebuilding the goods' buckets (lua/seckill-freeze.lua): nothing changed. */
   Frozen = 9,
+  /** A queue sale, and the buyer holds no admission in force: nothing changed. */
+  NotAdmitted = 10,
 }
 
 export enum ReleaseCode {
@@ -71,6 +73,7 @@ export class LedgerScripts {
       keys.results,
       keys.voided,
       keys.borrowed,
+      keys.admitted,
       userId,
       quantity,
       requestId,
@@ -100,6 +103,7 @@ export class LedgerScripts {
       keys.voided,
       keys.results,
       keys.borrowed,
+      keys.admitted,
       requestId,
       force === false ? '' : force,
       reason,

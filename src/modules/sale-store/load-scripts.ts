@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
+import type { Admission } from '../../infra/database/entities/goods.entity.js';
 
 /** Fields or members per command of a load: each command stays a modest size. */
 const LOAD_CHUNK = 1_000;
@@ -20,7 +21,15 @@ export class LoadScripts {
    */
   async preheat(
     keys: SaleKeys,
-    sale: { totalStock: number; stock: number; startAt: Date; endAt: Date; perUserLimit: number },
+    sale: {
+      totalStock: number;
+      stock: number;
+      startAt: Date;
+      endAt: Date;
+      perUserLimit: number;
+      /** Default `open`. */
+      admission?: Admission;
+    },
     history: { buyers: { userId: number; quantity: number }[]; restocked: string[] } = {
       buyers: [],
       restocked: [],
@@ -47,6 +56,7 @@ export class LoadScripts {
       sale.endAt.getTime(),
       sale.perUserLimit,
       refresh ? 1 : 0,
+      sale.admission ?? 'open',
     );
     const replies = (await load.exec()) ?? [];
     const failed = replies.find(([error]) => error !== null);

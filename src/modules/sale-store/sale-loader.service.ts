@@ -1,8 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { scanKeys, type RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
-import { allBucketKeys, SALES_INDEX_KEY, saleKeys } from '../../infra/redis/seckill-keys.js';
+import {
+  allBucketKeys,
+  queueKeys,
+  SALES_INDEX_KEY,
+  saleKeys,
+} from '../../infra/redis/seckill-keys.js';
 import { homeBucket } from '../../infra/redis/stock-buckets.js';
+import type { Admission } from '../../infra/database/entities/goods.entity.js';
 import { FaultInjector } from '../../config/fault-injector.js';
 import { BucketCounts, splitEvenly } from './bucket-counts.service.js';
 import { LoadScripts } from './load-scripts.js';
@@ -14,6 +20,7 @@ export interface SaleSnapshot {
   endAt: Date;
   perUserLimit: number;
   stock: number;
+  admission: Admission;
 }
 
 /**
@@ -100,10 +107,13 @@ export class SaleLoader {
    * still on their way to MySQL: their bookkeeping must outlive them.
    */
   async evict(goodsId: number): Promise<boolean> {
-    for (const keys of await this.counts.buckets(goodsId)) {
+    const buckets = await this.counts.buckets(goodsId);
+    for (const keys of buckets) {
       if ((await this.redis.hlen(keys.inflight)) > 0) return false;
     }
     await this.forget(goodsId);
+    await this.redis.del(...Object.values(queueKeys(goodsId)));
+    for (const keys of buckets) await this.redis.del(keys.admitted);
     await this.redis.srem(SALES_INDEX_KEY, String(goodsId));
     return true;
   }
@@ -111,14 +121,16 @@ export class SaleLoader {
   /**
    * Drops a sale's keys unconditionally (they are about to be rebuilt from MySQL). `keepVoided`:
    * the request ids given up stay (a void is final: the late message of a purchase answered 503
-   * is still dropped after the rebuild).
+   * is still dropped after the rebuild). The admitted buyers stay too: like the waiting room,
+   * they are not in MySQL.
    */
   async forget(goodsId: number, { keepVoided = false } = {}): Promise<void> {
     const buckets = await this.counts.buckets(goodsId);
     const sets = buckets.length === 1 ? buckets : [saleKeys(goodsId), ...buckets];
     for (const keys of sets) {
       const names = Object.values(keys).filter(
-        (key): key is string => typeof key === 'string' && !(keepVoided && key === keys.voided),
+        (key): key is string =>
+          typeof key === 'string' && key !== keys.admitted && !(keepVoided && key === keys.voided),
       );
       // One DEL per bucket: a cluster refuses a DEL whose keys are in different slots.
       await this.redis.del(...names);

@@ -71,7 +71,13 @@ describe("the sale's scripts (real Redis)", () => {
 
   /** A sale preheated through the script itself; open for an hour either side of now by default. */
   async function openSale(
-    options: { stock?: number; limit?: number; startAt?: Date; endAt?: Date } = {},
+    options: {
+      stock?: number;
+      limit?: number;
+      startAt?: Date;
+      endAt?: Date;
+      admission?: 'open' | 'queue';
+    } = {},
   ): Promise<Sale> {
     const sale = newSale();
     const stock = options.stock ?? 10;
@@ -81,6 +87,7 @@ describe("the sale's scripts (real Redis)", () => {
       startAt: options.startAt ?? new Date(Date.now() - HOUR),
       endAt: options.endAt ?? new Date(Date.now() + HOUR),
       perUserLimit: options.limit ?? 5,
+      admission: options.admission,
     });
     return sale;
   }
@@ -130,6 +137,7 @@ describe("the sale's scripts (real Redis)", () => {
       restocked: (await redis.smembers(keys.restocked)).sort(),
       loans: await redis.hgetall(keys.loans),
       borrowed: await redis.hgetall(keys.borrowed),
+      admitted: await redis.zrange(keys.admitted, 0, -1, 'WITHSCORES'),
     };
   }
 
@@ -286,6 +294,43 @@ describe("the sale's scripts (real Redis)", () => {
       expect(replay).toMatchObject({ code: DeductCode.Replayed, remaining: 9 });
       expect(await snapshot(sale)).toEqual(before);
       expect(await stockOf(sale)).toBe(9);
+    });
+  });
+
+  describe('a queue sale', () => {
+    it('should refuse a buyer without an admission in force NOT_ADMITTED and change nothing', async () => {
+      const sale = await openSale({ stock: 3, admission: 'queue' });
+      await redis.zadd(sale.keys.admitted, Date.now() - 1_000, '602');
+      const before = await snapshot(sale);
+
+      expect((await buy(sale, 601)).code).toBe(DeductCode.NotAdmitted);
+      expect((await buy(sale, 602)).code).toBe(DeductCode.NotAdmitted);
+
+      expect(await snapshot(sale)).toEqual(before);
+    });
+
+    it('should spend an admission on an accepted purchase, and give it back with a release', async () => {
+      const sale = await openSale({ stock: 3, admission: 'queue' });
+      const until = Date.now() + MINUTE;
+      await redis.zadd(sale.keys.admitted, until, '603');
+
+      const purchase = await buy(sale, 603);
+      expect(purchase.code).toBe(DeductCode.Accepted);
+      expect(Number(await redis.zscore(sale.keys.admitted, '603'))).toBe(-until);
+
+      expect(await ledger.release(sale.keys, purchase.requestId, false, 'UNAVAILABLE')).toBe(
+        ReleaseCode.Released,
+      );
+      expect(Number(await redis.zscore(sale.keys.admitted, '603'))).toBe(until);
+      expect((await buy(sale, 603)).code).toBe(DeductCode.Accepted);
+    });
+
+    it('should answer SOLD_OUT before NOT_ADMITTED once the stock is gone', async () => {
+      const sale = await openSale({ stock: 1, admission: 'queue' });
+      await redis.zadd(sale.keys.admitted, Date.now() + MINUTE, '604');
+      expect((await buy(sale, 604)).code).toBe(DeductCode.Accepted);
+
+      expect((await buy(sale, 605)).code).toBe(DeductCode.SoldOut);
     });
   });
 
@@ -815,6 +860,7 @@ describe("the sale's scripts (real Redis)", () => {
         startAt: String(startAt.getTime()),
         endAt: String(endAt.getTime()),
         limit: '3',
+        admission: 'open',
       });
     });
 
@@ -839,6 +885,7 @@ describe("the sale's scripts (real Redis)", () => {
         startAt: String(startAt.getTime()),
         endAt: String(endAt.getTime()),
         limit: '1',
+        admission: 'open',
       });
     });
 

@@ -10,6 +10,7 @@ import { saleKeys } from '../../infra/redis/seckill-keys.js';
 import { GoodsService } from '../goods/goods.service.js';
 import type { Challenge } from 'altcha-lib';
 import { ChallengeService } from './challenge.service.js';
+import { WaitingRoom } from '../waiting-room/waiting-room.service.js';
 
 export interface PurchaseToken {
   token: string;
@@ -48,22 +49,26 @@ export class PurchaseTokenService {
     private readonly lua: LuaScripts,
     private readonly goods: GoodsService,
     private readonly challenges: ChallengeService,
+    private readonly room: WaitingRoom,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {}
 
   /**
    * A proof-of-work challenge for the token, under the same window rules as the token itself: a
-   * challenge costs the server one key derivation, not spent on a token that cannot be had.
+   * challenge costs the server one key derivation, not spent on a token that cannot be had. A
+   * queue sale's challenge (for joining its waiting room) is had from queueOpensAt.
    */
   async challenge(goodsId: number, userId: number): Promise<Challenge> {
-    await this.saleWindow(goodsId);
+    await this.saleWindow(goodsId, { forJoining: true });
     return this.challenges.issue(goodsId, userId);
   }
 
   /** With SECKILL_REQUIRE_CHALLENGE on, `challenge` must carry a solved one (redeemed here). */
   async issue(goodsId: number, userId: number, challenge?: string): Promise<PurchaseToken> {
     const goods = await this.saleWindow(goodsId);
-    // After the window checks: a solved challenge is not burnt on a token that cannot be had.
+    await this.room.requireAdmission(goods, userId);
+    // After the window and admission checks: a solved challenge is not burnt on a token that
+    // cannot be had.
     if (this.seckill.requireChallenge) {
       await this.challenges.redeem(goodsId, userId, challenge);
     }
@@ -77,11 +82,18 @@ export class PurchaseTokenService {
     return { token, expiresAt: new Date(now + ttlMs).toISOString() };
   }
 
-  /** The goods, when its token window is open: from SECKILL_TOKEN_EARLY_MS before the sale to its end. */
-  private async saleWindow(goodsId: number) {
+  /**
+   * The goods, when its token window is open: from SECKILL_TOKEN_EARLY_MS before the sale to its
+   * end (`forJoining`, a queue sale's: from queueOpensAt, when its waiting room opens).
+   */
+  private async saleWindow(goodsId: number, { forJoining = false } = {}) {
     const goods = await orUnavailable('MySQL', () => this.goods.findOrThrow(goodsId));
     const now = Date.now();
-    if (now < goods.startAt.getTime() - this.seckill.tokenEarlyMs) {
+    const opensAt = Math.min(
+      goods.startAt.getTime() - this.seckill.tokenEarlyMs,
+      forJoining && goods.queueOpensAt ? goods.queueOpensAt.getTime() : Infinity,
+    );
+    if (now < opensAt) {
       throw new DomainError('SALE_NOT_STARTED', 'The sale has not started yet');
     }
     if (now >= goods.endAt.getTime()) throw new DomainError('SALE_ENDED', 'The sale has ended');

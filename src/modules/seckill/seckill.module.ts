@@ -5,7 +5,7 @@ import { OrdersModule } from '../orders/orders.module.js';
 import { PreheatModule } from '../preheat/preheat.module.js';
 import { AvailabilityModule } from '../availability/availability.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
-import { ChallengeService } from './challenge.service.js';
+import { ChallengeModule } from './challenge.module.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
@@ -18,6 +18,7 @@ import { ResultEvents } from './result-events.js';
 import { ResultStreams } from './result-stream.service.js';
 import { SeckillController } from './seckill.controller.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
+import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
 
 /**
  * The purchase path, served by the instances that serve the API (ApiModule). Which store
@@ -33,6 +34,8 @@ import { MetricsModule } from '../metrics/metrics.module.js';
     OrdersModule,
     PreheatModule,
     AvailabilityModule,
+    ChallengeModule,
+    WaitingRoomModule,
   ],
   controllers: [SeckillController],
   providers: [
@@ -43,7 +46,6 @@ import { MetricsModule } from '../metrics/metrics.module.js';
     PurchaseRequestService,
     PurchaseResultService,
     PurchaseTokenService,
-    ChallengeService,
     IdempotencyService,
     ResultEvents,
     ResultStreams,

@@ -6,6 +6,9 @@ import {
   UpdateDateColumn,
 } from 'typeorm';
 
+export const ADMISSIONS = ['open', 'queue'] as const;
+export type Admission = (typeof ADMISSIONS)[number];
+
 @Entity({ name: 'seckill_goods' })
 export class GoodsEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', unsigned: true })
@@ -40,6 +43,22 @@ export class GoodsEntity {
   /** Redis buckets the stock is split over (see infra/redis/stock-buckets.ts); fixed at creation. */
   @Column({ name: 'stock_shards', type: 'tinyint', unsigned: true, default: 1 })
   stockShards: number;
+
+  /** `open` (the fastest request wins) or `queue` (the waiting room admits; modules/waiting-room/). */
+  @Column({ type: 'varchar', length: 8, default: 'open' })
+  admission: Admission;
+
+  /** A `queue` sale: when joining starts (before startAt); null for an open sale. */
+  @Column({ name: 'queue_opens_at', type: 'datetime', precision: 3, nullable: true })
+  queueOpensAt: Date | null;
+
+  /** A `queue` sale: the most buyers admitted in any second, across every instance. */
+  @Column({ name: 'admit_per_second', type: 'int', unsigned: true, nullable: true })
+  admitPerSecond: number | null;
+
+  /** A `queue` sale: how long an admitted buyer may take to buy. */
+  @Column({ name: 'admission_ttl_seconds', type: 'int', unsigned: true, nullable: true })
+  admissionTtlSeconds: number | null;
 
   /** When the sale was first loaded into Redis (see migrations/1764400000004-GoodsRedisLoaded). */
   @Column({ name: 'redis_loaded_at', type: 'datetime', precision: 3, nullable: true })

@@ -67,6 +67,7 @@ describe('DatabasePurchase', () => {
     notStarted: false,
     ended: false,
     perUserLimit: 1,
+    queue: false,
   };
 
   /** Each transaction runs its statements, then commits (or fails to). */

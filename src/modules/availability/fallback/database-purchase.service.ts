@@ -188,6 +188,11 @@ export class DatabasePurchase {
   private async whyNotTaken(goodsId: number, quantity: number): Promise<Refusal> {
     const goods = await this.goods.fallbackSaleState(goodsId);
     if (!goods) return new DomainError('GOODS_NOT_FOUND', `Goods ${goodsId} not found`);
+    if (goods.queue) {
+      return new UnavailableError(
+        'This sale admits buyers through its waiting room, which lives in Redis: it is not sold while Redis is unavailable; nothing was taken',
+      );
+    }
     if (goods.notStarted) {
       return new DomainError('SALE_NOT_STARTED', 'The sale has not started yet');
     }

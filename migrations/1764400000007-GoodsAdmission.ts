@@ -1,0 +1,28 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+
+/**
+ * A sale's admission: `open` (the fastest request wins) or `queue` (a waiting room admits buyers
+ * in a shuffled order, paced by `admit_per_second` and the stock; see modules/waiting-room/).
+ * The three queue columns are NULL for an open sale.
+ */
+export class GoodsAdmission1764400000007 implements MigrationInterface {
+  name = 'GoodsAdmission1764400000007';
+
+  async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(
+      `ALTER TABLE seckill_goods
+         ADD COLUMN admission VARCHAR(8) NOT NULL DEFAULT 'open',
+         ADD COLUMN queue_opens_at DATETIME(3) NULL,
+         ADD COLUMN admit_per_second INT UNSIGNED NULL,
+         ADD COLUMN admission_ttl_seconds INT UNSIGNED NULL`,
+    );
+  }
+
+  async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(
+      `ALTER TABLE seckill_goods
+         DROP COLUMN admission, DROP COLUMN queue_opens_at,
+         DROP COLUMN admit_per_second, DROP COLUMN admission_ttl_seconds`,
+    );
+  }
+}

@@ -1,0 +1,114 @@
+import { Injectable } from '@nestjs/common';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
+import { queueKeys, saleKeys } from '../../infra/redis/seckill-keys.js';
+
+/** lua/queue-join.lua's answers. */
+export enum JoinCode {
+  Joined = 0,
+  Kept = 1,
+  NotOpen = 2,
+  Ended = 3,
+}
+
+/** lua/queue-status.lua's states, in its order. */
+export const QUEUE_STATES = [
+  'NOT_JOINED',
+  'WAITING',
+  'ADMITTED',
+  'EXPIRED',
+  'SOLD_OUT',
+  'PURCHASED',
+] as const;
+export type QueueState = (typeof QUEUE_STATES)[number];
+
+/** A buyer's standing as lua/queue-status.lua reads it. */
+export interface QueueStanding {
+  state: QueueState;
+  /** Buyers waiting ahead; null before the shuffle has placed this one. */
+  ahead: number | null;
+  /** ms, Redis's clock; ADMITTED only. */
+  admittedUntil: number | null;
+  admittedLast10s: number;
+}
+
+export interface TickParams {
+  startAt: number;
+  endAt: number;
+  admitPerSecond: number;
+  admissionTtlMs: number;
+  stockFactor: number;
+  seedCandidate: string;
+  shuffleChunk: number;
+}
+
+export interface TickResult {
+  admitted: number;
+  lapsed: number;
+  shuffling: boolean;
+}
+
+/** The waiting room's keys in the order lua/queue-tick.lua and queue-status.lua take them. */
+function roomKeys(goodsId: number): string[] {
+  const keys = queueKeys(goodsId);
+  return [keys.state, keys.pre, keys.line, keys.admitted, keys.expired, keys.admits];
+}
+
+/** The waiting room's scripts (lua/queue-join, -tick, -status.lua), typed. */
+@Injectable()
+export class QueueScripts {
+  constructor(private readonly lua: LuaScripts) {}
+
+  async join(
+    goodsId: number,
+    userId: number,
+    window: { opensAt: number; startAt: number; endAt: number },
+  ): Promise<JoinCode> {
+    const keys = queueKeys(goodsId);
+    return (await this.lua.run(
+      'queueJoin',
+      keys.state,
+      keys.pre,
+      keys.line,
+      userId,
+      window.opensAt,
+      window.startAt,
+      window.endAt,
+    )) as JoinCode;
+  }
+
+  async tick(goodsId: number, params: TickParams): Promise<TickResult> {
+    const [admitted, lapsed, shuffling] = (await this.lua.run(
+      'queueTick',
+      ...roomKeys(goodsId),
+      saleKeys(goodsId).stock,
+      params.startAt,
+      params.endAt,
+      params.admitPerSecond,
+      params.admissionTtlMs,
+      params.stockFactor,
+      params.seedCandidate,
+      params.shuffleChunk,
+    )) as [number, number, number];
+    return { admitted, lapsed, shuffling: shuffling === 1 };
+  }
+
+  async status(goodsId: number, userId: number): Promise<QueueStanding> {
+    const sale = saleKeys(goodsId);
+    const [state, ahead, admittedUntil, admittedLast10s] = (await this.lua.run(
+      'queueStatus',
+      ...roomKeys(goodsId),
+      sale.stock,
+      sale.inflight,
+      sale.buyers,
+      userId,
+    )) as [number, number, number, number];
+    const name = QUEUE_STATES[state];
+    if (name === undefined) throw new Error(`queue-status answered an unknown state ${state}`);
+    return {
+      state: name,
+      ahead: name === 'WAITING' && ahead >= 0 ? ahead : null,
+      admittedUntil: name === 'ADMITTED' ? admittedUntil : null,
+      admittedLast10s,
+    };
+  }
+}

@@ -1,0 +1,98 @@
+import { Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProperty,
+  ApiPropertyOptional,
+  ApiTags,
+} from '@nestjs/swagger';
+import { ApiErrors, AUTHENTICATED } from '../../common/errors/api-errors.decorator.js';
+import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
+import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
+import { BlocklistChecked } from '../blocklist/blocklist.hook.js';
+import { RateLimit } from '../rate-limit/rate-limit.policy.js';
+import { QUEUE_STATES } from './queue-scripts.js';
+import { WaitingRoom } from './waiting-room.service.js';
+
+class QueueStatusDto {
+  @ApiProperty({ enum: QUEUE_STATES }) state: string;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description:
+      'Your place among those still waiting (1: admitted next); null unless WAITING, and before the shuffle at startAt',
+  })
+  position: number | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'Buyers waiting ahead of you' })
+  ahead: number | null;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description:
+      'Seconds until your admission, from the admissions of the last ten seconds (admitPerSecond before any); 0 once ADMITTED; null in a final state',
+  })
+  etaSeconds: number | null;
+  @ApiPropertyOptional({ format: 'date-time', description: 'ADMITTED: buy before this' })
+  admittedUntil?: string;
+}
+
+@ApiTags('seckill')
+@ApiBearerAuth()
+@Controller('seckill')
+export class WaitingRoomController {
+  constructor(private readonly room: WaitingRoom) {}
+
+  @Post(':goodsId/queue')
+  @HttpCode(200)
+  @RateLimit('token')
+  @BlocklistChecked()
+  @ApiOperation({
+    summary: "Join a queue sale's waiting room (joining again keeps your place)",
+    description:
+      'From queueOpensAt to the end of the sale. Everyone who joins before startAt is put in a random order at startAt; later joiners queue behind in arrival order. Buyers are admitted in that order, at most admitPerSecond across the service and while those admitted and undecided stay within the remaining stock times QUEUE_ADMIT_STOCK_FACTOR; an admission lasts admissionTtlSeconds. 409 QUEUE_NOT_OPEN for a sale without a waiting room or before queueOpensAt, 409 SALE_ENDED after the end.',
+  })
+  @ApiHeader({
+    name: 'X-Seckill-Challenge',
+    required: false,
+    description:
+      'base64 of the JSON {challenge, solution} of a challenge from GET /api/v1/seckill/{goodsId}/challenge; required when SECKILL_REQUIRE_CHALLENGE=true',
+  })
+  @ApiOkResponse({ type: QueueStatusDto })
+  @ApiErrors(
+    ...AUTHENTICATED,
+    'VALIDATION_FAILED',
+    'FORBIDDEN',
+    'GOODS_NOT_FOUND',
+    'QUEUE_NOT_OPEN',
+    'SALE_ENDED',
+    'TOO_MANY_REQUESTS',
+  )
+  join(
+    @Param('goodsId', PositiveIntPipe) goodsId: number,
+    @CurrentUser() user: AuthUser,
+    @Headers('x-seckill-challenge') challenge: string | undefined,
+  ) {
+    return this.room.join(goodsId, user.userId, challenge);
+  }
+
+  @Get(':goodsId/queue')
+  @RateLimit('read')
+  @ApiOperation({
+    summary: 'Where you stand in a queue sale’s waiting room',
+    description:
+      'NOT_JOINED, WAITING (position and ahead once the shuffle at startAt has placed you), ADMITTED (buy before admittedUntil), EXPIRED (the admission lapsed unused), SOLD_OUT (no stock left and nothing in flight that could give some back; WAITING again if stock comes back) or PURCHASED.',
+  })
+  @ApiOkResponse({ type: QueueStatusDto })
+  @ApiErrors(
+    ...AUTHENTICATED,
+    'VALIDATION_FAILED',
+    'GOODS_NOT_FOUND',
+    'QUEUE_NOT_OPEN',
+    'TOO_MANY_REQUESTS',
+  )
+  status(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {
+    return this.room.status(goodsId, user.userId);
+  }
+}

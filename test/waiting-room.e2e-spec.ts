@@ -1,0 +1,293 @@
+import { describe, expect, it } from 'vitest';
+import { queueKeys } from '../src/infra/redis/seckill-keys.js';
+import { adminAuth, bearer, createSale, waitFor, useApp } from './support/harness.js';
+
+interface QueueAnswer {
+  state: string;
+  position: number | null;
+  ahead: number | null;
+  etaSeconds: number | null;
+  admittedUntil?: string;
+}
+
+interface QueueSaleOptions {
+  stock: number;
+  startsInMs: number;
+  admitPerSecond?: number;
+  admissionTtlSeconds?: number;
+  queueOpensInMs?: number;
+  lastsMs?: number;
+}
+
+describe('a queue sale: the waiting room', () => {
+  const t = useApp({
+    THROTTLE_ENABLED: 'false',
+    SOLD_OUT_MEMO_MS: '0',
+    QUEUE_TICK_MS: '50',
+    QUEUE_ADMIT_STOCK_FACTOR: '2',
+  });
+  const stores = t.stores;
+
+  const createQueueSale = (options: QueueSaleOptions): Promise<number> =>
+    createSale(t.http, {
+      stock: options.stock,
+      startsInMs: options.startsInMs,
+      lastsMs: options.lastsMs,
+      queue: {
+        admitPerSecond: options.admitPerSecond ?? 1_000,
+        admissionTtlSeconds: options.admissionTtlSeconds ?? 60,
+        opensInMs: options.queueOpensInMs,
+      },
+    });
+
+  const join = (goodsId: number, userId: number) =>
+    t.http.post(`/api/v1/seckill/${goodsId}/queue`).set('Authorization', bearer(userId));
+  const standing = async (goodsId: number, userId: number): Promise<QueueAnswer> =>
+    (
+      await t.http
+        .get(`/api/v1/seckill/${goodsId}/queue`)
+        .set('Authorization', bearer(userId))
+        .expect(200)
+    ).body as QueueAnswer;
+  const buy = (goodsId: number, userId: number) =>
+    t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+  const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
+  const standings = (goodsId: number, users: number[]) =>
+    Promise.all(users.map((userId) => standing(goodsId, userId)));
+  /** Every buyer's standing, once exactly `count` of them are ADMITTED. */
+  const admittedCount = (goodsId: number, users: number[], count: number) =>
+    waitFor(
+      async () => {
+        const now = await standings(goodsId, users);
+        return now.filter((s) => s.state === 'ADMITTED').length === count ? now : null;
+      },
+      { what: `${count} admitted` },
+    );
+
+  it('should show the admission fields in the goods answers, and refuse bad ones with 400', async () => {
+    const startAt = Date.now() + 60_000;
+    const base = {
+      name: 'Queued phone',
+      price: 1,
+      stock: 5,
+      startAt: new Date(startAt).toISOString(),
+      endAt: new Date(startAt + 60_000).toISOString(),
+    };
+    const create = (body: object) =>
+      t.http.post('/api/v1/admin/goods').set('Authorization', adminAuth()).send(body);
+
+    const created = await create({
+      ...base,
+      admission: 'queue',
+      admitPerSecond: 50,
+      admissionTtlSeconds: 120,
+    }).expect(201);
+    expect(created.body).toMatchObject({
+      admission: 'queue',
+      queueOpensAt: new Date(startAt - 15 * 60_000).toISOString(),
+      admitPerSecond: 50,
+      admissionTtlSeconds: 120,
+      stockShards: 1,
+    });
+    const view = await t.http.get(`/api/v1/goods/${created.body.id}`).expect(200);
+    expect(view.body).toMatchObject({ admission: 'queue', admitPerSecond: 50 });
+    const open = await create(base).expect(201);
+    expect(open.body.admission).toBe('open');
+    expect(open.body).not.toHaveProperty('admitPerSecond');
+
+    for (const bad of [
+      { ...base, admission: 'queue', admissionTtlSeconds: 60 },
+      { ...base, admission: 'queue', admitPerSecond: 0, admissionTtlSeconds: 60 },
+      { ...base, admission: 'lottery' },
+      { ...base, admitPerSecond: 10 },
+      {
+        ...base,
+        admission: 'queue',
+        admitPerSecond: 10,
+        admissionTtlSeconds: 60,
+        queueOpensAt: base.startAt,
+      },
+      { ...base, admission: 'queue', admitPerSecond: 10, admissionTtlSeconds: 60, stockShards: 2 },
+    ]) {
+      const refused = await create(bad).expect(400);
+      expect(refused.body).toMatchObject({ statusCode: 400, code: 'VALIDATION_FAILED' });
+    }
+  });
+
+  it('should refuse joining an unknown goods, an open sale, a closed waiting room or a bad id, and change nothing', async () => {
+    const openSale = (
+      await t.http
+        .post('/api/v1/admin/goods')
+        .set('Authorization', adminAuth())
+        .send({
+          name: 'Open phone',
+          price: 1,
+          stock: 5,
+          startAt: new Date(Date.now() - 1_000).toISOString(),
+          endAt: new Date(Date.now() + 60_000).toISOString(),
+        })
+        .expect(201)
+    ).body.id as number;
+    const notYet = await createQueueSale({ stock: 5, startsInMs: 60_000, queueOpensInMs: 30_000 });
+    const ended = await createQueueSale({
+      stock: 5,
+      startsInMs: -120_000,
+      lastsMs: 60_000,
+      queueOpensInMs: -180_000,
+    });
+
+    expect((await join(99_999_999, 801).expect(404)).body.code).toBe('GOODS_NOT_FOUND');
+    expect((await join(openSale, 801).expect(409)).body.code).toBe('QUEUE_NOT_OPEN');
+    const early = await join(notYet, 801).expect(409);
+    expect(early.body).toMatchObject({ code: 'QUEUE_NOT_OPEN', message: /opens at/ });
+    expect((await join(ended, 801).expect(409)).body.code).toBe('SALE_ENDED');
+    expect((await join(0, 801).expect(400)).body.code).toBe('VALIDATION_FAILED');
+    expect((await t.http.post(`/api/v1/seckill/${notYet}/queue`).expect(401)).body.code).toBe(
+      'UNAUTHORIZED',
+    );
+
+    for (const goodsId of [openSale, notYet, ended]) {
+      const keys = Object.values(queueKeys(goodsId));
+      expect(await stores.redis.exists(...keys)).toBe(0);
+    }
+    expect(await standing(notYet, 801)).toEqual({
+      state: 'NOT_JOINED',
+      position: null,
+      ahead: null,
+      etaSeconds: null,
+    });
+  });
+
+  it('should shuffle the pre-queue at the start, admit within the stock bound, and sell only to the admitted', async () => {
+    const stock = 5;
+    const goodsId = await createQueueSale({ stock, startsInMs: 3_000 });
+    const buyers = range(9_100, 30);
+    for (const userId of buyers) await join(goodsId, userId).expect(200);
+
+    const before = await standing(goodsId, buyers[0]);
+    expect(before).toMatchObject({ state: 'WAITING', position: null, ahead: null });
+    expect(before.etaSeconds).toBeGreaterThanOrEqual(0);
+    // Joining again keeps the place: still one entry each.
+    expect((await join(goodsId, buyers[0]).expect(200)).body.state).toBe('WAITING');
+    expect(await stores.redis.zcard(queueKeys(goodsId).pre)).toBe(buyers.length);
+    // Before the start the sale itself refuses, as an open one would.
+    expect((await buy(goodsId, buyers[0]).expect(409)).body.code).toBe('SALE_NOT_STARTED');
+
+    // Admitted: stock × QUEUE_ADMIT_STOCK_FACTOR of them, no more while they decide.
+    const settled = await admittedCount(goodsId, buyers, stock * 2);
+    const admitted = buyers.filter((_, i) => settled[i].state === 'ADMITTED');
+    const waiting = buyers.filter((_, i) => settled[i].state === 'WAITING');
+    expect(waiting).toHaveLength(buyers.length - stock * 2);
+    expect(
+      waiting.map((userId) => settled[buyers.indexOf(userId)].position).sort((a, b) => a! - b!),
+    ).toEqual(range(1, waiting.length));
+    // The order is the shuffle's, not the joins': the first ten joiners are not exactly the
+    // ten admitted (a chance of 1 in 30!/(10!·20!), about 3·10⁻⁸).
+    expect(admitted).not.toEqual(buyers.slice(0, stock * 2));
+    for (const s of settled.filter((x) => x.state === 'ADMITTED')) {
+      expect(Date.parse(s.admittedUntil!)).toBeGreaterThan(Date.now());
+    }
+
+    // Nobody buys around the queue.
+    const outsider = await buy(goodsId, waiting[0]).expect(403);
+    expect(outsider.body).toMatchObject({ statusCode: 403, code: 'NOT_ADMITTED' });
+    expect((await buy(goodsId, 9_999).expect(403)).body.code).toBe('NOT_ADMITTED');
+    expect(await stores.redisStock(goodsId)).toBe(stock);
+
+    for (const userId of admitted.slice(0, stock)) await buy(goodsId, userId).expect(202);
+    expect((await standing(goodsId, admitted[0])).state).toBe('PURCHASED');
+    // A used admission is spent: a second purchase is the per-user rule's.
+    expect((await buy(goodsId, admitted[0]).expect(409)).body.code).toBe('ALREADY_PURCHASED');
+
+    // Once every unit is sold and written, everyone still waiting (or undecided) hears SOLD_OUT.
+    await waitFor(
+      async () => {
+        const rest = await standings(goodsId, [...waiting, ...admitted.slice(stock)]);
+        return rest.every((s) => s.state === 'SOLD_OUT');
+      },
+      { what: 'SOLD_OUT for everyone still waiting' },
+    );
+    expect((await buy(goodsId, admitted[stock]).expect(409)).body.code).toBe('SOLD_OUT');
+    await waitFor(async () => (await stores.orders(goodsId)).length === stock, {
+      what: 'the orders',
+    });
+    expect(new Set((await stores.orders(goodsId)).map((o) => o.user_id))).toEqual(
+      new Set(admitted.slice(0, stock)),
+    );
+  });
+
+  it('should never admit more than admitPerSecond in any second', async () => {
+    const goodsId = await createQueueSale({ stock: 100, startsInMs: 1_500, admitPerSecond: 3 });
+    const buyers = range(9_200, 12);
+    for (const userId of buyers) await join(goodsId, userId).expect(200);
+
+    const all = await waitFor(
+      async () => {
+        const now = await standings(goodsId, buyers);
+        return now.every((s) => s.state === 'ADMITTED') ? now : null;
+      },
+      { what: 'every buyer admitted', timeoutMs: 20_000 },
+    );
+
+    // admittedUntil is the admission's time plus the TTL: the admission times, as Redis took them.
+    const times = all.map((s) => Date.parse(s.admittedUntil!)).sort((a, b) => a - b);
+    for (const at of times) {
+      expect(times.filter((other) => other > at - 1_000 && other <= at).length).toBeLessThanOrEqual(
+        3,
+      );
+    }
+  });
+
+  it('should drop an admission that lapses unused and admit the next buyer', async () => {
+    const goodsId = await createQueueSale({ stock: 1, startsInMs: 1_000, admissionTtlSeconds: 1 });
+    const buyers = range(9_300, 4);
+    for (const userId of buyers) await join(goodsId, userId).expect(200);
+
+    // Stock 1 × QUEUE_ADMIT_STOCK_FACTOR 2.
+    const first = await admittedCount(goodsId, buyers, 2);
+    const firstAdmitted = buyers.filter((_, i) => first[i].state === 'ADMITTED');
+
+    const later = await waitFor(
+      async () => {
+        const now = await standings(goodsId, buyers);
+        return firstAdmitted.every((u) => now[buyers.indexOf(u)].state === 'EXPIRED') &&
+          now.filter((s) => s.state === 'ADMITTED').length === 2
+          ? now
+          : null;
+      },
+      { what: 'the lapsed admissions replaced' },
+    );
+    const next = buyers.filter((_, i) => later[i].state === 'ADMITTED');
+    expect(next.some((u) => firstAdmitted.includes(u))).toBe(false);
+    expect((await buy(goodsId, firstAdmitted[0]).expect(403)).body.code).toBe('NOT_ADMITTED');
+    await buy(goodsId, next[0]).expect(202);
+  });
+
+  it('should admit again when a cancel gives the stock back', async () => {
+    const goodsId = await createQueueSale({ stock: 1, startsInMs: 1_000 });
+    const buyers = range(9_400, 3);
+    for (const userId of buyers) await join(goodsId, userId).expect(200);
+    // Stock 1 × QUEUE_ADMIT_STOCK_FACTOR 2.
+    const first = await admittedCount(goodsId, buyers, 2);
+    const [buyer, undecided] = buyers.filter((_, i) => first[i].state === 'ADMITTED');
+    const last = buyers.find((_, i) => first[i].state === 'WAITING')!;
+    await buy(goodsId, buyer).expect(202);
+    const orderNo = await waitFor(async () => (await stores.orders(goodsId))[0]?.order_no, {
+      what: 'the order',
+    });
+    await waitFor(async () => (await standing(goodsId, last)).state === 'SOLD_OUT', {
+      what: 'SOLD_OUT while the stock is gone',
+    });
+
+    await t.http
+      .post(`/api/v1/orders/${orderNo}/cancel`)
+      .set('Authorization', bearer(buyer))
+      .expect((response) => expect(response.status).toBeLessThan(300));
+
+    await waitFor(async () => (await standing(goodsId, last)).state === 'ADMITTED', {
+      what: 'the last buyer admitted once the stock is back',
+    });
+    expect((await standing(goodsId, undecided)).state).toBe('ADMITTED');
+    expect((await standing(goodsId, buyer)).state).toBe('PURCHASED');
+  });
+});
