@@ -9,6 +9,8 @@
   ARGV[2] queueOpensAt (ms)
   ARGV[3] startAt (ms)
   ARGV[4] endAt (ms)
+  ARGV[5] the user's result channel (resultChannel in src/infra/redis/seckill-keys.ts): a new
+          place is announced there ("JOINED"), so that a queue stream open already re-reads
 
   Returns:
     0 JOINED        a new place: in the pre-queue while its seed is not drawn (the shuffle at
@@ -38,4 +40,5 @@ if now < tonumber(ARGV[3]) and redis.call('HEXISTS', KEYS[1], 'seed') == 0 then
 else
   redis.call('ZADD', KEYS[3], redis.call('HINCRBY', KEYS[1], 'seq', 1), userId)
 end
+redis.call('PUBLISH', ARGV[5], 'JOINED')
 return 0

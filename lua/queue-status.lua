@@ -13,11 +13,13 @@
 
   ARGV[1] userId
 
-  Returns {state, ahead, admittedUntil, admittedLast10s}:
+  Returns {state, ahead, admittedUntil, admittedLast10s, head}:
     state  0 NOT_JOINED, 1 WAITING, 2 ADMITTED, 3 EXPIRED, 4 SOLD_OUT, 5 PURCHASED
     ahead  buyers waiting ahead of this one (WAITING), -1 before the shuffle has placed it
     admittedUntil  (ms) for ADMITTED, else 0
     admittedLast10s  admissions in the last ten seconds, the pace the ETA is judged by
+    head   places admitted so far (a WAITING buyer's place in the line is head + ahead, fixed
+           once the shuffle has placed it: lua/queue-room.lua's head then tells how far it moved)
 
   SOLD_OUT: no stock left and no accepted purchase still on its way to MySQL (one that fails
   would give its stock back). It lasts only while that holds: stock given back (a cancel, an
@@ -28,32 +30,32 @@ local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
 if tonumber(redis.call('HGET', KEYS[9], userId) or '0') > 0 then
-  return {5, 0, 0, 0}
+  return {5, 0, 0, 0, 0}
 end
 local admission = redis.call('ZSCORE', KEYS[4], userId)
 if admission and tonumber(admission) < 0 then
-  return {5, 0, 0, 0}
+  return {5, 0, 0, 0, 0}
 end
 if admission and tonumber(admission) < now or redis.call('SISMEMBER', KEYS[5], userId) == 1 then
-  return {3, 0, 0, 0}
+  return {3, 0, 0, 0, 0}
 end
 local rank = redis.call('ZRANK', KEYS[3], userId)
 if not admission and not rank and not redis.call('ZSCORE', KEYS[2], userId) then
-  return {0, 0, 0, 0}
+  return {0, 0, 0, 0, 0}
 end
 local stock = redis.call('GET', KEYS[7])
 if stock and tonumber(stock) <= 0 and redis.call('HLEN', KEYS[8]) == 0 then
-  return {4, 0, 0, 0}
+  return {4, 0, 0, 0, 0}
 end
 if admission then
-  return {2, 0, tonumber(admission), 0}
+  return {2, 0, tonumber(admission), 0, 0}
 end
 local recent = 0
 for _, entry in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '(' .. (now - 10000), '+inf')) do
   recent = recent + tonumber(string.match(entry, ':(%d+)$'))
 end
 if redis.call('HGET', KEYS[1], 'shuffled') ~= '1' or not rank then
-  return {1, -1, 0, recent}
+  return {1, -1, 0, recent, 0}
 end
 local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
-return {1, math.max(rank - head, 0), 0, recent}
+return {1, math.max(rank - head, 0), 0, recent, head}

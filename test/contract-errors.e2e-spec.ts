@@ -492,6 +492,13 @@ const CONTRACT_ERRORS: Record<string, ErrorCode[]> = {
     'QUEUE_NOT_OPEN',
     'TOO_MANY_REQUESTS',
   ],
+  'GET /api/v1/seckill/{goodsId}/queue/stream': [
+    ...USER,
+    'VALIDATION_FAILED',
+    'GOODS_NOT_FOUND',
+    'QUEUE_NOT_OPEN',
+    'TOO_MANY_REQUESTS',
+  ],
   'GET /api/v1/seckill/{goodsId}/challenge': [
     ...USER,
     'VALIDATION_FAILED',

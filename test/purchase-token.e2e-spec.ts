@@ -184,4 +184,43 @@ describe('one-time purchase tokens (SECKILL_REQUIRE_TOKEN=true)', () => {
       .map((parameter: { name: string }) => parameter.name);
     expect(headers).toEqual(expect.arrayContaining(['X-Seckill-Token', 'Idempotency-Key']));
   });
+
+  it("should refuse a token to a queue sale's buyer the waiting room has not admitted, and give one once admitted", async () => {
+    const goodsId = await createSale(t.http, {
+      stock: 1,
+      startsInMs: 1_000,
+      queue: { admitPerSecond: 100, admissionTtlSeconds: 60 },
+    });
+    for (const userId of [731, 732]) {
+      await t.http
+        .post(`/api/v1/seckill/${goodsId}/queue`)
+        .set('Authorization', bearer(userId))
+        .expect(200);
+    }
+    // Stock 1: one of the two is admitted, the other waits.
+    const states = await waitFor(
+      async () => {
+        const both = await Promise.all(
+          [731, 732].map(async (userId) => {
+            const standing = await t.http
+              .get(`/api/v1/seckill/${goodsId}/queue`)
+              .set('Authorization', bearer(userId))
+              .expect(200);
+            return { userId, state: standing.body.state as string };
+          }),
+        );
+        return both.some((b) => b.state === 'ADMITTED') ? both : null;
+      },
+      { what: 'an admission' },
+    );
+    const admitted = states.find((s) => s.state === 'ADMITTED')!.userId;
+    const waiting = states.find((s) => s.state === 'WAITING')!.userId;
+
+    const refused = await t.http
+      .get(`/api/v1/seckill/${goodsId}/token`)
+      .set('Authorization', bearer(waiting))
+      .expect(403);
+    expect(refused.body).toMatchObject({ code: 'NOT_ADMITTED', message: /WAITING/ });
+    await buy(goodsId, admitted, await tokenFor(goodsId, admitted)).expect(202);
+  });
 });

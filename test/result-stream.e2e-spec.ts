@@ -2,8 +2,8 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import {
   resultChannel,
-  resultStreamAddressSlotsKey,
-  resultStreamSlotsKey,
+  streamAddressSlotsKey,
+  streamSlotsKey,
 } from '../src/infra/redis/seckill-keys.js';
 import { PurchaseLedger } from '../src/modules/sale-store/purchase-ledger.service.js';
 import { bearer, createSale, startApp, useApp, waitFor, type Stores } from './support/harness.js';
@@ -60,9 +60,12 @@ describe('result stream', () => {
     await waitFor(async () => (await subscribers(t.stores, goodsId, 91_001)) === 0, {
       what: 'the channel to be unsubscribed',
     });
-    await waitFor(async () => (await t.stores.redis.zcard(resultStreamSlotsKey(91_001))) === 0, {
-      what: 'the slot to be given back',
-    });
+    await waitFor(
+      async () => (await t.stores.redis.zcard(streamSlotsKey('result', 91_001))) === 0,
+      {
+        what: 'the slot to be given back',
+      },
+    );
   });
 
   it('should start with a final result and end at once when the purchase is done already', async () => {
@@ -136,9 +139,12 @@ describe('result stream', () => {
     expect(unknown.status).toBe(404);
     expect(unknown.refusal).toMatchObject({ code: 'GOODS_NOT_FOUND' });
     // The refused stream gave its slot back.
-    await waitFor(async () => (await t.stores.redis.zcard(resultStreamSlotsKey(91_007))) === 0, {
-      what: 'the slot to be given back',
-    });
+    await waitFor(
+      async () => (await t.stores.redis.zcard(streamSlotsKey('result', 91_007))) === 0,
+      {
+        what: 'the slot to be given back',
+      },
+    );
   });
 
   it('should unsubscribe and give the slot back when the client goes away', async () => {
@@ -146,15 +152,18 @@ describe('result stream', () => {
     const stream = await open(goodsId, 91_008);
     await stream.waitForStatus('NONE');
     expect(await subscribers(t.stores, goodsId, 91_008)).toBe(1);
-    expect(await t.stores.redis.zcard(resultStreamSlotsKey(91_008))).toBe(1);
+    expect(await t.stores.redis.zcard(streamSlotsKey('result', 91_008))).toBe(1);
 
     stream.close();
     await waitFor(async () => (await subscribers(t.stores, goodsId, 91_008)) === 0, {
       what: 'the channel to be unsubscribed',
     });
-    await waitFor(async () => (await t.stores.redis.zcard(resultStreamSlotsKey(91_008))) === 0, {
-      what: 'the slot to be given back',
-    });
+    await waitFor(
+      async () => (await t.stores.redis.zcard(streamSlotsKey('result', 91_008))) === 0,
+      {
+        what: 'the slot to be given back',
+      },
+    );
   });
 });
 
@@ -188,11 +197,14 @@ describe('result stream, per client address', () => {
       });
       expect(stream.headers.get('retry-after')).toMatch(/^[0-9]+$/);
     }
-    expect(await t.stores.redis.zcard(resultStreamAddressSlotsKey(crowd))).toBe(3);
+    expect(await t.stores.redis.zcard(streamAddressSlotsKey('result', crowd))).toBe(3);
     // The refused stream gave its user's slot back.
-    await waitFor(async () => (await t.stores.redis.zcard(resultStreamSlotsKey(95_004))) === 0, {
-      what: "the refused stream's user slot to be given back",
-    });
+    await waitFor(
+      async () => (await t.stores.redis.zcard(streamSlotsKey('result', 95_004))) === 0,
+      {
+        what: "the refused stream's user slot to be given back",
+      },
+    );
     const elsewhere = await from(goodsId, 95_004, '198.51.100.8');
     expect(elsewhere.status).toBe(200);
 
@@ -257,9 +269,12 @@ describe('result stream lifetime', () => {
     expect(stream.endedAt - openedAt).toBeGreaterThanOrEqual(2_400);
     expect(stream.statuses).toEqual(['NONE']);
     expect(stream.comments.filter((comment) => comment === 'heartbeat').length).toBeGreaterThan(1);
-    await waitFor(async () => (await t.stores.redis.zcard(resultStreamSlotsKey(93_001))) === 0, {
-      what: 'the slot to be given back',
-    });
+    await waitFor(
+      async () => (await t.stores.redis.zcard(streamSlotsKey('result', 93_001))) === 0,
+      {
+        what: 'the slot to be given back',
+      },
+    );
   });
 });
 

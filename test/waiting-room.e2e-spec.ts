@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { queueKeys } from '../src/infra/redis/seckill-keys.js';
-import { adminAuth, bearer, createSale, waitFor, useApp } from './support/harness.js';
+import { queueKeys, streamSlotsKey } from '../src/infra/redis/seckill-keys.js';
+import { EventStreamClient } from './support/event-stream.js';
+import { adminAuth, bearer, createSale, startApp, waitFor, useApp } from './support/harness.js';
+import { baseUrlOf } from './support/sse.js';
 
 interface QueueAnswer {
   state: string;
@@ -289,5 +291,119 @@ describe('a queue sale: the waiting room', () => {
     });
     expect((await standing(goodsId, undecided)).state).toBe('ADMITTED');
     expect((await standing(goodsId, buyer)).state).toBe('PURCHASED');
+  });
+
+  it('should sell only to admitted buyers on either of two instances, an admission from one good on the other', async () => {
+    const second = await startApp({ THROTTLE_ENABLED: 'false', SOLD_OUT_MEMO_MS: '0' });
+    try {
+      // Stock 1 × QUEUE_ADMIT_STOCK_FACTOR 2: two of the four admitted.
+      const goodsId = await createQueueSale({ stock: 1, startsInMs: 1_000 });
+      const buyers = range(9_800, 4);
+      for (const [i, userId] of buyers.entries()) {
+        await (i % 2 === 0 ? t.http : second.http)
+          .post(`/api/v1/seckill/${goodsId}/queue`)
+          .set('Authorization', bearer(userId))
+          .expect(200);
+      }
+      const first = await admittedCount(goodsId, buyers, 2);
+      const admitted = buyers.filter((_, i) => first[i].state === 'ADMITTED');
+      const waiting = buyers.filter((_, i) => first[i].state === 'WAITING');
+
+      for (const http of [t.http, second.http]) {
+        for (const userId of waiting) {
+          const refused = await http
+            .post(`/api/v1/seckill/${goodsId}`)
+            .set('Authorization', bearer(userId))
+            .expect(403);
+          expect(refused.body.code).toBe('NOT_ADMITTED');
+        }
+      }
+      await second.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(admitted[0]))
+        .expect(202);
+      expect((await buy(goodsId, admitted[1]).expect(409)).body.code).toBe('SOLD_OUT');
+      expect(await stores.redisStock(goodsId)).toBe(0);
+    } finally {
+      await second.close();
+    }
+  });
+
+  describe('the queue stream', () => {
+    const openStream = (goodsId: number, userId: number) =>
+      EventStreamClient.open(
+        `${baseUrlOf(t.app)}/api/v1/seckill/${goodsId}/queue/stream`,
+        bearer(userId),
+      );
+
+    it('should push the place as it moves up, then the admission, then PURCHASED, and end', async () => {
+      const goodsId = await createQueueSale({ stock: 10, startsInMs: 1_000, admitPerSecond: 2 });
+      const early = range(9_500, 6);
+      for (const userId of early) await join(goodsId, userId).expect(200);
+      // Shuffled and admitting: a join from now on goes behind everyone, in arrival order.
+      await waitFor(
+        async () => (await standings(goodsId, early)).some((s) => s.state === 'ADMITTED'),
+        { what: 'the first admission' },
+      );
+      const late = 9_510;
+      const stream = await openStream(goodsId, late);
+      expect(stream.response.status).toBe(200);
+      await stream.snapshot<QueueAnswer>((s) => s.state === 'NOT_JOINED', 'NOT_JOINED');
+
+      // Its own join reaches the stream open already (the result channel), without a poll.
+      await join(goodsId, late).expect(200);
+      const admitted = await stream.snapshot<QueueAnswer>(
+        (s) => s.state === 'ADMITTED',
+        'the admission',
+        20_000,
+      );
+      expect(Date.parse(admitted.admittedUntil!)).toBeGreaterThan(Date.now());
+      // Two admitted a second ahead of it: the place it was told went down to 1.
+      const places = stream
+        .snapshots<QueueAnswer>()
+        .filter((s) => s.state === 'WAITING')
+        .map((s) => s.position);
+      expect(places.length).toBeGreaterThanOrEqual(2);
+      expect(places.at(-1)).toBe(1);
+      for (let i = 1; i < places.length; i++) expect(places[i]!).toBeLessThan(places[i - 1]!);
+
+      await buy(goodsId, late).expect(202);
+      await stream.snapshot<QueueAnswer>((s) => s.state === 'PURCHASED', 'PURCHASED');
+      await waitFor(() => stream.ended, { what: 'the stream to end' });
+      await waitFor(async () => (await stores.redis.zcard(streamSlotsKey('queue', late))) === 0, {
+        what: 'the slot to be given back',
+      });
+    });
+
+    it('should tell every waiting stream SOLD_OUT once the last unit is sold, and end them', async () => {
+      const goodsId = await createQueueSale({ stock: 1, startsInMs: 1_000 });
+      const buyers = range(9_600, 5);
+      for (const userId of buyers) await join(goodsId, userId).expect(200);
+      const first = await admittedCount(goodsId, buyers, 2);
+      const buyer = buyers.find((_, i) => first[i].state === 'ADMITTED')!;
+      const others = buyers.filter((u) => u !== buyer);
+      const streams = await Promise.all(others.map((userId) => openStream(goodsId, userId)));
+      for (const stream of streams) {
+        await stream.snapshot<QueueAnswer>((s) => s.state !== 'SOLD_OUT', 'a first status');
+      }
+
+      await buy(goodsId, buyer).expect(202);
+
+      for (const stream of streams) {
+        await stream.snapshot<QueueAnswer>((s) => s.state === 'SOLD_OUT', 'SOLD_OUT', 5_000);
+        await waitFor(() => stream.ended, { what: 'the stream to end' });
+      }
+    });
+
+    it('should refuse a stream of an open sale, and more than QUEUE_STREAM_MAX_PER_USER at once', async () => {
+      const goodsId = await createQueueSale({ stock: 5, startsInMs: 60_000 });
+      const openSale = await createSale(t.http, { stock: 5 });
+      expect((await openStream(openSale, 9_700)).response.status).toBe(409);
+
+      const held = [await openStream(goodsId, 9_700), await openStream(goodsId, 9_700)];
+      const third = await openStream(goodsId, 9_700);
+      expect(third.response.status).toBe(429);
+      for (const stream of held) stream.close();
+    });
   });
 });

@@ -36,7 +36,7 @@ export interface LoadOptions {
   /** Stop taking new requests after this long (those in flight are still awaited). */
   durationMs?: number;
   timeoutMs?: number;
-  onResult?: (result: LoadResult) => void;
+  onResult?: (result: LoadResult, request: LoadRequest) => void;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -100,7 +100,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadRun> {
       if (request === undefined) return;
       const result = await send(request);
       results.push(result);
-      options.onResult?.(result);
+      options.onResult?.(result, request);
     }
   };
   try {

@@ -22,11 +22,11 @@ export interface SeckillConfig {
   idempotencyRetentionMs: number;
   /** An order's payment deadline (`expireAt`), from its creation. */
   orderPaymentTimeoutMs: number;
-  resultStream: ResultStreamConfig;
+  resultStream: StreamBoundsConfig;
 }
 
-/** GET /api/v1/seckill/:goodsId/result/stream: its bounds. */
-export interface ResultStreamConfig {
+/** An event stream's bounds: GET …/result/stream (RESULT_STREAM_*), …/queue/stream (QUEUE_STREAM_*). */
+export interface StreamBoundsConfig {
   /** Streams one user may hold open at once, across instances. */
   maxPerUser: number;
   /** Streams one client address may hold open at once, across instances, whatever its users. */
@@ -39,13 +39,13 @@ export interface ResultStreamConfig {
   heartbeatMs: number;
 }
 
-function readResultStream(env: Env): ResultStreamConfig {
+export function readStreamBounds(env: Env, prefix: string): StreamBoundsConfig {
   return {
-    maxPerUser: readInt(env, 'RESULT_STREAM_MAX_PER_USER', 2, 1, 100),
-    maxPerIp: readInt(env, 'RESULT_STREAM_MAX_PER_IP', 100, 1, 1_000_000),
-    maxPerInstance: readInt(env, 'RESULT_STREAM_MAX_PER_INSTANCE', 10_000, 1, 1_000_000),
-    lifetimeMs: readInt(env, 'RESULT_STREAM_LIFETIME_MS', 600_000, 1_000, 86_400_000),
-    heartbeatMs: readInt(env, 'RESULT_STREAM_HEARTBEAT_MS', 15_000, 1_000, 600_000),
+    maxPerUser: readInt(env, `${prefix}_MAX_PER_USER`, 2, 1, 100),
+    maxPerIp: readInt(env, `${prefix}_MAX_PER_IP`, 100, 1, 1_000_000),
+    maxPerInstance: readInt(env, `${prefix}_MAX_PER_INSTANCE`, 10_000, 1, 1_000_000),
+    lifetimeMs: readInt(env, `${prefix}_LIFETIME_MS`, 600_000, 1_000, 86_400_000),
+    heartbeatMs: readInt(env, `${prefix}_HEARTBEAT_MS`, 15_000, 1_000, 600_000),
   };
 }
 
@@ -67,5 +67,5 @@ export const seckillConfig = configNamespace('seckill', (env): SeckillConfig => 
     30 * 86_400_000,
   ),
   orderPaymentTimeoutMs: readInt(env, 'ORDER_PAYMENT_TIMEOUT_MS', 900_000, 1_000, 2 ** 31 - 1),
-  resultStream: readResultStream(env),
+  resultStream: readStreamBounds(env, 'RESULT_STREAM'),
 }));

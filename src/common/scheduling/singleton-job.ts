@@ -3,6 +3,9 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import type { RedisLocks } from '../../infra/redis/redis-locks.js';
 
+/** How often a job failing the same way says so again. */
+const FAILURE_LOG_MS = 5_000;
+
 /** Every `intervalMs`, or at each time a cron expression names (seconds field optional). */
 export type JobSchedule = { intervalMs: number } | { cron: string };
 
@@ -23,6 +26,9 @@ export function scheduleSingletonJob(options: {
   const logger = new Logger(options.name);
   const { registry, name, schedule } = options;
   let running = false;
+  // A job that ticks every 100 ms while Redis is down would log ten lines a second: the same
+  // failure is logged once per FAILURE_LOG_MS, with how many runs it failed since.
+  let failure: { message: string; loggedAt: number; since: number } | undefined;
   // The lock outlives a run that hangs by one period at most; it is released as the run ends.
   let lockTtlMs = 'intervalMs' in schedule ? schedule.intervalMs * 2 : 0;
   const tick = async () => {
@@ -37,7 +43,15 @@ export function scheduleSingletonJob(options: {
         await lock.release();
       }
     } catch (error) {
-      logger.error(`job ${name} failed: ${(error as Error).message}`);
+      const message = (error as Error).message;
+      const now = Date.now();
+      if (failure?.message === message && now - failure.loggedAt < FAILURE_LOG_MS) {
+        failure.since += 1;
+        return;
+      }
+      const again = failure?.message === message ? ` (${failure.since} more runs failed so)` : '';
+      logger.error(`job ${name} failed: ${message}${again}`);
+      failure = { message, loggedAt: now, since: 0 };
     } finally {
       running = false;
     }

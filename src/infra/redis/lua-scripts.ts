@@ -31,11 +31,12 @@ const SCRIPTS = {
   autobanCount: { file: 'autoban-count.lua', keys: 1 },
   redisTime: { file: 'redis-time.lua', keys: 1 },
   barrierTick: { file: 'barrier-tick.lua', keys: 3 },
-  resultStreamSlot: { file: 'result-stream-slot.lua', keys: 1 },
+  streamSlot: { file: 'stream-slot.lua', keys: 1 },
   blocklistPrune: { file: 'blocklist-prune.lua', keys: 1 },
   queueJoin: { file: 'queue-join.lua', keys: 3 },
   queueTick: { file: 'queue-tick.lua', keys: 7 },
   queueStatus: { file: 'queue-status.lua', keys: 9 },
+  queueRoom: { file: 'queue-room.lua', keys: 4 },
   // The key count varies with the window: the caller passes it first.
   dashboardSale: { file: 'dashboard-sale.lua', keys: 'first-argument' },
 } as const satisfies Record<

@@ -6,6 +6,7 @@ import type { RedisClient } from './redis-client.js';
 import { REDIS_CLIENT, REDIS_COMMAND_TIMEOUT_MS } from './redis.constants.js';
 import { RedisHealth } from './redis-health.js';
 import { RedisLocks } from './redis-locks.js';
+import { StreamSlots } from './stream-slots.js';
 import { RedisSubscriber } from './redis-subscriber.js';
 import { RedisWatchdog } from './redis-watchdog.js';
 
@@ -50,7 +51,7 @@ function createClient(redis: RedisConfig): RedisClient {
 }
 
 /** What the module provides on top of the client, every one exported. */
-const SERVICES = [LuaScripts, RedisWatchdog, RedisLocks, RedisSubscriber, RedisHealth];
+const SERVICES = [LuaScripts, RedisWatchdog, RedisLocks, RedisSubscriber, RedisHealth, StreamSlots];
 
 @Global()
 @Module({

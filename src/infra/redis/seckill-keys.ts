@@ -107,14 +107,22 @@ export function resultChannel(goodsId: number, userId: number, shards = 1): stri
   return `${bucketKeys(goodsId, shards, homeBucket(userId, shards)).results}:${userId}`;
 }
 
-/** A user's open result streams, across instances (see lua/result-stream-slot.lua). */
-export function resultStreamSlotsKey(userId: number): string {
-  return `seckill:streams:{user:${userId}}`;
+/** The kinds of event stream a buyer holds open, each bounded on its own (lua/stream-slot.lua). */
+export type StreamKind = 'result' | 'queue';
+
+const STREAM_SLOTS_PREFIX: Record<StreamKind, string> = {
+  result: 'seckill:streams',
+  queue: 'seckill:streams:queue',
+};
+
+/** A user's open streams of one kind, across instances (see lua/stream-slot.lua). */
+export function streamSlotsKey(kind: StreamKind, userId: number): string {
+  return `${STREAM_SLOTS_PREFIX[kind]}:{user:${userId}}`;
 }
 
-/** The open result streams of one client address (as the rate limiter keys it), same shape. */
-export function resultStreamAddressSlotsKey(address: string): string {
-  return `seckill:streams:{ip:${address}}`;
+/** The open streams of one kind of a client address (as the rate limiter keys it), same shape. */
+export function streamAddressSlotsKey(kind: StreamKind, address: string): string {
+  return `${STREAM_SLOTS_PREFIX[kind]}:{ip:${address}}`;
 }
 
 /** The dashboard's latest snapshot (JSON), built by one instance and read by the others. */

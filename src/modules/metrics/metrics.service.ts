@@ -100,6 +100,12 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly queueStreams = new Gauge({
+    name: 'seckill_queue_streams',
+    help: 'Queue streams (GET /api/v1/seckill/:goodsId/queue/stream) open on this instance',
+    registers: [this.registry],
+  });
+
   readonly versionConflicts = new Counter({
     name: 'seckill_version_conflicts_total',
     help: 'Optimistic-lock conflicts on the goods row (each cost a retry)',

@@ -8,6 +8,7 @@ import { RepairScripts } from './repair-scripts.js';
 import { OutboxReader } from './outbox-reader.service.js';
 import { PurchaseLedger } from './purchase-ledger.service.js';
 import { RestartMarkers } from './restart-markers.service.js';
+import { ResultEvents } from './result-events.js';
 import { SaleLoader } from './sale-loader.service.js';
 import { SaleReads } from './sale-reads.service.js';
 import { SaleRepair } from './sale-repair.service.js';
@@ -21,7 +22,8 @@ import { MetricsModule } from '../metrics/metrics.module.js';
  * the purchase's ledger (PurchaseLedger) and the loans between buckets under it (StockLoans),
  * the load and unload (SaleLoader), the reconcile's snapshot and rebuild (SaleRepair), plain
  * reads (SaleReads), the restart markers (RestartMarkers), the outbox sweeper's reads
- * (OutboxReader), the sold-out memo and the per-goods lock of every repair path.
+ * (OutboxReader), the sold-out memo, the per-goods lock of every repair path, and the news
+ * that a buyer's result changed (ResultEvents, for the streams).
  */
 const SERVICES = [
   BucketCounts,
@@ -34,6 +36,7 @@ const SERVICES = [
   OutboxReader,
   SoldOutMemo,
   SaleStateLock,
+  ResultEvents,
 ];
 
 /** The typed wrappers of the sale's scripts (lua/seckill-*.lua), one per service above. */

@@ -14,7 +14,6 @@ import { PurchaseSettlement } from './purchase-settlement.service.js';
 import { PurchaseLocks } from './purchase-locks.service.js';
 import { PurchaseService } from './purchase.service.js';
 import { RedisPurchase } from './redis-purchase.service.js';
-import { ResultEvents } from './result-events.js';
 import { ResultStreams } from './result-stream.service.js';
 import { SeckillController } from './seckill.controller.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
@@ -47,7 +46,6 @@ import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
     PurchaseResultService,
     PurchaseTokenService,
     IdempotencyService,
-    ResultEvents,
     ResultStreams,
   ],
 })

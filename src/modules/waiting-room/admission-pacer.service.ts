@@ -29,13 +29,20 @@ export class AdmissionPacer {
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
   ) {}
 
+  /** Throws, once every queue had its step, naming those that failed (the job logs it). */
   async tick(): Promise<void> {
+    const failed: { goodsId: number; error: Error }[] = [];
     for (const sale of await this.openQueues()) {
       try {
         await this.step(sale);
       } catch (error) {
-        this.logger.warn(`queue tick failed: goods=${sale.id} ${(error as Error).message}`);
+        failed.push({ goodsId: sale.id, error: error as Error });
       }
+    }
+    if (failed.length > 0) {
+      throw new Error(
+        `queue step failed: goods=${failed.map((f) => f.goodsId).join(',')} ${failed[0].error.message}`,
+      );
     }
   }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
-import { queueKeys, saleKeys } from '../../infra/redis/seckill-keys.js';
+import { queueKeys, resultChannel, saleKeys } from '../../infra/redis/seckill-keys.js';
 
 /** lua/queue-join.lua's answers. */
 export enum JoinCode {
@@ -28,6 +28,18 @@ export interface QueueStanding {
   ahead: number | null;
   /** ms, Redis's clock; ADMITTED only. */
   admittedUntil: number | null;
+  admittedLast10s: number;
+  /** Places admitted so far: a placed WAITING buyer's place in the line is head + ahead. */
+  head: number;
+}
+
+/** What every waiting buyer's standing follows from (lua/queue-room.lua). */
+export interface RoomState {
+  head: number;
+  shuffled: boolean;
+  /** null when the sale is not in Redis. */
+  stock: number | null;
+  inflight: number;
   admittedLast10s: number;
 }
 
@@ -73,6 +85,8 @@ export class QueueScripts {
       window.opensAt,
       window.startAt,
       window.endAt,
+      // A queue sale keeps its stock in one bucket.
+      resultChannel(goodsId, userId, 1),
     )) as JoinCode;
   }
 
@@ -94,20 +108,40 @@ export class QueueScripts {
 
   async status(goodsId: number, userId: number): Promise<QueueStanding> {
     const sale = saleKeys(goodsId);
-    const [state, ahead, admittedUntil, admittedLast10s] = (await this.lua.run(
+    const [state, ahead, admittedUntil, admittedLast10s, head] = (await this.lua.run(
       'queueStatus',
       ...roomKeys(goodsId),
       sale.stock,
       sale.inflight,
       sale.buyers,
       userId,
-    )) as [number, number, number, number];
+    )) as [number, number, number, number, number];
     const name = QUEUE_STATES[state];
     if (name === undefined) throw new Error(`queue-status answered an unknown state ${state}`);
     return {
       state: name,
       ahead: name === 'WAITING' && ahead >= 0 ? ahead : null,
       admittedUntil: name === 'ADMITTED' ? admittedUntil : null,
+      admittedLast10s,
+      head,
+    };
+  }
+
+  async room(goodsId: number): Promise<RoomState> {
+    const keys = queueKeys(goodsId);
+    const sale = saleKeys(goodsId);
+    const [head, shuffled, stock, inflight, admittedLast10s] = (await this.lua.run(
+      'queueRoom',
+      keys.state,
+      keys.admits,
+      sale.stock,
+      sale.inflight,
+    )) as [number, number, number, number, number];
+    return {
+      head,
+      shuffled: shuffled === 1,
+      stock: stock < 0 ? null : stock,
+      inflight,
       admittedLast10s,
     };
   }

@@ -1,14 +1,19 @@
-import { Controller, Get, Headers, HttpCode, Param, Post } from '@nestjs/common';
+import { Controller, Get, Headers, HttpCode, Param, Post, Sse, SseSignal } from '@nestjs/common';
 import {
   ApiBearerAuth,
   ApiHeader,
   ApiOkResponse,
   ApiOperation,
+  ApiProduces,
   ApiProperty,
   ApiPropertyOptional,
   ApiTags,
+  ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
+import { ClientAddress } from '../../common/http/client-address.js';
+import { QueueStreams } from './queue-streams.service.js';
 import { ApiErrors, AUTHENTICATED } from '../../common/errors/api-errors.decorator.js';
+import type { ErrorCode } from '../../common/errors/domain-error.js';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
 import { BlocklistChecked } from '../blocklist/blocklist.hook.js';
@@ -38,11 +43,23 @@ class QueueStatusDto {
   admittedUntil?: string;
 }
 
+/** The standing's routes (GET, the stream): a queue sale only, read rate limit. */
+const QUEUE_READ_ERRORS: ErrorCode[] = [
+  ...AUTHENTICATED,
+  'VALIDATION_FAILED',
+  'GOODS_NOT_FOUND',
+  'QUEUE_NOT_OPEN',
+  'TOO_MANY_REQUESTS',
+];
+
 @ApiTags('seckill')
 @ApiBearerAuth()
 @Controller('seckill')
 export class WaitingRoomController {
-  constructor(private readonly room: WaitingRoom) {}
+  constructor(
+    private readonly room: WaitingRoom,
+    private readonly streams: QueueStreams,
+  ) {}
 
   @Post(':goodsId/queue')
   @HttpCode(200)
@@ -85,14 +102,31 @@ export class WaitingRoomController {
       'NOT_JOINED, WAITING (position and ahead once the shuffle at startAt has placed you), ADMITTED (buy before admittedUntil), EXPIRED (the admission lapsed unused), SOLD_OUT (no stock left and nothing in flight that could give some back; WAITING again if stock comes back) or PURCHASED.',
   })
   @ApiOkResponse({ type: QueueStatusDto })
-  @ApiErrors(
-    ...AUTHENTICATED,
-    'VALIDATION_FAILED',
-    'GOODS_NOT_FOUND',
-    'QUEUE_NOT_OPEN',
-    'TOO_MANY_REQUESTS',
-  )
+  @ApiErrors(...QUEUE_READ_ERRORS)
   status(@Param('goodsId', PositiveIntPipe) goodsId: number, @CurrentUser() user: AuthUser) {
     return this.room.status(goodsId, user.userId);
+  }
+
+  @Sse(':goodsId/queue/stream')
+  @RateLimit('read')
+  @ApiOperation({
+    summary: 'Where you stand in the waiting room, pushed as it changes (SSE)',
+    description:
+      'text/event-stream: the JSON of GET /queue at once, then at each change (your place moving up, your admission, its end, your purchase, the stock gone), ending after a final state (PURCHASED, SOLD_OUT, EXPIRED): close your EventSource then. Without one it ends after QUEUE_STREAM_LIFETIME_MS (10 min; reconnect), and a comment line (": heartbeat") comes every QUEUE_STREAM_HEARTBEAT_MS (15 s). At most QUEUE_STREAM_MAX_PER_USER (2) streams per user and QUEUE_STREAM_MAX_PER_IP (100) per client address at once, across instances, and QUEUE_STREAM_MAX_PER_INSTANCE (10,000) per instance: beyond any, 429 TOO_MANY_REQUESTS with Retry-After.',
+  })
+  @ApiProduces('text/event-stream')
+  @ApiOkResponse({
+    description: 'Events: `data: {"state":"WAITING","position":17,"ahead":16,"etaSeconds":4}`',
+    type: QueueStatusDto,
+  })
+  @ApiTooManyRequestsResponse({ description: 'Too many open streams, or the read rate limit' })
+  @ApiErrors(...QUEUE_READ_ERRORS)
+  stream(
+    @Param('goodsId', PositiveIntPipe) goodsId: number,
+    @CurrentUser() user: AuthUser,
+    @ClientAddress() clientAddress: string,
+    @SseSignal() ended: AbortSignal,
+  ) {
+    return this.streams.open(goodsId, user.userId, clientAddress, ended);
   }
 }

@@ -1,18 +1,22 @@
 import { Module } from '@nestjs/common';
 import { GoodsModule } from '../goods/goods.module.js';
+import { MetricsModule } from '../metrics/metrics.module.js';
+import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ChallengeModule } from '../seckill/challenge.module.js';
 import { AdmissionPacer } from './admission-pacer.service.js';
 import { QueueScripts } from './queue-scripts.js';
+import { QueueStreams } from './queue-streams.service.js';
+import { RoomWatcher } from './room-watcher.js';
 import { WaitingRoom } from './waiting-room.service.js';
 
 /**
- * A `queue` sale's waiting room: joining, the standing, and the admission pace. Its routes are
+ * A `queue` sale's waiting room: joining, the standing, its stream, and the admission pace. Its routes are
  * WaitingRoomHttpModule's, its job WaitingRoomJobsModule's; the purchase token asks it whether
  * a buyer is admitted (WaitingRoom.requireAdmission).
  */
 @Module({
-  imports: [GoodsModule, ChallengeModule],
-  providers: [QueueScripts, WaitingRoom, AdmissionPacer],
-  exports: [WaitingRoom, AdmissionPacer],
+  imports: [GoodsModule, ChallengeModule, SaleStoreModule, MetricsModule],
+  providers: [QueueScripts, WaitingRoom, AdmissionPacer, QueueStreams, RoomWatcher],
+  exports: [WaitingRoom, AdmissionPacer, QueueStreams],
 })
 export class WaitingRoomModule {}

@@ -88,7 +88,7 @@ export class WaitingRoom {
   }
 
   /** The goods, when it is a queue sale (404 GOODS_NOT_FOUND, 409 QUEUE_NOT_OPEN otherwise). */
-  private async queueSale(goodsId: number): Promise<QueueSale> {
+  async queueSale(goodsId: number): Promise<QueueSale> {
     const goods = await orUnavailable('MySQL', () => this.goods.findCached(goodsId));
     if (!isQueueSale(goods)) {
       throw new DomainError(

@@ -2,7 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
 import { resultChannel } from '../../infra/redis/seckill-keys.js';
-import { BucketCounts } from '../sale-store/bucket-counts.service.js';
+import { BucketCounts } from './bucket-counts.service.js';
 
 /**
  * Tells this instance's result streams that a user's result changed: the scripts that write a

@@ -1,9 +1,10 @@
 --[[
-  result-stream-slot: take one of a user's (or a client address's) slots for an open result
-  stream, across every instance. A slot lapses on its own at the stream's longest life (plus a
+  stream-slot: take one of a user's (or a client address's) slots for an open event stream (a
+  result stream, a queue stream: each kind its own keys), across every instance. A slot lapses on its own at the stream's longest life (plus a
   margin), so the slots of an instance that died without giving them back free themselves.
 
-  KEYS[1] slots  seckill:streams:{user:uid} or seckill:streams:{ip:address}
+  KEYS[1] slots  seckill:streams:{user:uid} or seckill:streams:{ip:address} (result streams),
+                 seckill:streams:queue:{user:uid} or …:queue:{ip:address} (queue streams)
                  zset  stream id -> when its slot lapses (ms, Redis clock)
 
   ARGV[1] stream id (unique per stream)
