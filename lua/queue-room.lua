@@ -1,14 +1,20 @@
 --[[
   queue-room: what every waiting buyer's standing follows from, read once per instance and
-  interval for all the queue streams it serves (modules/waiting-room/queue-streams.service.ts).
+  interval for all the queue streams it serves (modules/waiting-room/queue-streams.service.ts),
+  and by the dashboard's snapshot.
 
-  KEYS[1] state     seckill:{gid}:queue:state   hash  shuffled, head (lua/queue-tick.lua)
-  KEYS[2] admits    seckill:{gid}:queue:admits  zset  "head:count" per admission -> at (ms)
+  KEYS[1] state     seckill:{gid}:queue:state     hash  shuffled, head (lua/queue-tick.lua)
+  KEYS[2] admits    seckill:{gid}:queue:admits    zset  "head:count" per admission -> at (ms)
   KEYS[3] stock     seckill:{gid}:stock
-  KEYS[4] inflight  seckill:{gid}:inflight      hash  accepted purchases not yet in MySQL
+  KEYS[4] inflight  seckill:{gid}:inflight        hash  accepted purchases not yet in MySQL
+  KEYS[5] pre       seckill:{gid}:queue:pre       zset  the pre-queue
+  KEYS[6] line      seckill:{gid}:queue:line      zset  every placed buyer
+  KEYS[7] admitted  seckill:{gid}:queue:admitted  zset  userId -> admitted until (ms), negated once used
+  KEYS[8] expired   seckill:{gid}:queue:expired   set
 
-  Returns {head, shuffled, stock, inflight, admittedLast10s}: stock -1 when the sale is not in
-  Redis; shuffled 1 once the pre-queue is placed.
+  Returns {head, shuffled, stock, inflight, admittedLast10s, waiting, deciding, expired}: stock
+  -1 when the sale is not in Redis; shuffled 1 once the pre-queue is placed; waiting, the buyers
+  not admitted yet; deciding, those admitted who have neither bought nor lapsed.
 ]]
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -17,10 +23,14 @@ for _, entry in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. (now - 10000)
   recent = recent + tonumber(string.match(entry, ':(%d+)$'))
 end
 local stock = redis.call('GET', KEYS[3])
+local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
 return {
-  tonumber(redis.call('HGET', KEYS[1], 'head') or '0'),
+  head,
   redis.call('HGET', KEYS[1], 'shuffled') == '1' and 1 or 0,
   stock and tonumber(stock) or -1,
   redis.call('HLEN', KEYS[4]),
   recent,
+  redis.call('ZCARD', KEYS[5]) + math.max(redis.call('ZCARD', KEYS[6]) - head, 0),
+  redis.call('ZCOUNT', KEYS[7], now, '+inf'),
+  redis.call('SCARD', KEYS[8]),
 }

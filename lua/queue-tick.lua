@@ -22,6 +22,7 @@
   ARGV[5] stock factor: admitted buyers not yet decided stay within stock × factor
   ARGV[6] a seed candidate (random hex from the caller; only the first one drawn is ever kept)
   ARGV[7] the most pre-queue buyers placed per call
+  ARGV[8] "1": the operator paused admission (the shuffle and the lapses go on)
 
   The shuffle: each pre-queue buyer's place is the first 52 bits of SHA1(seed .. ":" .. userId)
   as a fraction, a uniformly random order that nobody can know before the seed is drawn (at
@@ -61,7 +62,7 @@ if #lapsed > 0 then
 end
 
 redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. (now - 10000))
-if now >= tonumber(ARGV[2]) then
+if ARGV[8] == '1' or now >= tonumber(ARGV[2]) then
   return {0, #lapsed, 0}
 end
 local recent = 0

@@ -492,6 +492,25 @@ const CONTRACT_ERRORS: Record<string, ErrorCode[]> = {
     'QUEUE_NOT_OPEN',
     'TOO_MANY_REQUESTS',
   ],
+  'POST /api/v1/admin/goods/{goodsId}/queue/pause': [
+    ...ADMIN,
+    'VALIDATION_FAILED',
+    'GOODS_NOT_FOUND',
+    'QUEUE_NOT_OPEN',
+  ],
+  'POST /api/v1/admin/goods/{goodsId}/queue/resume': [
+    ...ADMIN,
+    'VALIDATION_FAILED',
+    'GOODS_NOT_FOUND',
+    'QUEUE_NOT_OPEN',
+  ],
+  'PATCH /api/v1/admin/goods/{goodsId}/queue': [
+    ...ADMIN,
+    'VALIDATION_FAILED',
+    'GOODS_NOT_FOUND',
+    'QUEUE_NOT_OPEN',
+    'PAYLOAD_TOO_LARGE',
+  ],
   'GET /api/v1/seckill/{goodsId}/queue/stream': [
     ...USER,
     'VALIDATION_FAILED',

@@ -116,4 +116,61 @@ describe('the dashboard in a browser', () => {
     );
     expect(complaints).toEqual([]);
   });
+
+  it("should show a queue sale's waiting room and pause, resume and re-pace it with its controls", async () => {
+    const goodsId = await createSale(t.http, {
+      stock: 1,
+      startsInMs: 1_000,
+      queue: { admitPerSecond: 50, admissionTtlSeconds: 60 },
+    });
+    for (const userId of [82_001, 82_002, 82_003]) {
+      await t.http
+        .post(`/api/v1/seckill/${goodsId}/queue`)
+        .set('Authorization', `Bearer ${token(userId)}`)
+        .expect(200);
+    }
+    // Stock 1 × QUEUE_ADMIT_STOCK_FACTOR 1: one admitted, two waiting.
+    await waitFor(
+      async () =>
+        (await text(`sale-${goodsId}-queue-admitted`).catch(() => null)) === '1' &&
+        (await text(`sale-${goodsId}-queue-waiting`)) === '2',
+      { timeoutMs: 30_000, intervalMs: 200, what: 'the waiting room on the card' },
+    );
+    const card = page.getByTestId(`sale-${goodsId}`);
+    const paused = async () =>
+      Number(
+        (
+          (await t.stores.mysql.query(
+            'SELECT admission_paused AS p FROM seckill_goods WHERE id = ?',
+            [goodsId],
+          )) as unknown as [{ p: number }[]]
+        )[0][0].p,
+      );
+
+    await page.getByTestId(`sale-${goodsId}-queue-toggle`).click();
+    await waitFor(async () => /admission paused/.test((await card.textContent()) ?? ''), {
+      what: 'the pause answered',
+    });
+    expect(await paused()).toBe(1);
+    await waitFor(async () => (await card.textContent())?.includes('Resume admission'), {
+      what: 'the button to offer the resume',
+    });
+    await page.getByTestId(`sale-${goodsId}-queue-toggle`).click();
+    await waitFor(async () => /admission resumed/.test((await card.textContent()) ?? ''), {
+      what: 'the resume answered',
+    });
+    expect(await paused()).toBe(0);
+
+    await card.getByLabel('admit per second').fill('7');
+    await card.getByRole('button', { name: 'Re-pace' }).click();
+    await waitFor(
+      async () => /admitting at most 7 a second/.test((await card.textContent()) ?? ''),
+      {
+        what: 'the new pace answered',
+      },
+    );
+    const view = await t.http.get(`/api/v1/goods/${goodsId}`).expect(200);
+    expect(view.body.admitPerSecond).toBe(7);
+    expect(complaints).toEqual([]);
+  });
 });

@@ -329,6 +329,109 @@ describe('a queue sale: the waiting room', () => {
     }
   });
 
+  describe('the operator', () => {
+    const admin = (method: 'post' | 'patch', path: string) =>
+      t.http[method](`/api/v1/admin/goods/${path}`).set('Authorization', adminAuth());
+
+    it('should hold admissions while paused, admit again once resumed, and pace them anew', async () => {
+      const goodsId = await createQueueSale({ stock: 100, startsInMs: 1_000 });
+      const buyers = range(9_900, 6);
+      for (const userId of buyers) await join(goodsId, userId).expect(200);
+      const paused = await admin('post', `${goodsId}/queue/pause`).expect(200);
+      expect(paused.body).toEqual({
+        goodsId,
+        paused: true,
+        admitPerSecond: 1_000,
+        admissionTtlSeconds: 60,
+      });
+
+      // Shuffled (every buyer has a place), and nobody admitted while paused.
+      const placed = await waitFor(
+        async () => {
+          const all = await standings(goodsId, buyers);
+          return all.every((s) => s.position !== null) ? all : null;
+        },
+        { what: 'the shuffle' },
+      );
+      expect(placed.map((s) => s.position).sort()).toEqual(range(1, 6));
+      expect(await stores.redis.zcard(queueKeys(goodsId).admitted)).toBe(0);
+
+      const paced = await admin('patch', `${goodsId}/queue`)
+        .send({ admitPerSecond: 3 })
+        .expect(200);
+      expect(paced.body).toMatchObject({ paused: true, admitPerSecond: 3 });
+      expect((await admin('post', `${goodsId}/queue/resume`).expect(200)).body.paused).toBe(false);
+      const admitted = await admittedCount(goodsId, buyers, 6);
+      // Three a second from the resume: two seconds for six at least.
+      const times = admitted.map((s) => Date.parse(s.admittedUntil!)).sort((a, b) => a - b);
+      expect(times.at(-1)! - times[0]).toBeGreaterThanOrEqual(1_000);
+    });
+
+    it('should refuse a bad pace, an open sale, an unknown goods and a buyer, changing nothing', async () => {
+      const goodsId = await createQueueSale({ stock: 5, startsInMs: 60_000 });
+      const openSale = await createSale(t.http, { stock: 5 });
+
+      for (const body of [
+        {},
+        { admitPerSecond: 0 },
+        { admitPerSecond: 1.5 },
+        { admitPerSecond: 'x' },
+      ]) {
+        const refused = await admin('patch', `${goodsId}/queue`).send(body).expect(400);
+        expect(refused.body.code).toBe('VALIDATION_FAILED');
+      }
+      expect((await admin('post', `${openSale}/queue/pause`).expect(409)).body.code).toBe(
+        'QUEUE_NOT_OPEN',
+      );
+      expect((await admin('post', '99999999/queue/pause').expect(404)).body.code).toBe(
+        'GOODS_NOT_FOUND',
+      );
+      const user = await t.http
+        .post(`/api/v1/admin/goods/${goodsId}/queue/pause`)
+        .set('Authorization', bearer(9_950))
+        .expect(403);
+      expect(user.body.code).toBe('FORBIDDEN');
+      const view = await t.http.get(`/api/v1/goods/${goodsId}`).expect(200);
+      expect(view.body).toMatchObject({ admitPerSecond: 1_000 });
+      const [row] = (await stores.mysql.query(
+        'SELECT admission_paused AS paused FROM seckill_goods WHERE id = ?',
+        [goodsId],
+      )) as unknown as [{ paused: number }[]];
+      expect(Number(row[0].paused)).toBe(0);
+    });
+
+    it("should show each queue's figures on the dashboard's feed", async () => {
+      // Stock 1 × QUEUE_ADMIT_STOCK_FACTOR 2: two admitted, three waiting.
+      const goodsId = await createQueueSale({ stock: 1, startsInMs: 1_000 });
+      const buyers = range(9_960, 5);
+      for (const userId of buyers) await join(goodsId, userId).expect(200);
+      const feed = await EventStreamClient.open(
+        `${baseUrlOf(t.app)}/api/v1/admin/events`,
+        adminAuth(),
+      );
+      try {
+        interface Snapshot {
+          sales: { id: number; queue: Record<string, unknown> | null }[];
+        }
+        const seen = await feed.snapshot<Snapshot>(
+          (s) => s.sales.find((sale) => sale.id === goodsId)?.queue?.admitted === 2,
+          'the queue on the feed',
+        );
+        expect(seen.sales.find((sale) => sale.id === goodsId)!.queue).toMatchObject({
+          goodsId,
+          waiting: 3,
+          admitted: 2,
+          expired: 0,
+          paused: false,
+          admitPerSecond: 1_000,
+          shuffled: true,
+        });
+      } finally {
+        feed.close();
+      }
+    });
+  });
+
   describe('the queue stream', () => {
     const openStream = (goodsId: number, userId: number) =>
       EventStreamClient.open(

@@ -232,6 +232,18 @@
       chartBox: find('.chart'),
       totals: find('.totals'),
       result: find('.action-result'),
+      queue: {
+        root: find('.queue'),
+        paused: find('.queue-paused'),
+        waiting: find('.queue-waiting'),
+        admitted: find('.queue-admitted'),
+        expired: find('.queue-expired'),
+        rate: find('.queue-rate'),
+        pace: find('.queue-pace'),
+        toggle: find('.queue-toggle'),
+        input: find('.queue-pace-input'),
+        isPaused: false,
+      },
       chart: null,
       codes: '',
     };
@@ -239,6 +251,25 @@
     card.remaining.dataset.testid = `sale-${id}-remaining`;
     card.sold.dataset.testid = `sale-${id}-sold`;
     card.consistent.dataset.testid = `sale-${id}-consistent`;
+    card.queue.waiting.dataset.testid = `sale-${id}-queue-waiting`;
+    card.queue.admitted.dataset.testid = `sale-${id}-queue-admitted`;
+    card.queue.toggle.dataset.testid = `sale-${id}-queue-toggle`;
+    card.queue.toggle.addEventListener('click', () => {
+      const action = card.queue.isPaused ? 'resume' : 'pause';
+      act(card, `/api/v1/admin/goods/${id}/queue/${action}`, (body) =>
+        body.paused ? 'admission paused' : 'admission resumed',
+      );
+    });
+    card.queue.root.querySelector('form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const admitPerSecond = Number(card.queue.input.value);
+      act(
+        card,
+        `/api/v1/admin/goods/${id}/queue`,
+        (body) => `admitting at most ${number.format(body.admitPerSecond)} a second`,
+        { method: 'PATCH', body: { admitPerSecond } },
+      );
+    });
     find('.preheat').addEventListener('click', () =>
       act(card, `/api/v1/admin/goods/${id}/preheat`, (body) =>
         body.loaded === false
@@ -285,7 +316,24 @@
       card.orders[i].textContent = number.format(sale.orders[key]);
       card.units[i].textContent = number.format(sale.units[key]);
     });
+    fillQueue(card.queue, sale.queue);
     drawChart(card, sale.rates);
+  }
+
+  function fillQueue(view, queue) {
+    view.root.hidden = !queue;
+    if (!queue) return;
+    view.isPaused = queue.paused;
+    view.paused.hidden = !queue.paused;
+    view.waiting.textContent = number.format(queue.waiting);
+    view.admitted.textContent = number.format(queue.admitted);
+    view.expired.textContent = number.format(queue.expired);
+    view.rate.textContent = number.format(Math.round(queue.admittedPerSecond * 10) / 10);
+    view.pace.textContent = number.format(queue.admitPerSecond);
+    view.toggle.textContent = queue.paused ? 'Resume admission' : 'Pause admission';
+    if (document.activeElement !== view.input && !view.input.value) {
+      view.input.value = String(queue.admitPerSecond);
+    }
   }
 
   function verdictNote(verdict) {
@@ -375,9 +423,9 @@
 
   // ---- the buttons: the same admin REST routes, with the same token
 
-  async function adminPost(path, body) {
+  async function adminPost(path, body, method = 'POST') {
     const response = await fetch(path, {
-      method: 'POST',
+      method,
       headers: {
         Authorization: `Bearer ${token}`,
         ...(body ? { 'Content-Type': 'application/json' } : {}),
@@ -389,10 +437,10 @@
     return answer;
   }
 
-  async function act(card, path, describe) {
+  async function act(card, path, describe, request = {}) {
     card.result.textContent = '…';
     try {
-      card.result.textContent = describe(await adminPost(path));
+      card.result.textContent = describe(await adminPost(path, request.body, request.method));
     } catch (error) {
       card.result.textContent = error.message;
     }

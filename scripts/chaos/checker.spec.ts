@@ -40,7 +40,8 @@ const orderNo = (acceptedMs: number, suffix: string) => `SK${START + acceptedMs}
  * A clean run by hand, on one sale of 3: buyer 11 bought (202) and paid; buyer 12 double-clicked
  * (one 202, one DUPLICATE_REQUEST) and cancelled; buyer 13 timed out and the purchase did land
  * (an unknown outcome that ended as an order, expired since); buyer 14 got a 503, nothing taken;
- * buyer 15 got a 503 carrying its request id, which ended FAILED without an order.
+ * buyer 15 got a 503 carrying its request id, which ended FAILED without an order; buyer 16 tried
+ * to buy without joining the waiting room and was refused.
  */
 function cleanRun(): CheckInput & { history: HistoryEntry[] } {
   nextId = 1;
@@ -112,6 +113,15 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
       resultStatus: 'FAILED',
       requestId: 'r-15',
       reason: 'UNAVAILABLE',
+    }),
+    // Buyer 16 never joined a waiting room and tried to buy: refused.
+    entry({
+      op: 'purchase',
+      buyer: 16,
+      status: 403,
+      code: 'NOT_ADMITTED',
+      outcome: 'refused',
+      outsider: true,
     }),
   ];
   return {
@@ -343,6 +353,25 @@ describe('the chaos checker', () => {
     const unread = cleanRun();
     sale(unread).reconcile = null;
     expect(violated(unread)).toEqual(['reconcile-consistent']);
+  });
+
+  it('should flag a sale to a buyer who never joined the waiting room, by its 202 or its order', () => {
+    const answered = cleanRun();
+    answered.history.at(-1)!.status = 202;
+    expect(violated(answered)).toContain('no-sale-around-the-queue');
+
+    const ordered = cleanRun();
+    sale(ordered).orders.push({
+      orderNo: orderNo(1_040, 'E5'),
+      requestId: 'r-16',
+      userId: 16,
+      quantity: 1,
+      status: 'PAID',
+      createdAtEpochMs: START + 1_100,
+    });
+    const [sold] = violationsOf(ordered, 'no-sale-around-the-queue');
+    expect(sold.message).toContain('never joined');
+    expect(sold.requestIds).toEqual(['r-16']);
   });
 
   it('should flag a paid order that ended cancelled, and a cancelled one that ended paid', () => {

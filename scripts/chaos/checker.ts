@@ -102,6 +102,8 @@ export const INVARIANTS = {
   'written-before-rebuild':
     'an order barrier a rebuild waits on passes only once every order accepted before it opened is written',
   'no-oversell': "a sale's active orders hold at most its stock",
+  'no-sale-around-the-queue':
+    'a queue sale sells to nobody who never joined its waiting room (no 202, no order)',
   'one-active-order-per-buyer': 'no buyer holds two active orders of one sale',
   'mysql-stock-balances': 'MySQL stock + active quantity = total stock',
   'redis-matches-mysql':
@@ -182,6 +184,7 @@ export function check(input: CheckInput): CheckReport {
   const unknown = checkPurchases(input, tally);
   for (const sale of input.snapshot.sales) checkSale(sale, tally);
   checkOrderActions(input, tally);
+  checkQueueOutsiders(input, tally);
   checkWrittenPoints(input, tally);
   checkLiveness(input, tally);
   checkChannels(input, tally);
@@ -483,6 +486,29 @@ function checkOrderActions(input: CheckInput, tally: Tally): void {
       invariant: 'paid-stays-paid',
       message: `${entry.op} ${describeAnswer(entry)} of order ${entry.orderNo} by buyer ${entry.buyer} was answered 200, and the order is ${order?.status ?? 'missing'}`,
       requestIds: order ? [order.requestId] : [],
+      historyIds: [entry.id],
+      goodsId: entry.goodsId,
+      atMs: entry.sentMs,
+    });
+  }
+}
+
+/** The buyers who tried a queue sale without joining: none has a 202 or an order. */
+function checkQueueOutsiders(input: CheckInput, tally: Tally): void {
+  const outsiders = input.history.filter((entry) => entry.op === 'purchase' && entry.outsider);
+  const orders = new Map(
+    input.snapshot.sales.flatMap((sale) =>
+      sale.orders.map((order) => [`${sale.goodsId}:${order.userId}`, order] as const),
+    ),
+  );
+  for (const entry of outsiders) {
+    tally.checked('no-sale-around-the-queue');
+    const order = orders.get(`${entry.goodsId}:${entry.buyer}`);
+    if (entry.status !== 202 && !order) continue;
+    tally.violate({
+      invariant: 'no-sale-around-the-queue',
+      message: `buyer ${entry.buyer}, who never joined the waiting room, was ${order ? `sold order ${order.orderNo}` : 'answered 202'} (${describeAnswer(entry)})`,
+      requestIds: order ? [order.requestId] : entry.requestId ? [entry.requestId] : [],
       historyIds: [entry.id],
       goodsId: entry.goodsId,
       atMs: entry.sentMs,

@@ -1,7 +1,7 @@
 // What the buyers and the operator saw: one entry per request and its answer, in history.jsonl.
 import { createWriteStream, type WriteStream } from 'node:fs';
 
-export type Operation = 'purchase' | 'result' | 'pay' | 'cancel' | 'repair';
+export type Operation = 'purchase' | 'result' | 'pay' | 'cancel' | 'repair' | 'join' | 'queue';
 
 /**
  * What an answer says about the stock: `taken` (a 202: an order must follow), `refused` (the
@@ -38,6 +38,10 @@ export interface HistoryEntry {
   idempotencyKey?: string;
   /** A purchase made after the heal to measure when each sale reopened. */
   probe?: true;
+  /** A queue standing's `state` (NOT_JOINED, WAITING, ADMITTED, …). */
+  queueState?: string;
+  /** A purchase in a queue sale by a buyer who never joined its waiting room. */
+  outsider?: true;
 }
 
 /** Reads what a purchase answer says was taken. */

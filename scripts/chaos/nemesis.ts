@@ -1,5 +1,6 @@
 // The nemesis: a fault schedule drawn from the seed (faults overlapping, each held for a while
 // and healed), and the timeline that plays it against the run.
+import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
@@ -153,6 +154,8 @@ export function startNemesis(
 ): Nemesis {
   const events: NemesisEvent[] = [];
   const stopped = new AbortController();
+  // Every scheduled fault waits on this one signal at once: a long schedule has dozens.
+  setMaxListeners(schedule.faults.length + 10, stopped.signal);
   const busy = new Map<string, Promise<void>>();
   const wait = (ms: number) =>
     sleep(Math.max(0, ms), true, { signal: stopped.signal }).catch(() => false);

@@ -15,9 +15,13 @@ const QUIET_POLL_MS = 1_000;
 /** Consecutive quiet readings: one could fall between a message's ack and its next step. */
 const QUIET_READINGS = 3;
 
-/** A decided answer: the sale itself spoke (sold, sold out…), not a closed or unreachable one. */
+/**
+ * A decided answer: the sale itself spoke (sold, sold out, or a queue sale's refusal of a buyer
+ * its waiting room has not admitted), not a closed or unreachable one.
+ */
 export function decided(entry: HistoryEntry): boolean {
   if (entry.status === 202) return true;
+  if (entry.status === 403) return entry.code === 'NOT_ADMITTED';
   return entry.status === 409 && entry.code !== 'NOT_PREHEATED';
 }
 

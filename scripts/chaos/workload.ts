@@ -29,12 +29,19 @@ const RETRIES = 2;
  */
 const ARRIVALS_PER_SECOND = 6;
 const MAX_ARRIVING = 40;
+/** A queue sale's buyer asks where they stand this often, this many times at most. */
+const STANDING_POLL_MS = 250;
+const STANDING_POLLS = 60;
+/** The share of a queue sale's sessions that try to buy without ever joining. */
+const OUTSIDER_SHARE = 0.15;
 
 /** One kind of sale and how its buyers behave. */
 export interface SaleProfile {
-  name: 'big' | 'small' | 'returning';
+  name: 'big' | 'small' | 'returning' | 'queued';
   stock: number;
   stockShards: number;
+  /** A queue sale: its buyers join, wait to be admitted, then buy. */
+  queue?: { admitPerSecond: number; admissionTtlSeconds: number };
   /** How often a session picks this sale, against the others. */
   weight: number;
   /** What an accepted buyer does: pay, cancel, or (the rest) leave it to expire. */
@@ -47,7 +54,8 @@ export interface Sale extends SaleProfile {
 }
 
 /**
- * Three sales at once: a big one, a small one that sells out early, one restocked by cancels.
+ * Four sales at once: a big one, a small one that sells out early, one restocked by cancels, and
+ * a queue sale whose buyers wait to be admitted (some lapse, some try to buy around the queue).
  * The big one's stock is drawn: lasting the whole run, or selling out part way (a fault near its
  * last units is where stores that disagree turn an accepted purchase into a FAILED one).
  */
@@ -64,6 +72,15 @@ export function saleProfiles(minutes: number, rng: Rng): SaleProfile[] {
     },
     { name: 'small', stock: 12, stockShards: 1, weight: 1.5, pay: 0.9, cancel: 0.05 },
     { name: 'returning', stock: 10, stockShards: 1, weight: 2.5, pay: 0.1, cancel: 0.6 },
+    {
+      name: 'queued',
+      stock: 15,
+      stockShards: 1,
+      weight: 2,
+      pay: 0.5,
+      cancel: 0.3,
+      queue: { admitPerSecond: 4, admissionTtlSeconds: 5 },
+    },
   ];
 }
 
@@ -98,6 +115,7 @@ export async function openSales(
       price: 1,
       stock: profile.stock,
       stockShards: profile.stockShards,
+      ...(profile.queue ? { admission: 'queue' as const, ...profile.queue } : {}),
     });
     await preheatGoods(endpoint.baseUrl, adminToken, goodsId);
     sales.push({ ...profile, goodsId });
@@ -153,6 +171,9 @@ export class Workload {
 
   /** A purchase by a buyer of its own after the heal; true once the answer is a decided one. */
   async probe(sale: Sale, endpoint: Endpoint): Promise<HistoryEntry> {
+    // A queue sale's probe never joins: its decided answer is NOT_ADMITTED (or SOLD_OUT).
+    if (sale.queue)
+      return this.purchase(sale, this.nextBuyer++, endpoint, { probe: true, outsider: true });
     return this.purchase(sale, this.newBuyer(sale), endpoint, { probe: true });
   }
 
@@ -175,10 +196,16 @@ export class Workload {
   private async session(): Promise<void> {
     this.sessions++;
     const sale = this.rng.weighted(this.options.sales.map((s) => [s, s.weight] as const));
+    if (sale.queue && this.rng.chance(OUTSIDER_SHARE)) {
+      // Never joins (and is never reused by a session that does): must never be sold to.
+      await this.purchase(sale, this.nextBuyer++, this.endpoint(), { outsider: true });
+      return;
+    }
     const known = this.buyers.get(sale.goodsId) ?? [];
     // Now and then a buyer comes back: after a cancel to buy again, or to try a second time.
     const buyer =
       known.length > 0 && this.rng.chance(0.2) ? this.rng.pick(known) : this.newBuyer(sale);
+    if (sale.queue && !(await this.waitForAdmission(sale, buyer))) return;
     const key = this.rng.chance(0.4) ? `chaos-${buyer}-${this.sessions}` : undefined;
     const timeoutMs = this.rng.chance(IMPATIENT_SHARE) ? IMPATIENT_TIMEOUT_MS : CLIENT_TIMEOUT_MS;
     let orderNo: string | undefined;
@@ -203,6 +230,28 @@ export class Workload {
     }
     if (orderNo !== undefined && !this.stopping) await this.settle(sale, buyer, orderNo);
     await sleep(this.rng.int(20, 200));
+  }
+
+  /**
+   * Joins the queue sale's waiting room and waits to be admitted: true once ADMITTED, false on a
+   * final state (EXPIRED, SOLD_OUT, PURCHASED) or when the polls run out. A standing of
+   * NOT_JOINED after a join (the waiting room lost with a Redis restart) joins again.
+   */
+  private async waitForAdmission(sale: Sale, buyer: number): Promise<boolean> {
+    let joined = false;
+    for (let poll = 0; poll < STANDING_POLLS && !this.stopping; poll++) {
+      const op = joined ? 'queue' : 'join';
+      const standing = await this.send(op, buyer, sale.goodsId, this.endpoint(), {
+        method: joined ? 'GET' : 'POST',
+        path: `/api/v1/seckill/${sale.goodsId}/queue`,
+        headers: this.headers(buyer),
+      });
+      if (standing.status === 200) joined = standing.queueState !== 'NOT_JOINED';
+      if (standing.queueState === 'ADMITTED') return true;
+      if (['EXPIRED', 'SOLD_OUT', 'PURCHASED'].includes(standing.queueState ?? '')) return false;
+      await sleep(STANDING_POLL_MS);
+    }
+    return false;
   }
 
   /** Pays, cancels or leaves the order to expire; now and then tries the other one after. */
@@ -251,9 +300,14 @@ export class Workload {
     sale: Sale,
     buyer: number,
     endpoint: Endpoint,
-    options: { key?: string | undefined; timeoutMs?: number; probe?: boolean },
+    options: {
+      key?: string | undefined;
+      timeoutMs?: number;
+      probe?: boolean;
+      outsider?: boolean;
+    },
   ): Promise<HistoryEntry> {
-    const { key, probe } = options;
+    const { key, probe, outsider } = options;
     const headers = this.headers(buyer);
     if (key !== undefined) headers['idempotency-key'] = key;
     return this.send(
@@ -270,6 +324,7 @@ export class Workload {
       (entry) => {
         if (key !== undefined) entry.idempotencyKey = key;
         if (probe) entry.probe = true;
+        if (outsider) entry.outsider = true;
       },
     );
   }
@@ -342,6 +397,9 @@ export class Workload {
       if (typeof answer.body.status === 'string') entry.resultStatus = answer.body.status;
       if (typeof answer.body.orderNo === 'string') entry.orderNo = answer.body.orderNo;
       if (typeof answer.body.reason === 'string') entry.reason = answer.body.reason;
+    }
+    if ((op === 'join' || op === 'queue') && answer.status === 200 && isRecord(answer.body)) {
+      if (typeof answer.body.state === 'string') entry.queueState = answer.body.state;
     }
     annotate?.(entry);
     this.options.history.record(entry);

@@ -8,6 +8,10 @@ export interface SaleSpec {
   stock: number;
   /** Redis buckets the stock is split over; the server's STOCK_SHARDS when left out. */
   stockShards?: number;
+  /** A queue sale (its waiting room opens 15 minutes before the start, the default). */
+  admission?: 'open' | 'queue';
+  admitPerSecond?: number;
+  admissionTtlSeconds?: number;
 }
 
 /** Creates the goods, on sale from a second ago for an hour; returns its id. */

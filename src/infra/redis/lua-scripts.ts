@@ -36,7 +36,7 @@ const SCRIPTS = {
   queueJoin: { file: 'queue-join.lua', keys: 3 },
   queueTick: { file: 'queue-tick.lua', keys: 7 },
   queueStatus: { file: 'queue-status.lua', keys: 9 },
-  queueRoom: { file: 'queue-room.lua', keys: 4 },
+  queueRoom: { file: 'queue-room.lua', keys: 8 },
   // The key count varies with the window: the caller passes it first.
   dashboardSale: { file: 'dashboard-sale.lua', keys: 'first-argument' },
 } as const satisfies Record<

@@ -9,6 +9,7 @@ import { RateRecorder } from './rate-recorder.service.js';
 import { SaleBoard } from './sale-board.service.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
+import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
 
 /**
  * The operator dashboard, on instances that serve the API (ApiModule): the page at /dashboard,
@@ -22,6 +23,7 @@ import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
     ReconcileModule,
     SaleStoreModule,
     GoodsRepositoryModule,
+    WaitingRoomModule,
   ],
   controllers: [DashboardController],
   providers: [SaleBoard, DashboardFeed, RateRecorder, DashboardPage],

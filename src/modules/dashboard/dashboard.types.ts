@@ -1,6 +1,7 @@
 import type { GoodsStatus } from '../goods/goods.dto.js';
 import type { QueueRole } from '../messaging/order-publisher.service.js';
 import type { SaleVerdict } from '../reconcile/reconcile-verdicts.js';
+import type { QueueBoard } from '../waiting-room/queue-control.service.js';
 
 /** Per order status: pending payment, paid, cancelled. */
 export interface ByStatus {
@@ -37,6 +38,8 @@ export interface SaleFigures {
    * instance: `codes[code][i]` is the count in second `start + i` (unix seconds).
    */
   rates: { start: number; codes: Record<string, number[]> };
+  /** A queue sale's waiting room (null for an open sale, or when Redis was not read). */
+  queue: QueueBoard | null;
 }
 
 export interface QueueFigures {

@@ -11,6 +11,7 @@ import { parseVerdict, type SaleVerdict } from '../reconcile/reconcile-verdicts.
 import { ReconcileService } from '../reconcile/reconcile.service.js';
 import { BucketCounts } from '../sale-store/bucket-counts.service.js';
 import { SaleRepair } from '../sale-store/sale-repair.service.js';
+import { QueueControl, type QueueAdmission } from '../waiting-room/queue-control.service.js';
 import type { ByStatus, DashboardSnapshot, QueueFigures, SaleFigures } from './dashboard.types.js';
 
 /** "Recent": a sale that ended within this long is still shown (its orders still expire). */
@@ -38,9 +39,14 @@ interface SaleLedger {
   endAt: Date;
   orders: ByStatus;
   units: ByStatus;
+  /** A queue sale's admission as the operator set it; null for an open sale. */
+  admission: QueueAdmission | null;
 }
 
-type RedisSide = Pick<SaleFigures, 'verdict' | 'rates' | 'inFlight' | 'inFlightPurchases'> & {
+type RedisSide = Pick<
+  SaleFigures,
+  'verdict' | 'rates' | 'inFlight' | 'inFlightPurchases' | 'queue'
+> & {
   stock: number | null;
 };
 
@@ -72,6 +78,7 @@ export class SaleBoard {
     private readonly reconcile: ReconcileService,
     private readonly buckets: BucketCounts,
     private readonly repair: SaleRepair,
+    private readonly queues: QueueControl,
     @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
   ) {}
 
@@ -83,7 +90,7 @@ export class SaleBoard {
     const [sides, queues] = await Promise.all([
       Promise.all(
         ledgers.map((sale) =>
-          withTimeout(this.redisSide(sale.id, now), 'Redis').catch((error: Error) => {
+          withTimeout(this.redisSide(sale, now), 'Redis').catch((error: Error) => {
             problems.push(`Redis, sale ${sale.id}: ${error.message}`);
             return null;
           }),
@@ -121,6 +128,15 @@ export class SaleBoard {
           endAt: row.endAt,
           orders: { pendingPayment: 0, paid: 0, cancelled: 0 },
           units: { pendingPayment: 0, paid: 0, cancelled: 0 },
+          admission:
+            row.admission === 'queue'
+              ? {
+                  goodsId: id,
+                  paused: Number(row.admissionPaused) === 1,
+                  admitPerSecond: Number(row.admitPerSecond),
+                  admissionTtlSeconds: Number(row.admissionTtlSeconds),
+                }
+              : null,
         };
         sales.set(id, sale);
       }
@@ -132,7 +148,8 @@ export class SaleBoard {
     return [...sales.values()];
   }
 
-  private async redisSide(goodsId: number, now: number): Promise<RedisSide> {
+  private async redisSide(sale: SaleLedger, now: number): Promise<RedisSide> {
+    const goodsId = sale.id;
     const keys = saleKeys(goodsId);
     const last = Math.floor(now / 1000) - RATE_LAG_SECONDS;
     const start = last - RATE_WINDOW_SECONDS + 1;
@@ -160,6 +177,7 @@ export class SaleBoard {
       inFlightPurchases: buckets ? buckets.inFlightCount : inFlightPurchases,
       verdict: parseVerdict(rawVerdict),
       rates: { start, codes: rateSeries(seconds) },
+      queue: sale.admission ? await this.queues.board(sale.admission) : null,
     };
   }
 
@@ -212,6 +230,7 @@ function figures(sale: SaleLedger, redis: RedisSide | null, now: number): SaleFi
     units: sale.units,
     verdict: redis ? verdictNow(redis.verdict, redis.stock !== null) : null,
     rates: redis?.rates ?? { start: 0, codes: {} },
+    queue: redis?.queue ?? null,
   };
 }
 

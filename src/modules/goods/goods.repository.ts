@@ -40,6 +40,10 @@ export interface SaleOrdersRow {
   stock: number | string;
   startAt: Date;
   endAt: Date;
+  admission: string;
+  admitPerSecond: number | string | null;
+  admissionTtlSeconds: number | string | null;
+  admissionPaused: number | string;
   status: OrderStatus | null;
   orders: number | string;
   units: number | string;
@@ -75,6 +79,24 @@ export class GoodsRepository {
       .orderBy('g.start_at', 'ASC')
       .limit(1_000)
       .getMany();
+  }
+
+  /**
+   * A queue sale's admission as the operator sets it: paused or not, its pace. False when the
+   * goods is not a queue sale (or does not exist).
+   */
+  async setAdmission(
+    goodsId: number,
+    change: { paused?: boolean; admitPerSecond?: number },
+  ): Promise<boolean> {
+    const result = await this.goods.update(
+      { id: goodsId, admission: 'queue' },
+      {
+        ...(change.paused === undefined ? {} : { admissionPaused: change.paused }),
+        ...(change.admitPerSecond === undefined ? {} : { admitPerSecond: change.admitPerSecond }),
+      },
+    );
+    return result.affected === 1;
   }
 
   /** Queue sales whose waiting room is open at `now`: from queueOpensAt to the sale's end. */
@@ -291,14 +313,17 @@ export class GoodsRepository {
   }): Promise<SaleOrdersRow[]> {
     return this.goods.query<SaleOrdersRow[]>(
       `SELECT g.id, g.name, g.total_stock AS totalStock, g.stock, g.start_at AS startAt,
-              g.end_at AS endAt, o.status, COUNT(o.id) AS orders,
+              g.end_at AS endAt, g.admission, g.admit_per_second AS admitPerSecond,
+              g.admission_ttl_seconds AS admissionTtlSeconds, g.admission_paused AS admissionPaused,
+              o.status, COUNT(o.id) AS orders,
               COALESCE(SUM(o.quantity), 0) AS units
          FROM (SELECT id FROM seckill_goods WHERE end_at >= ? AND start_at <= ?
                 ORDER BY (start_at <= ? AND end_at > ?) DESC, start_at DESC, id DESC
                 LIMIT ?) AS listed
          JOIN seckill_goods g ON g.id = listed.id
          LEFT JOIN seckill_order o ON o.goods_id = g.id
-        GROUP BY g.id, g.name, g.total_stock, g.stock, g.start_at, g.end_at, o.status
+        GROUP BY g.id, g.name, g.total_stock, g.stock, g.start_at, g.end_at, g.admission,
+                 g.admit_per_second, g.admission_ttl_seconds, g.admission_paused, o.status
         ORDER BY g.start_at DESC, g.id DESC`,
       [window.endedSince, window.startingBy, window.now, window.now, window.limit],
     );

@@ -71,6 +71,15 @@ export class GoodsService {
     return this.goods.markFirstLoad(goodsId);
   }
 
+  /** A queue sale's admission as the operator sets it (see GoodsRepository.setAdmission). */
+  setAdmission(
+    goodsId: number,
+    change: { paused?: boolean; admitPerSecond?: number },
+  ): Promise<boolean> {
+    this.pageCache.delete(goodsId);
+    return this.goods.setAdmission(goodsId, change);
+  }
+
   /** The queue sales whose waiting room is open now (joining started, the sale not over). */
   openQueues(): Promise<GoodsEntity[]> {
     return this.goods.openQueues(new Date());

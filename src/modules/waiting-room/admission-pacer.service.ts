@@ -59,6 +59,7 @@ export class AdmissionPacer {
         // Only the first candidate after startAt is kept (HSETNX): drawn here, never by a client.
         seedCandidate: randomBytes(32).toString('hex'),
         shuffleChunk: this.config.shuffleChunk,
+        paused: sale.admissionPaused,
       });
     } while (result.shuffling && Date.now() < deadline);
     if (result.shuffling) {

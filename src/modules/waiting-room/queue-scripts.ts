@@ -41,6 +41,11 @@ export interface RoomState {
   stock: number | null;
   inflight: number;
   admittedLast10s: number;
+  /** Buyers not admitted yet. */
+  waiting: number;
+  /** Admitted buyers who have neither bought nor lapsed. */
+  deciding: number;
+  expired: number;
 }
 
 export interface TickParams {
@@ -51,6 +56,7 @@ export interface TickParams {
   stockFactor: number;
   seedCandidate: string;
   shuffleChunk: number;
+  paused: boolean;
 }
 
 export interface TickResult {
@@ -102,6 +108,7 @@ export class QueueScripts {
       params.stockFactor,
       params.seedCandidate,
       params.shuffleChunk,
+      params.paused ? '1' : '0',
     )) as [number, number, number];
     return { admitted, lapsed, shuffling: shuffling === 1 };
   }
@@ -130,19 +137,27 @@ export class QueueScripts {
   async room(goodsId: number): Promise<RoomState> {
     const keys = queueKeys(goodsId);
     const sale = saleKeys(goodsId);
-    const [head, shuffled, stock, inflight, admittedLast10s] = (await this.lua.run(
-      'queueRoom',
-      keys.state,
-      keys.admits,
-      sale.stock,
-      sale.inflight,
-    )) as [number, number, number, number, number];
+    const [head, shuffled, stock, inflight, admittedLast10s, waiting, deciding, expired] =
+      (await this.lua.run(
+        'queueRoom',
+        keys.state,
+        keys.admits,
+        sale.stock,
+        sale.inflight,
+        keys.pre,
+        keys.line,
+        keys.admitted,
+        keys.expired,
+      )) as number[];
     return {
       head,
       shuffled: shuffled === 1,
       stock: stock < 0 ? null : stock,
       inflight,
       admittedLast10s,
+      waiting,
+      deciding,
+      expired,
     };
   }
 }

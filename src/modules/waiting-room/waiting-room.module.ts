@@ -4,6 +4,7 @@ import { MetricsModule } from '../metrics/metrics.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ChallengeModule } from '../seckill/challenge.module.js';
 import { AdmissionPacer } from './admission-pacer.service.js';
+import { QueueControl } from './queue-control.service.js';
 import { QueueScripts } from './queue-scripts.js';
 import { QueueStreams } from './queue-streams.service.js';
 import { RoomWatcher } from './room-watcher.js';
@@ -16,7 +17,7 @@ import { WaitingRoom } from './waiting-room.service.js';
  */
 @Module({
   imports: [GoodsModule, ChallengeModule, SaleStoreModule, MetricsModule],
-  providers: [QueueScripts, WaitingRoom, AdmissionPacer, QueueStreams, RoomWatcher],
-  exports: [WaitingRoom, AdmissionPacer, QueueStreams],
+  providers: [QueueScripts, WaitingRoom, AdmissionPacer, QueueStreams, RoomWatcher, QueueControl],
+  exports: [WaitingRoom, AdmissionPacer, QueueStreams, QueueControl],
 })
 export class WaitingRoomModule {}

@@ -60,6 +60,10 @@ export class GoodsEntity {
   @Column({ name: 'admission_ttl_seconds', type: 'int', unsigned: true, nullable: true })
   admissionTtlSeconds: number | null;
 
+  /** A `queue` sale: the operator paused its admissions (joining and buying go on). */
+  @Column({ name: 'admission_paused', type: 'boolean', default: false })
+  admissionPaused: boolean;
+
   /** When the sale was first loaded into Redis (see migrations/1764400000004-GoodsRedisLoaded). */
   @Column({ name: 'redis_loaded_at', type: 'datetime', precision: 3, nullable: true })
   redisLoadedAt: Date | null;

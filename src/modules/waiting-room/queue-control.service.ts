@@ -1,0 +1,88 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
+import { GoodsService } from '../goods/goods.service.js';
+import { QueueScripts, type RoomState } from './queue-scripts.js';
+import { isQueueSale, type QueueSale } from './waiting-room.service.js';
+
+/** A queue's admission as the operator sees and sets it. */
+export interface QueueAdmission {
+  goodsId: number;
+  paused: boolean;
+  admitPerSecond: number;
+  admissionTtlSeconds: number;
+}
+
+/** A queue as the dashboard shows it. */
+export interface QueueBoard extends QueueAdmission {
+  /** Buyers not admitted yet. */
+  waiting: number;
+  /** Admitted buyers who have neither bought nor lapsed. */
+  admitted: number;
+  expired: number;
+  /** Admissions per second over the last ten seconds. */
+  admittedPerSecond: number;
+  shuffled: boolean;
+}
+
+/**
+ * The operator's hold on a queue sale's admission: pause it (joining, standings and purchases of
+ * those admitted go on), resume it, pace it anew. The change is in MySQL, so that it outlives
+ * Redis; the admission job reads it within a second (AdmissionPacer's list of open queues).
+ */
+@Injectable()
+export class QueueControl {
+  private readonly logger = new Logger(QueueControl.name);
+
+  constructor(
+    private readonly goods: GoodsService,
+    private readonly scripts: QueueScripts,
+  ) {}
+
+  async set(
+    goodsId: number,
+    change: { paused?: boolean; admitPerSecond?: number },
+  ): Promise<QueueAdmission> {
+    await this.queueSale(goodsId, { cached: false });
+    await orUnavailable('MySQL', () => this.goods.setAdmission(goodsId, change));
+    const sale = await this.queueSale(goodsId, { cached: false });
+    this.logger.log(
+      `queue admission set: goods=${goodsId} paused=${sale.admissionPaused} admitPerSecond=${sale.admitPerSecond}`,
+    );
+    return admissionOf(sale);
+  }
+
+  /** The queue's figures for the dashboard (one script call). */
+  async board(admission: QueueAdmission): Promise<QueueBoard> {
+    const room: RoomState = await this.scripts.room(admission.goodsId);
+    return {
+      ...admission,
+      waiting: room.waiting,
+      admitted: room.deciding,
+      expired: room.expired,
+      admittedPerSecond: room.admittedLast10s / 10,
+      shuffled: room.shuffled,
+    };
+  }
+
+  private async queueSale(goodsId: number, { cached }: { cached: boolean }): Promise<QueueSale> {
+    const goods = await orUnavailable('MySQL', () =>
+      cached ? this.goods.findCached(goodsId) : this.goods.findOrThrow(goodsId),
+    );
+    if (!isQueueSale(goods)) {
+      throw new DomainError(
+        'QUEUE_NOT_OPEN',
+        `Goods ${goodsId} has no waiting room (admission open)`,
+      );
+    }
+    return goods;
+  }
+}
+
+function admissionOf(sale: QueueSale): QueueAdmission {
+  return {
+    goodsId: sale.id,
+    paused: sale.admissionPaused,
+    admitPerSecond: sale.admitPerSecond,
+    admissionTtlSeconds: sale.admissionTtlSeconds,
+  };
+}
