@@ -8,14 +8,17 @@ import { RedisLocks } from '../../src/infra/redis/redis-locks.js';
 import { LedgerScripts } from '../../src/modules/sale-store/ledger-scripts.js';
 import { LoadScripts } from '../../src/modules/sale-store/load-scripts.js';
 import { ThrottleScripts } from '../../src/modules/rate-limit/throttle-scripts.js';
+import { QueueScripts } from '../../src/modules/waiting-room/queue-scripts.js';
 
 export { keySlot } from '../../src/infra/redis/redis-client.js';
 export {
   allBucketKeys,
   bucketKeys,
+  queueKeys,
   saleKeys,
   throttleKeys,
 } from '../../src/infra/redis/seckill-keys.js';
+export { JoinCode } from '../../src/modules/waiting-room/queue-scripts.js';
 export { homeBucket } from '../../src/infra/redis/stock-buckets.js';
 export { encodeOrderMessage } from '../../src/modules/messaging/order-message.js';
 export { splitEvenly } from '../../src/modules/sale-store/bucket-counts.service.js';
@@ -30,6 +33,8 @@ export interface SaleScripts {
   throttle: ThrottleScripts;
   /** the per-user purchase lock (Redlock) and its release with the outbox entry */
   locks: RedisLocks;
+  /** a queue sale's waiting room: join, tick (shuffle, lapse, admit), standing, room */
+  queue: QueueScripts;
 }
 
 /** The scripts loaded on `client` (every one, as the app's loader does at start). */
@@ -41,5 +46,6 @@ export function saleScriptsOn(client: RedisClient): SaleScripts {
     load: new LoadScripts(lua),
     throttle: new ThrottleScripts(lua),
     locks: new RedisLocks(client, lua),
+    queue: new QueueScripts(lua),
   };
 }

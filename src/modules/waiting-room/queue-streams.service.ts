@@ -54,7 +54,14 @@ class QueueFollower {
     const { state, ahead, head, admittedUntil } = this.standing;
     if (state !== 'WAITING' && state !== 'ADMITTED') return;
     const soldOut = room.stock !== null && room.stock <= 0 && room.inflight === 0;
-    if (soldOut) return this.feed.changed();
+    const place = ahead === null ? null : head + ahead;
+    if (soldOut) {
+      // A buyer still in line cannot have bought nor lapsed: SOLD_OUT without a read, so that
+      // the last unit costs no query per waiting stream. One admitted may have bought: read.
+      if (state !== 'WAITING' || place === null || place < room.head) return this.feed.changed();
+      this.standing = { ...this.standing, state: 'SOLD_OUT' };
+      return this.feed.push(queueStatusOf(this.sale, this.standing, Date.now()));
+    }
     if (state === 'ADMITTED') {
       if (admittedUntil !== null && Date.now() >= admittedUntil) this.feed.changed();
       return;
@@ -63,7 +70,6 @@ class QueueFollower {
       this.feed.push(queueStatusOf(this.sale, this.standing, Date.now()));
       return;
     }
-    const place = ahead === null ? null : head + ahead;
     if (place === null || place < room.head) return this.feed.changed();
     const moved = { ...this.standing, ahead: place - room.head, head: room.head };
     this.standing = { ...moved, admittedLast10s: room.admittedLast10s };

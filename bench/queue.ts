@@ -1,0 +1,219 @@
+// How a queue sale's waiting room scales: a crowd far larger than the stock joins, is shuffled at
+// the start, admitted at its pace and buys. On a private redis-server, with the project's own
+// scripts (lua/queue-*.lua, the deduct and the completion), driven as the app drives them: joins
+// pipelined from two clients, the admission job's ticks, each admitted buyer buying at once and
+// its order completed as the consumer would once written. What it measures is Redis's side (the
+// HTTP layer's cost per join is the join route's, measured by the fairness test and `npm run
+// bench`).
+import { randomBytes, randomUUID } from 'node:crypto';
+
+import { Redis } from 'ioredis';
+
+import { integerFlag, readFlags } from '../scripts/lib/args.js';
+import { onCleanup } from '../scripts/lib/cleanup.js';
+import { runScript } from '../scripts/lib/main.js';
+import { freePortBelowEphemeral } from '../scripts/lib/ports.js';
+import {
+  DeductCode,
+  encodeOrderMessage,
+  JoinCode,
+  queueKeys,
+  saleKeys,
+  saleScriptsOn,
+  type SaleScripts,
+} from '../scripts/lib/sale-scripts.js';
+import { startRedis } from './lib/stores.js';
+
+const USAGE = `usage: npm run bench:queue -- [--buyers <n>] [--stock <n>] [--admit-per-second <n>]
+
+A queue sale on a private redis-server: <buyers> join before the start, the pre-queue is
+shuffled at the start, buyers are admitted at <admit-per-second> within the stock (factor 1) and
+each admitted one buys at once. Prints joins per second, Redis bytes per waiting buyer, the
+shuffle's time, and how long from the start until the last unit was sold and until a waiting
+buyer's standing says SOLD_OUT.
+
+  --buyers <n>            buyers in the queue (default 1000000)
+  --stock <n>             units for sale (default 10000)
+  --admit-per-second <n>  the queue's pace (default 5000)`;
+
+interface Options {
+  buyers: number;
+  stock: number;
+  admitPerSecond: number;
+}
+
+function parse(argv: string[]): Options | 'help' {
+  const values = readFlags(argv, {
+    buyers: { type: 'string', default: '1000000' },
+    stock: { type: 'string', default: '10000' },
+    'admit-per-second': { type: 'string', default: '5000' },
+    help: { type: 'boolean', short: 'h', default: false },
+  });
+  if (values.help) return 'help';
+  return {
+    buyers: integerFlag('buyers', values.buyers, 1, 20_000_000),
+    stock: integerFlag('stock', values.stock, 1, 10_000_000),
+    admitPerSecond: integerFlag('admit-per-second', values['admit-per-second'], 1, 100_000),
+  };
+}
+
+const GOODS_ID = 1;
+const IN_FLIGHT_PER_CLIENT = 200;
+/** As the app's defaults: QUEUE_TICK_MS, QUEUE_SHUFFLE_CHUNK, a factor of 1. */
+const TICK_MS = 100;
+const SHUFFLE_CHUNK = 5_000;
+const HOUR_MS = 3_600_000;
+const FIRST_BUYER = 1_000_000;
+
+interface Client {
+  redis: Redis;
+  scripts: SaleScripts;
+}
+
+async function usedMemory(redis: Redis): Promise<number> {
+  const info = await redis.info('memory');
+  return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+/** Runs `unit(i)` for i in [0, count) with IN_FLIGHT_PER_CLIENT in flight on each client. */
+async function spread(
+  clients: Client[],
+  count: number,
+  unit: (client: Client, i: number) => Promise<unknown>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    clients.flatMap((client) =>
+      Array.from({ length: IN_FLIGHT_PER_CLIENT }, async () => {
+        while (next < count) await unit(client, next++);
+      }),
+    ),
+  );
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+
+async function run(options: Options): Promise<boolean> {
+  const server = await startRedis(await freePortBelowEphemeral());
+  onCleanup(() => server.stop());
+  const clients: Client[] = [0, 1].map(() => {
+    const redis = new Redis(server.url, { enableAutoPipelining: true });
+    return { redis, scripts: saleScriptsOn(redis) };
+  });
+  onCleanup(async () => {
+    for (const { redis } of clients) redis.disconnect();
+  });
+  const [{ scripts, redis }] = clients;
+  const keys = saleKeys(GOODS_ID);
+  const room = queueKeys(GOODS_ID);
+  console.log(
+    `redis-server ${server.url}: ${options.buyers.toLocaleString('en-US')} buyers for ${options.stock.toLocaleString('en-US')} units, admitted at ${options.admitPerSecond.toLocaleString('en-US')}/s`,
+  );
+
+  // The sale opens far ahead while the crowd joins; the start is called once every one has.
+  const farStart = Date.now() + HOUR_MS;
+  const window = (startAt: number) => ({ startAt, endAt: startAt + HOUR_MS });
+  await scripts.load.preheat(keys, {
+    totalStock: options.stock,
+    stock: options.stock,
+    startAt: new Date(farStart),
+    endAt: new Date(farStart + HOUR_MS),
+    perUserLimit: 1,
+    admission: 'queue',
+  });
+  const before = await usedMemory(redis);
+  const joinStarted = performance.now();
+  let refused = 0;
+  await spread(clients, options.buyers, async (client, i) => {
+    const code = await client.scripts.queue.join(GOODS_ID, FIRST_BUYER + i, {
+      opensAt: 0,
+      ...window(farStart),
+    });
+    if (code !== JoinCode.Joined) refused++;
+  });
+  const joinMs = performance.now() - joinStarted;
+  const perBuyer = ((await usedMemory(redis)) - before) / options.buyers;
+  console.log(
+    `joins: ${Math.round((options.buyers * 1000) / joinMs).toLocaleString('en-US')}/s (${seconds(joinMs)}), ${refused} refused; Redis ${perBuyer.toFixed(0)} bytes per waiting buyer (used_memory)`,
+  );
+
+  // The start: the sale's window and the ticks from now on.
+  const startAt = Date.now();
+  await scripts.load.preheat(
+    keys,
+    {
+      totalStock: options.stock,
+      stock: options.stock,
+      startAt: new Date(startAt),
+      endAt: new Date(startAt + HOUR_MS),
+      perUserLimit: 1,
+      admission: 'queue',
+    },
+    undefined,
+    { refresh: true },
+  );
+  const started = performance.now();
+  const tick = () =>
+    scripts.queue.tick(GOODS_ID, {
+      ...window(startAt),
+      admitPerSecond: options.admitPerSecond,
+      admissionTtlMs: 60_000,
+      stockFactor: 1,
+      seedCandidate: randomBytes(32).toString('hex'),
+      shuffleChunk: SHUFFLE_CHUNK,
+      paused: false,
+    });
+  let result = await tick();
+  while (result.shuffling) result = await tick();
+  const shuffledMs = performance.now() - started;
+  console.log(
+    `shuffle: ${options.buyers.toLocaleString('en-US')} placed in ${seconds(shuffledMs)}`,
+  );
+
+  // Each tick's admitted buyers (the line from the last head on) buy at once; their orders are
+  // completed as the consumer does once it wrote them.
+  let head = 0;
+  let soldMs = NaN;
+  let ticks = 0;
+  while (Number.isNaN(soldMs)) {
+    const { head: now } = await scripts.queue.room(GOODS_ID);
+    const admitted = (await redis.zrange(room.line, head, now - 1)).map(Number);
+    head = now;
+    await spread(clients, admitted.length, async (client, i) => {
+      const userId = admitted[i];
+      const requestId = randomUUID();
+      const orderNo = `SK${Date.now()}${requestId.replace(/-/g, '').slice(0, 16).toUpperCase()}`;
+      const message = encodeOrderMessage({
+        requestId,
+        orderNo,
+        userId,
+        goodsId: GOODS_ID,
+        quantity: 1,
+        acceptedAt: Date.now(),
+      });
+      const { code } = await client.scripts.ledger.deduct(keys, userId, 1, requestId, message);
+      if (code !== DeductCode.Accepted) return;
+      await client.scripts.ledger.complete(keys, [{ requestId, userId, orderNo, quantity: 1 }]);
+    });
+    const state = await scripts.queue.room(GOODS_ID);
+    if (state.stock === 0 && state.inflight === 0) {
+      soldMs = performance.now() - started;
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, TICK_MS));
+    await tick();
+    ticks++;
+  }
+  const last = Number((await redis.zrange(room.line, -1, -1))[0]);
+  const told = await scripts.queue.status(GOODS_ID, last);
+  const toldMs = performance.now() - started;
+  console.log(
+    `from the start: last unit sold after ${seconds(soldMs)} (${ticks} ticks), the last buyer in line told ${told.state} after ${seconds(toldMs)}; a queue stream hears it within QUEUE_STREAM_POLL_MS (500 ms) more`,
+  );
+  console.log(
+    `Redis after the sale: ${((await usedMemory(redis)) / 1024 / 1024).toFixed(0)} MiB used (${options.buyers.toLocaleString('en-US')} buyers in line)`,
+  );
+  return told.state === 'SOLD_OUT';
+}
+
+await runScript(parse, USAGE, run);
