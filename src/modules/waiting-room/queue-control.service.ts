@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
+import { orUnavailable } from '../../common/errors/domain-error.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { QueueScripts, type RoomState } from './queue-scripts.js';
-import { isQueueSale, type QueueSale } from './waiting-room.service.js';
+import { WaitingRoom, type QueueSale } from './waiting-room.service.js';
 
 /** A queue's admission as the operator sees and sets it. */
 export interface QueueAdmission {
@@ -36,15 +36,16 @@ export class QueueControl {
   constructor(
     private readonly goods: GoodsService,
     private readonly scripts: QueueScripts,
+    private readonly room: WaitingRoom,
   ) {}
 
   async set(
     goodsId: number,
     change: { paused?: boolean; admitPerSecond?: number },
   ): Promise<QueueAdmission> {
-    await this.queueSale(goodsId, { cached: false });
+    await this.room.queueSale(goodsId, { fresh: true });
     await orUnavailable('MySQL', () => this.goods.setAdmission(goodsId, change));
-    const sale = await this.queueSale(goodsId, { cached: false });
+    const sale = await this.room.queueSale(goodsId, { fresh: true });
     this.logger.log(
       `queue admission set: goods=${goodsId} paused=${sale.admissionPaused} admitPerSecond=${sale.admitPerSecond}`,
     );
@@ -62,19 +63,6 @@ export class QueueControl {
       admittedPerSecond: room.admittedLast10s / 10,
       shuffled: room.shuffled,
     };
-  }
-
-  private async queueSale(goodsId: number, { cached }: { cached: boolean }): Promise<QueueSale> {
-    const goods = await orUnavailable('MySQL', () =>
-      cached ? this.goods.findCached(goodsId) : this.goods.findOrThrow(goodsId),
-    );
-    if (!isQueueSale(goods)) {
-      throw new DomainError(
-        'QUEUE_NOT_OPEN',
-        `Goods ${goodsId} has no waiting room (admission open)`,
-      );
-    }
-    return goods;
   }
 }
 

@@ -87,9 +87,14 @@ export class WaitingRoom {
     }
   }
 
-  /** The goods, when it is a queue sale (404 GOODS_NOT_FOUND, 409 QUEUE_NOT_OPEN otherwise). */
-  async queueSale(goodsId: number): Promise<QueueSale> {
-    const goods = await orUnavailable('MySQL', () => this.goods.findCached(goodsId));
+  /**
+   * The goods, when it is a queue sale (404 GOODS_NOT_FOUND, 409 QUEUE_NOT_OPEN otherwise);
+   * `fresh`: read from MySQL now, not the row served from memory for a second.
+   */
+  async queueSale(goodsId: number, { fresh = false } = {}): Promise<QueueSale> {
+    const goods = await orUnavailable('MySQL', () =>
+      fresh ? this.goods.findOrThrow(goodsId) : this.goods.findCached(goodsId),
+    );
     if (!isQueueSale(goods)) {
       throw new DomainError(
         'QUEUE_NOT_OPEN',
