@@ -19,12 +19,12 @@ export default tseslint.config(
     },
   },
   {
-    // The dashboard's browser script: plain JavaScript, no type information, browser globals.
+    // The pages' browser scripts: plain JavaScript modules, no type information, browser globals.
     files: ['public/**/*.js'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,
-      sourceType: 'script',
+      sourceType: 'module',
       globals: Object.fromEntries(
         [
           'window',
@@ -39,6 +39,8 @@ export default tseslint.config(
           'setTimeout',
           'setInterval',
           'confirm',
+          'crypto',
+          'btoa',
           'uPlot',
         ].map((name) => [name, 'readonly']),
       ),

@@ -18,6 +18,7 @@ import { refuseBlocked } from './modules/blocklist/blocklist.hook.js';
 import { BlocklistService } from './modules/blocklist/blocklist.service.js';
 import { Authenticator } from './modules/auth/authenticator.js';
 import { authenticateBeforeBody } from './modules/auth/early-auth.hook.js';
+import { BUYER_PAGE_PATH } from './modules/buyer-page/buyer-page.controller.js';
 import { MetricsService } from './modules/metrics/metrics.service.js';
 import { SoldOutMemo } from './modules/sale-store/sold-out-memo.js';
 import { answerSoldOutFromMemory } from './modules/sale-store/sold-out.hook.js';
@@ -144,6 +145,7 @@ function configureApp(
       { path: 'health/live', method: RequestMethod.GET },
       { path: 'health/ready', method: RequestMethod.GET },
       { path: 'metrics', method: RequestMethod.GET },
+      { path: BUYER_PAGE_PATH, method: RequestMethod.GET },
     ],
   });
   app.useGlobalFilters(new AllExceptionsFilter());

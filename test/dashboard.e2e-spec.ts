@@ -1,7 +1,6 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openBrowserTab, type BrowserTab, type SeenRequest } from './support/browser.js';
 import {
   createSale,
   doubleClickCrowd,
@@ -11,46 +10,26 @@ import {
   waitForSettled,
 } from './support/harness.js';
 
-/** Debian's package (`apt-get install chromium`); .ci/run installs it when it is missing. */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARTIFACTS = fileURLToPath(new URL('../test-artifacts/', import.meta.url));
-
 /**
  * The operator dashboard in a real browser: headless Chromium driven by playwright-core opens
  * /dashboard with an admin token in the address, and the page must show the sale's figures.
  */
 describe('the dashboard in a browser', () => {
   const t = useApp({ TRUSTED_PROXIES: '127.0.0.1' });
-  let browser: Browser;
+  let tab: BrowserTab;
   let page: Page;
-  const requested: { url: string; authorization?: string }[] = [];
-  const complaints: string[] = [];
+  let requested: SeenRequest[];
+  let complaints: string[];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `No Chromium at ${CHROMIUM}: install Debian's package (sudo apt-get install -y chromium; ` +
-          '.ci/run does it when it is missing) or point CHROMIUM_PATH at a Chromium binary.',
-      );
-    }
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on('request', (request) =>
-      requested.push({ url: request.url(), authorization: request.headers().authorization }),
-    );
-    page.on('console', (message) => {
-      // A missing favicon is the browser's business, not the page's.
-      if (message.type() === 'error' && !/favicon/.test(message.location().url)) {
-        complaints.push(message.text());
-      }
-    });
-    page.on('pageerror', (error) => complaints.push(error.message));
+    tab = await openBrowserTab();
+    ({ page, requested, complaints } = tab);
   });
   afterAll(async () => {
-    await browser?.close();
+    await tab?.browser.close();
   });
 
-  const text = (testId: string) => page.getByTestId(testId).textContent({ timeout: 1_000 });
+  const text = (testId: string) => tab.text(testId);
 
   it('should show the right sold and remaining figures and a consistent reconcile after a crowd, the token never in a URL', async () => {
     const stock = 25;
@@ -71,8 +50,7 @@ describe('the dashboard in a browser', () => {
         (await text(`sale-${goodsId}-consistent`)) === 'yes',
       { timeoutMs: 30_000, intervalMs: 200, what: `sale ${goodsId}: 0 left, ${stock} sold, yes` },
     );
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: `${ARTIFACTS}dashboard.png`, fullPage: true });
+    await tab.screenshot('dashboard.png');
 
     // The token left the address bar at once, stayed in this tab, and went only in headers.
     expect(page.url()).toBe(`${base}/dashboard`);
@@ -80,7 +58,7 @@ describe('the dashboard in a browser', () => {
     expect(await page.evaluate("sessionStorage.getItem('seckill.adminToken')")).toBe(admin);
     expect(requested.filter((request) => request.url.includes(admin))).toEqual([]);
     const feed = requested.find((request) => request.url.endsWith('/api/v1/admin/events'));
-    expect(feed?.authorization).toBe(`Bearer ${admin}`);
+    expect(feed?.headers.authorization).toBe(`Bearer ${admin}`);
     // No script error and no Content-Security-Policy violation.
     expect(complaints).toEqual([]);
   });

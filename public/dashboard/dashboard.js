@@ -1,7 +1,7 @@
 // The operator dashboard: reads the admin feed (GET /api/v1/admin/events, Server-Sent Events)
 // with fetch, so that the token goes in the Authorization header, and draws each snapshot.
-// Plain script, no framework; uPlot (served from node_modules) draws the charts.
-'use strict';
+// A module, no framework; uPlot (served from node_modules) draws the charts.
+import { readEventStream, takeTokenFromAddress, takeTokenFromForm } from './shared/event-stream.js';
 
 (() => {
   const TOKEN_KEY = 'seckill.adminToken';
@@ -40,13 +40,6 @@
 
   // ---- the token: from the address (#token=…, removed at once) or the field; this tab only
 
-  function takeTokenFromAddress() {
-    const match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
-    if (!match) return;
-    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
-    history.replaceState(null, '', location.pathname + location.search);
-  }
-
   function showLogin(message) {
     $('login').hidden = false;
     $('board').hidden = true;
@@ -63,16 +56,7 @@
     showLogin(message);
   }
 
-  $('token-form').addEventListener('submit', (event) => {
-    event.preventDefault();
-    const value = $('token-input')
-      .value.trim()
-      .replace(/^Bearer\s+/i, '');
-    $('token-input').value = '';
-    if (!value) return;
-    sessionStorage.setItem(TOKEN_KEY, value);
-    start();
-  });
+  takeTokenFromForm($('token-form'), $('token-input'), TOKEN_KEY, start);
   $('forget').addEventListener('click', () => forgetToken(''));
 
   // ---- the feed: fetch streaming, parsed as Server-Sent Events, reconnecting with a backoff
@@ -84,52 +68,26 @@
   }
 
   async function readFeed(controller) {
-    const response = await fetch(FEED_URL, {
-      headers: { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' },
-      cache: 'no-store',
+    const refused = await readEventStream(FEED_URL, {
+      token,
       signal: controller.signal,
+      onOpen: () => setStatus('live', 'live'),
+      onEvent: (type, payload) => {
+        if (type === 'message') render(payload);
+        else if (type === 'unavailable') showProblems([payload.message]);
+      },
     });
-    if (response.status === 401 || response.status === 403) {
-      const body = await response.json().catch(() => ({}));
+    if (refused === null) return 'ended';
+    if (refused.status === 401 || refused.status === 403) {
+      const body = await refused.json().catch(() => ({}));
       forgetToken(
-        response.status === 403
+        refused.status === 403
           ? 'That token is not an admin token.'
           : `The token was refused: ${body.message || 'unauthorized'}.`,
       );
       return 'refused';
     }
-    if (!response.ok || !response.body) throw new Error(`feed answered ${response.status}`);
-    setStatus('live', 'live');
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffered = '';
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return 'ended';
-      buffered += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
-      let end;
-      while ((end = buffered.indexOf('\n\n')) >= 0) {
-        handleEvent(buffered.slice(0, end));
-        buffered = buffered.slice(end + 2);
-      }
-    }
-  }
-
-  function handleEvent(block) {
-    let type = 'message';
-    const data = [];
-    for (const line of block.split('\n')) {
-      if (line.startsWith(':')) continue;
-      const colon = line.indexOf(':');
-      const field = colon < 0 ? line : line.slice(0, colon);
-      const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-      if (field === 'event') type = value;
-      else if (field === 'data') data.push(value);
-    }
-    if (data.length === 0) return;
-    const payload = JSON.parse(data.join('\n'));
-    if (type === 'message') render(payload);
-    else if (type === 'unavailable') showProblems([payload.message]);
+    throw new Error(`feed answered ${refused.status}`);
   }
 
   async function connectLoop() {
@@ -483,6 +441,6 @@
     void connectLoop();
   }
 
-  takeTokenFromAddress();
+  takeTokenFromAddress(TOKEN_KEY);
   start();
 })();

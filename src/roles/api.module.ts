@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { BuyerPageModule } from '../modules/buyer-page/buyer-page.module.js';
 import { BlocklistHttpModule } from '../modules/blocklist/blocklist-http.module.js';
 import { DashboardModule } from '../modules/dashboard/dashboard.module.js';
 import { GoodsHttpModule } from '../modules/goods/goods-http.module.js';
@@ -10,7 +11,7 @@ import { WaitingRoomHttpModule } from '../modules/waiting-room/waiting-room-http
 
 /**
  * What an instance serving the API (APP_ROLE `api` or `all`) adds: the routes under /api/v1, the
- * purchase path with its per-instance guards, publishing, and the operator dashboard. It
+ * purchase path with its per-instance guards, publishing, the operator dashboard and the buyer's page. It
  * consumes nothing. Each feature brings its own routes (its `…HttpModule`, or the feature module
  * itself where it has nothing but routes here).
  */
@@ -24,6 +25,7 @@ import { WaitingRoomHttpModule } from '../modules/waiting-room/waiting-room-http
     SeckillModule,
     WaitingRoomHttpModule,
     DashboardModule,
+    BuyerPageModule,
   ],
 })
 export class ApiModule {}
