@@ -344,8 +344,8 @@ async function buy() {
       follow('result');
       return;
     }
-    if (status === 409 || status === 404) attempt = null;
-    if (status === 403) attempt = null; // a token refused, or no admission: the next try starts over
+    // A final answer, a refused token or no admission: the next try starts over.
+    if (status === 409 || status === 404 || status === 403) attempt = null;
     note('purchase-note', explain(body, status, response), 'bad');
     if (body.code === 'ALREADY_PURCHASED') void loadResult();
     if (body.code === 'NOT_ADMITTED' || body.code === 'SOLD_OUT') {
@@ -478,9 +478,9 @@ async function start() {
   takeTokenFromAddress(TOKEN_KEY);
   await loadGoods();
   await signIn();
-  setInterval(render, 250);
   let startSeen = saleStatus() !== 'UPCOMING';
   setInterval(() => {
+    render();
     // At the start the status and remaining stock change at once: read them then, not 10 s on.
     const started = saleStatus() !== 'UPCOMING';
     if (started && !startSeen) void loadGoods();
