@@ -20,6 +20,11 @@ export const CONSUMER_TICK_MS = 200;
 /** A barrier this instance opened, and every consumer session seen alive since. */
 export interface OpenBarrier {
   id: string;
+  /**
+   * When it was opened, by the clock its users compare it with: MySQL's (epoch ms) for the
+   * fallback's DatabaseBarrier, which rebuilds stamp `rebuilt_at` by; this process's monotonic
+   * clock (performance.now()) for OrderBarrier, whose opener measures a span of its own time.
+   */
   openedAt: number;
   seen: Set<string>;
 }
@@ -104,7 +109,7 @@ export class OrderBarrier implements BarrierStore {
       throw new Error('the barrier message was not confirmed');
     }
     this.logger.log(`order barrier opened: id=${id} consumers=${consumers.length}`);
-    return { id, openedAt: Date.now(), seen: new Set(consumers) };
+    return { id, openedAt: performance.now(), seen: new Set(consumers) };
   }
 
   /** Whether the barrier has passed, must be waited for, or must be opened again. */

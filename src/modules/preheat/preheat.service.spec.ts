@@ -54,7 +54,11 @@ function setup({ unsold = false } = {}) {
   };
   let barriers = 0;
   const barrier = {
-    open: vi.fn(async () => ({ id: `b${++barriers}`, openedAt: Date.now(), seen: new Set() })),
+    open: vi.fn(async () => ({
+      id: `b${++barriers}`,
+      openedAt: performance.now(),
+      seen: new Set(),
+    })),
     check: vi.fn(async () => 'passed' as const),
   };
   const lock = {
@@ -79,7 +83,7 @@ describe('PreheatService: the rebuild of a sale that has sold', () => {
   });
   afterEach(() => vi.useRealTimers());
 
-  const later = (ms: number) => vi.setSystemTime(Date.now() + ms);
+  const later = (ms: number) => vi.advanceTimersByTime(ms);
 
   it('should wipe first and count MySQL only after a barrier opened once every purchase of the wiped copy is in the broker', async () => {
     const { orders, stock, barrier, preheat } = setup();
@@ -93,6 +97,18 @@ describe('PreheatService: the rebuild of a sale that has sold', () => {
     expect(stock.forget).toHaveBeenCalledTimes(1);
     expect(barrier.open).toHaveBeenCalledTimes(1);
     expect(orders.history).toHaveBeenCalledTimes(1);
+  });
+
+  it("should wait the whole confirm timeout after its wipe though this host's wall clock steps forward meanwhile", async () => {
+    const { barrier, preheat } = setup();
+    await expect(preheat.preheat(1)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+
+    vi.setSystemTime(Date.now() + 10 * CONFIRM_MS);
+    await expect(preheat.preheat(1)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(barrier.open).not.toHaveBeenCalled();
+
+    later(CONFIRM_MS);
+    await expect(preheat.preheat(1)).resolves.toMatchObject({ loaded: true });
   });
 
   it('should not reuse a barrier that passed before, once the sale was lost again', async () => {
@@ -178,7 +194,7 @@ describe('PreheatService: a sale MySQL has no orders of', () => {
     state.preheated = false;
     await expect(preheat.preheat(1)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
     expect(stock.forget).toHaveBeenCalledTimes(1);
-    vi.setSystemTime(Date.now() + CONFIRM_MS);
+    vi.advanceTimersByTime(CONFIRM_MS);
     await expect(preheat.preheat(1)).resolves.toMatchObject({ loaded: true });
     expect(barrier.open).toHaveBeenCalledTimes(1);
     expect(orders.history).toHaveBeenCalledTimes(1);

@@ -17,7 +17,10 @@ export interface PreheatResult {
 
 /** A rebuild of a sale this instance began and has not finished yet. */
 interface PendingRebuild {
-  /** When what Redis held of the sale was wiped: nothing was sold on that copy after it. */
+  /**
+   * When what Redis held of the sale was wiped (monotonic ms: the wait after it is a span of this
+   * host's time, whatever its wall clock does): nothing was sold on that copy after it.
+   */
   wipedAt: number;
   /** The goods' last rebuild then (OrdersService.lastRebuild): another one since began anew. */
   after: string | null;
@@ -96,7 +99,7 @@ export class PreheatService {
     let pending = this.pending.get(goods.id);
     if (pending === undefined || pending.after !== after) {
       await this.loader.forget(goods.id, { keepVoided: true });
-      pending = { wipedAt: Date.now(), after };
+      pending = { wipedAt: performance.now(), after };
       this.pending.set(goods.id, pending);
     }
     await this.ensureOrdersSettled(pending.wipedAt);
@@ -123,9 +126,10 @@ export class PreheatService {
    */
   private async ensureOrdersSettled(wipedAt: number): Promise<void> {
     const openAt = wipedAt + this.rabbitmq.publishConfirmTimeoutMs;
-    if (Date.now() < openAt) {
+    const now = performance.now();
+    if (now < openAt) {
       throw new UnavailableError(
-        `Waiting ${openAt - Date.now()} ms more for purchases accepted before the loss to reach the broker`,
+        `Waiting ${Math.ceil(openAt - now)} ms more for purchases accepted before the loss to reach the broker`,
       );
     }
     if (!this.barrier || this.barrier.openedAt < openAt) this.barrier = await this.barriers.open();
@@ -137,7 +141,7 @@ export class PreheatService {
       );
     }
     this.logger.log(
-      `order barrier passed: id=${this.barrier!.id} ${Date.now() - this.barrier!.openedAt} ms after it opened`,
+      `order barrier passed: id=${this.barrier!.id} ${Math.round(performance.now() - this.barrier!.openedAt)} ms after it opened`,
     );
   }
 

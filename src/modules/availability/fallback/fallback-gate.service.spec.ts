@@ -57,6 +57,22 @@ describe('FallbackGate', () => {
     expect(instance.holdsRedisPath(1)).toBe(false);
   });
 
+  it("should keep the Redis path open when this host's wall clock steps back and forth, the marks' lease being measured on the monotonic clock", async () => {
+    vi.useFakeTimers();
+    const { instance, goods, refresh } = gate();
+    goods.staleIds.mockResolvedValue([]);
+    instance.enable();
+    await instance.onApplicationBootstrap();
+
+    // NTP steps the clock back a minute while the marks are read, then forward again.
+    const wallClock = Date.now();
+    vi.setSystemTime(wallClock - 60_000);
+    await refresh();
+    vi.setSystemTime(wallClock);
+
+    expect(instance.holdsRedisPath(1)).toBe(false);
+  });
+
   it('should free the Redis path once the marks are read, when their read failed at start', async () => {
     const { instance, goods, refresh } = gate();
     goods.staleIds.mockRejectedValueOnce(new Error('connect ECONNREFUSED'));

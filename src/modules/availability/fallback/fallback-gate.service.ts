@@ -36,7 +36,7 @@ interface Fence {
   outage: number;
   /** The barrier must be opened at or after this (MySQL's clock, epoch ms). */
   notBefore: number;
-  /** When the connection dropped: purchases Redis accepted before are in the broker by then + PUBLISH_CONFIRM_TIMEOUT_MS. */
+  /** When the connection dropped (monotonic ms): purchases Redis accepted before are in the broker by then + PUBLISH_CONFIRM_TIMEOUT_MS. */
   since: number;
   barrier?: OpenBarrier;
   passed: boolean;
@@ -77,7 +77,11 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   /** Masters that were not identified when the marks were last read: held until read again. */
   private heldMasters = new Set<string>();
   private readonly stale = new Set<number>();
-  /** When the last read of the marks that succeeded began (this host's clock). */
+  /**
+   * When the last read of the marks that succeeded began, on the monotonic clock: the lease is a
+   * span of this host's time, which a step of the wall clock (NTP, an operator) must not stretch
+   * or cut short.
+   */
   private marksReadAt = 0;
   private fence?: Fence;
   private timer?: NodeJS.Timeout;
@@ -119,7 +123,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
       if (this.down) return;
       this.down = true;
       this.outages++;
-      this.droppedAt = Date.now();
+      this.droppedAt = performance.now();
     });
     this.timer = setInterval(() => void this.refresh(), REFRESH_MS);
     this.timer.unref();
@@ -129,7 +133,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   holdsRedisPath(goodsId: number): boolean {
     if (!this.enabled) return false;
     if (this.unread || this.stale.has(goodsId)) return true;
-    if (Date.now() - this.marksReadAt > MARKS_LEASE_MS) return true;
+    if (performance.now() - this.marksReadAt > MARKS_LEASE_MS) return true;
     if (this.droppedSinceRead.size === 0 && this.heldMasters.size === 0) return false;
     return this.watchdog
       .mastersOf(goodsId, this.buckets.known(goodsId))
@@ -161,7 +165,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
       fence = this.fence = {
         outage: this.outages,
         notBefore,
-        since: this.droppedAt || Date.now(),
+        since: this.droppedAt || performance.now(),
         passed: false,
         running: false,
       };
@@ -180,7 +184,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   private async runFence(fence: Fence): Promise<void> {
     const openAt = fence.since + this.rabbitmq.publishConfirmTimeoutMs;
     for (let attempt = 0; !this.stopped && this.down && fence.outage === this.outages; attempt++) {
-      if (Date.now() < openAt) await sleep(openAt - Date.now());
+      if (performance.now() < openAt) await sleep(openAt - performance.now());
       try {
         fence.barrier ??= await this.barriers.open();
         if (fence.barrier.openedAt < fence.notBefore) {
@@ -194,7 +198,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
         if (state === 'passed') {
           fence.passed = true;
           this.logger.warn(
-            `fallback barrier passed, MySQL may sell: id=${fence.barrier!.id} ${Date.now() - fence.since} ms after redis dropped`,
+            `fallback barrier passed, MySQL may sell: id=${fence.barrier!.id} ${Math.round(performance.now() - fence.since)} ms after redis dropped`,
           );
           return;
         }
@@ -244,7 +248,7 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   }
 
   private async readMarks(): Promise<void> {
-    const startedAt = Date.now();
+    const startedAt = performance.now();
     const held = new Set(await this.goods.staleIds());
     for (const goodsId of this.stale) {
       if (held.has(goodsId)) continue;
