@@ -34,8 +34,17 @@ import {
   printChecks,
   type LifecycleReport,
   type Report,
+  type StoreReport,
 } from './demo/report.js';
-import { connectMysql, readDuplicateBuyers, readStock, waitForDrain } from './demo/store.js';
+import {
+  connectMysql,
+  readDuplicateBuyers,
+  readOrders,
+  readStock,
+  waitForDrain,
+} from './demo/store.js';
+import { buildQueueTable, evaluateQueueChecks, queueFigures } from './demo/queue-report.js';
+import { findBoughtWithoutAdmission, runOpenComparison, runQueueSale } from './demo/queue-sale.js';
 import { onCleanup } from './lib/cleanup.js';
 import { ScriptError } from './lib/errors.js';
 import { loadDotEnv, signToken } from './lib/jwt.js';
@@ -110,6 +119,56 @@ async function runLifecycle(
   return { accepted, payShare: options.payShare, pays, expiry, final };
 }
 
+/**
+ * --queue: the queue sale and the open sale beside it (scripts/demo/queue-sale.ts), the stores
+ * checked as after the burst, then the queue sale's orders paid and expired the same way.
+ */
+async function runQueueDemo(
+  db: Connection,
+  baseUrl: string,
+  adminToken: string,
+  options: DemoOptions,
+): Promise<boolean> {
+  const run = await runQueueSale(baseUrl, adminToken, options);
+  const saleEndedAt = performance.now();
+  const accepted = run.accepted.size;
+  console.log(`queue sale done: ${accepted} accepted; waiting for orders to reach MySQL…`);
+  const drain = await waitForDrain(
+    db,
+    run.goodsId,
+    accepted,
+    saleEndedAt,
+    options.drainTimeoutSeconds,
+  );
+  const buyers = (await readOrders(db, run.goodsId)).map((order) => order.userId);
+  run.boughtWithoutAdmission = await findBoughtWithoutAdmission(baseUrl, run.goodsId, buyers);
+  console.log('the same crowd on an open sale…');
+  run.open = await runOpenComparison(baseUrl, adminToken, run);
+  const stores: StoreReport = {
+    accepted,
+    drain,
+    stock: await readStock(db, run.goodsId),
+    duplicateBuyers: await readDuplicateBuyers(db, run.goodsId),
+    redisRemaining: await fetchRedisRemaining(baseUrl, run.goodsId),
+  };
+  const figures = queueFigures(run);
+  console.log(buildQueueTable(run, figures));
+  const salesOk = printChecks([...evaluateChecks(stores), ...evaluateQueueChecks(run, figures)]);
+
+  const lifecycle = await runLifecycle(
+    db,
+    baseUrl,
+    adminToken,
+    run.goodsId,
+    accepted,
+    performance.now(),
+    options,
+  );
+  console.log(buildLifecycleTable(lifecycle));
+  const lifecycleOk = printChecks(evaluateLifecycleChecks(lifecycle));
+  return salesOk && lifecycleOk;
+}
+
 async function runDemo(options: DemoOptions): Promise<boolean> {
   if (options.url !== undefined) {
     console.log(
@@ -121,6 +180,7 @@ async function runDemo(options: DemoOptions): Promise<boolean> {
     options.url ??
     (await launchServer(options.port, Math.round(options.paymentTimeoutSeconds * 1000)));
   const adminToken = signToken({ userId: ADMIN_USER_ID, admin: true });
+  if (options.queue) return runQueueDemo(await connectMysql(), baseUrl, adminToken, options);
   const goodsId = await createDemoGoods(baseUrl, adminToken, options.stock);
   await preheatGoods(baseUrl, adminToken, goodsId);
   console.log(
@@ -145,6 +205,7 @@ async function runDemo(options: DemoOptions): Promise<boolean> {
   );
   const report: Report = {
     burst,
+    accepted,
     drain,
     stock: await readStock(db, goodsId),
     duplicateBuyers: await readDuplicateBuyers(db, goodsId),

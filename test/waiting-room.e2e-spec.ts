@@ -116,7 +116,7 @@ describe('a queue sale: the waiting room', () => {
     }
   });
 
-  it('should refuse joining an unknown goods, an open sale, a closed waiting room or a bad id, and change nothing', async () => {
+  it('should refuse joining an unknown goods, an open sale, a closed waiting room, a bad id or a bad body, and change nothing', async () => {
     const openSale = (
       await t.http
         .post('/api/v1/admin/goods')
@@ -147,8 +147,15 @@ describe('a queue sale: the waiting room', () => {
     expect((await t.http.post(`/api/v1/seckill/${notYet}/queue`).expect(401)).body.code).toBe(
       'UNAUTHORIZED',
     );
+    // A bad body on a waiting room that is open: refused before anything is joined.
+    const joinable = await createQueueSale({ stock: 5, startsInMs: 60_000 });
+    const malformed = await join(joinable, 801)
+      .set('Content-Type', 'application/json')
+      .send('{"joined": ')
+      .expect(400);
+    expect(malformed.body.code).toBe('VALIDATION_FAILED');
 
-    for (const goodsId of [openSale, notYet, ended]) {
+    for (const goodsId of [openSale, notYet, ended, joinable]) {
       const keys = Object.values(queueKeys(goodsId));
       expect(await stores.redis.exists(...keys)).toBe(0);
     }

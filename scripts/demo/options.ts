@@ -11,6 +11,13 @@ export const DEFAULT_DATABASE_URL = 'mysql://root:@127.0.0.1:3306/seckill';
 const MIN_PAYMENT_TIMEOUT_SECONDS = 5;
 const MAX_PAYMENT_TIMEOUT_SECONDS = (2 ** 31 - 1) / 1000;
 const EXPIRY_TIMEOUT_SLACK_SECONDS = 60;
+/**
+ * With --queue, orders are written over the whole sale (admissions are paced), not in one burst:
+ * long enough that the first are not due before the pays after the sale.
+ */
+const QUEUE_PAYMENT_TIMEOUT_SECONDS = '30';
+/** With --queue, the scripted buyers are this share of the people unless --scripts says. */
+const DEFAULT_SCRIPT_SHARE = 0.05;
 
 export const USAGE = `usage: npm run demo -- [options]
 
@@ -23,10 +30,20 @@ export const USAGE = `usage: npm run demo -- [options]
   --pay-share <f>        fraction of the orders paid by their owners, 0..1 (default 0.5);
                          the others are left to expire
   --payment-timeout <s>  ORDER_PAYMENT_TIMEOUT_MS of the server this demo starts, in seconds
-                         (default 10, at least 5); with --url the server's own timeout applies
+                         (default 10, 30 with --queue; at least 5); with --url the server's own timeout applies
   --expiry-timeout <s>   seconds to wait for the unpaid orders to be cancelled
                          (default: payment timeout + ${EXPIRY_TIMEOUT_SLACK_SECONDS})
   --url <base>           use an already running server (e.g. http://127.0.0.1:3000) instead of starting one
+  --queue                a queue sale instead of the burst: people join its waiting room and
+                         follow their place on the queue stream, scripted buyers join in the
+                         last moment and hammer the purchase route; then the same crowd on an
+                         open sale, for the fairness figure
+  --scripts <n>          with --queue: scripted buyers besides the --buyers people
+                         (default: 5% of --buyers)
+  --admit-per-second <n> with --queue: the sale's admitPerSecond (default 50)
+  --admission-ttl <s>    with --queue: the sale's admissionTtlSeconds (default 5)
+  --walk-away <f>        with --queue: the share of people who never buy once admitted,
+                         0..1 (default 0.1): their admissions lapse and the next are admitted
   --screenshot <file>    save a PNG of the operator dashboard (/dashboard) once the pays are done,
                          taken with headless Chromium (/usr/bin/chromium or CHROMIUM_PATH)
   --help                 show this help
@@ -45,6 +62,12 @@ export interface DemoOptions {
   expiryTimeoutSeconds: number;
   url: string | undefined;
   screenshot: string | undefined;
+  /** A queue sale (scripts/demo/queue-sale.ts) instead of the burst. */
+  queue: boolean;
+  scripts: number;
+  admitPerSecond: number;
+  admissionTtlSeconds: number;
+  walkAway: number;
 }
 
 export class DemoError extends ScriptError {}
@@ -106,11 +129,18 @@ export function flagsOf(argv: string[]) {
     port: { type: 'string' },
     'drain-timeout': { type: 'string', default: '60' },
     'pay-share': { type: 'string', default: '0.5' },
-    'payment-timeout': { type: 'string', default: '10' },
+    // No default here: it follows --queue.
+    'payment-timeout': { type: 'string' },
     // No default here: it follows --payment-timeout.
     'expiry-timeout': { type: 'string' },
     url: { type: 'string' },
     screenshot: { type: 'string' },
+    queue: { type: 'boolean', default: false },
+    // No default here: it follows --buyers.
+    scripts: { type: 'string' },
+    'admit-per-second': { type: 'string', default: '50' },
+    'admission-ttl': { type: 'string', default: '5' },
+    'walk-away': { type: 'string', default: '0.1' },
     help: { type: 'boolean', short: 'h', default: false },
   });
 }
@@ -118,10 +148,13 @@ export function flagsOf(argv: string[]) {
 export function parseOptions(argv: string[]): DemoOptions | 'help' {
   const flags = flagsOf(argv);
   if (flags.help) return 'help';
-  const paymentTimeoutSeconds = parsePaymentTimeout(flags['payment-timeout']);
+  const paymentTimeoutSeconds = parsePaymentTimeout(
+    flags['payment-timeout'] ?? (flags.queue ? QUEUE_PAYMENT_TIMEOUT_SECONDS : '10'),
+  );
+  const buyers = parsePositiveInteger('buyers', flags.buyers, MAX_BUYERS - 1);
   return {
     stock: parsePositiveInteger('stock', flags.stock),
-    buyers: parsePositiveInteger('buyers', flags.buyers, MAX_BUYERS),
+    buyers,
     clicks: parsePositiveInteger('clicks', flags.clicks, 1000),
     concurrency: parsePositiveInteger('concurrency', flags.concurrency, 100_000),
     port: flags.port === undefined ? undefined : parsePositiveInteger('port', flags.port, 65_535),
@@ -134,5 +167,13 @@ export function parseOptions(argv: string[]): DemoOptions | 'help' {
         : parsePositiveSeconds('expiry-timeout', flags['expiry-timeout']),
     url: flags.url === undefined ? undefined : parseBaseUrl(flags.url),
     screenshot: flags.screenshot,
+    queue: flags.queue,
+    scripts:
+      flags.scripts === undefined
+        ? Math.max(1, Math.round(buyers * DEFAULT_SCRIPT_SHARE))
+        : parsePositiveInteger('scripts', flags.scripts, MAX_BUYERS - buyers),
+    admitPerSecond: parsePositiveInteger('admit-per-second', flags['admit-per-second'], 100_000),
+    admissionTtlSeconds: parsePositiveInteger('admission-ttl', flags['admission-ttl'], 3_600),
+    walkAway: parseFraction('walk-away', flags['walk-away']),
   };
 }

@@ -76,6 +76,11 @@ async function sendAll(
   return { results: run.results, elapsedMs: run.elapsedMs, endedAt: run.endedAt };
 }
 
+/** Every buyer's id is FIRST_BUYER_ID + its index: the people first, then a queue sale's scripts. */
+export function buyerCount(options: DemoOptions): number {
+  return options.buyers + (options.queue ? options.scripts : 0);
+}
+
 /** Buyer-major order, so a buyer's clicks sit next to each other in the queue and are in flight together. */
 function buildPurchaseRequests(goodsId: number, options: DemoOptions): LoadRequest[] {
   // No body and no content-type: the contract allows an empty body, and an empty JSON body would be a 400.
@@ -136,7 +141,7 @@ export async function runPays(
 ): Promise<PayPhase> {
   const orders = await readOrders(db, goodsId);
   const toPay = orders.slice(0, Math.round(orders.length * options.payShare));
-  const requests = buildPayRequests(toPay, options.buyers);
+  const requests = buildPayRequests(toPay, buyerCount(options));
   const bar = startProgressBar(
     'paying [{bar}] {percentage}% | {value}/{total} orders | {duration}s',
     requests.length,

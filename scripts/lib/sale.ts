@@ -12,22 +12,27 @@ export interface SaleSpec {
   admission?: 'open' | 'queue';
   admitPerSecond?: number;
   admissionTtlSeconds?: number;
+  /** When the sale starts: a second ago unless given. */
+  startAt?: Date;
+  /** When a queue sale's waiting room opens (15 minutes before the start unless given). */
+  queueOpensAt?: Date;
 }
 
-/** Creates the goods, on sale from a second ago for an hour; returns its id. */
+/** Creates the goods, on sale for an hour from its start (a second ago unless given); returns its id. */
 export async function createGoods(
   baseUrl: string,
   adminToken: string,
   sale: SaleSpec,
 ): Promise<number> {
-  const now = Date.now();
+  // By default a second in the past, so the sale is already open when the load starts.
+  const { startAt = new Date(Date.now() - 1_000), queueOpensAt, ...rest } = sale;
   const response = await requestJson('POST', `${baseUrl}/api/v1/admin/goods`, {
     token: adminToken,
     body: {
-      ...sale,
-      // A second in the past so the sale is already open when the load starts.
-      startAt: new Date(now - 1_000).toISOString(),
-      endAt: new Date(now + 3_600_000).toISOString(),
+      ...rest,
+      startAt: startAt.toISOString(),
+      endAt: new Date(startAt.getTime() + 3_600_000).toISOString(),
+      ...(queueOpensAt === undefined ? {} : { queueOpensAt: queueOpensAt.toISOString() }),
       perUserLimit: 1,
     },
   });

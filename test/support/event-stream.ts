@@ -1,9 +1,5 @@
+import { readEventStream, type StreamEvent } from '../../scripts/lib/event-stream.js';
 import { waitFor } from './harness.js';
-
-export interface StreamEvent {
-  event: string;
-  data: string;
-}
 
 /**
  * A Server-Sent Events client over fetch (as the dashboard page reads its feed): the token goes
@@ -46,37 +42,10 @@ export class EventStreamClient {
   }
 
   private async read(body: ReadableStream<Uint8Array>): Promise<void> {
-    const decoder = new TextDecoder();
-    let buffered = '';
-    try {
-      for await (const chunk of body) {
-        buffered += decoder.decode(chunk, { stream: true });
-        let end: number;
-        while ((end = buffered.indexOf('\n\n')) >= 0) {
-          this.parse(buffered.slice(0, end));
-          buffered = buffered.slice(end + 2);
-        }
-      }
-    } catch {
-      // aborted by close(), or the server went away
-    }
+    await readEventStream(body, {
+      onEvent: (event) => void this.events.push(event),
+      onComment: () => this.comments++,
+    });
     this.ended = true;
-  }
-
-  private parse(block: string): void {
-    let event = 'message';
-    const data: string[] = [];
-    for (const line of block.split('\n')) {
-      if (line.startsWith(':')) {
-        this.comments++;
-        continue;
-      }
-      const colon = line.indexOf(':');
-      const field = colon < 0 ? line : line.slice(0, colon);
-      const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-      if (field === 'event') event = value;
-      else if (field === 'data') data.push(value);
-    }
-    if (data.length > 0) this.events.push({ event, data: data.join('\n') });
   }
 }

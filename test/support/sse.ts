@@ -1,5 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { AddressInfo } from 'node:net';
+import { readEventStream } from '../../scripts/lib/event-stream.js';
 import { waitFor } from './harness.js';
 
 export interface SseEvent {
@@ -17,7 +18,6 @@ export class SseClient {
   readonly comments: string[] = [];
   ended = false;
   endedAt = 0;
-  private buffer = '';
 
   private constructor(
     readonly status: number,
@@ -74,32 +74,13 @@ export class SseClient {
   }
 
   private async read(body: ReadableStream<Uint8Array>): Promise<void> {
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of body) {
-        this.buffer += decoder.decode(chunk, { stream: true });
-        let end: number;
-        while ((end = this.buffer.indexOf('\n\n')) !== -1) {
-          this.parse(this.buffer.slice(0, end));
-          this.buffer = this.buffer.slice(end + 2);
-        }
-      }
-    } catch {
-      // Closed by this side.
-    }
+    await readEventStream(body, {
+      onEvent: (event) =>
+        void this.events.push({ data: JSON.parse(event.data) as SseEvent['data'], at: Date.now() }),
+      onComment: (text) => this.comments.push(text),
+    });
     this.ended = true;
     this.endedAt = Date.now();
-  }
-
-  private parse(block: string): void {
-    const data: string[] = [];
-    for (const line of block.split('\n')) {
-      if (line.startsWith(':')) this.comments.push(line.slice(1).trim());
-      else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
-    }
-    if (data.length > 0) {
-      this.events.push({ data: JSON.parse(data.join('\n')) as SseEvent['data'], at: Date.now() });
-    }
   }
 }
 
