@@ -226,6 +226,16 @@ export const FAULT_KINDS = {
     heal: (surface, target) =>
       surface.restoreProxies(named(target).instance, named(target).service),
   },
+  'redis-outage': {
+    title:
+      "every instance's link to Redis cut for longer than the database fallback takes to open (the confirm timeout, the marks' lease and a barrier): MySQL sells meanwhile in database mode, 503 in closed mode",
+    weight: 1,
+    holdMs: [12_000, 20_000],
+    targets: () => [{ instance: 'all', service: 'redis' }],
+    resources: proxyResources,
+    inject: (surface) => surface.cutProxies('all', 'redis'),
+    heal: (surface) => surface.restoreProxies('all', 'redis'),
+  },
   'proxy-stall': {
     title: "bytes to and from a service held (one instance's proxy, or all)",
     weight: 2,
