@@ -14,6 +14,7 @@ import { onCleanup } from '../scripts/lib/cleanup.js';
 import { runScript } from '../scripts/lib/main.js';
 import { freePortBelowEphemeral } from '../scripts/lib/ports.js';
 import {
+  ADMIT_BATCH,
   DeductCode,
   encodeOrderMessage,
   JoinCode,
@@ -29,8 +30,9 @@ const USAGE = `usage: npm run bench:queue -- [--buyers <n>] [--stock <n>] [--adm
 A queue sale on a private redis-server: <buyers> join before the start, the pre-queue is
 shuffled at the start, buyers are admitted at <admit-per-second> within the stock (factor 1) and
 each admitted one buys at once. Prints joins per second, Redis bytes per waiting buyer, the
-shuffle's time, and how long from the start until the last unit was sold and until a waiting
-buyer's standing says SOLD_OUT.
+first tick's time (the shuffle's seed and the first admissions), standings read per second, and
+how long from the start until the last unit was sold and until the waiting buyers' standings say
+SOLD_OUT.
 
   --buyers <n>            buyers in the queue (default 1000000)
   --stock <n>             units for sale (default 10000)
@@ -59,11 +61,12 @@ function parse(argv: string[]): Options | 'help' {
 
 const GOODS_ID = 1;
 const IN_FLIGHT_PER_CLIENT = 200;
-/** As the app's defaults: QUEUE_TICK_MS, QUEUE_SHUFFLE_CHUNK, a factor of 1. */
+/** As the app's defaults: QUEUE_TICK_MS, a factor of 1. */
 const TICK_MS = 100;
-const SHUFFLE_CHUNK = 5_000;
 const HOUR_MS = 3_600_000;
 const FIRST_BUYER = 1_000_000;
+/** Buyers whose standing is read after the start, and again once the stock is gone. */
+const STANDING_SAMPLE = 20_000;
 
 interface Client {
   redis: Redis;
@@ -73,6 +76,13 @@ interface Client {
 async function usedMemory(redis: Redis): Promise<number> {
   const info = await redis.info('memory');
   return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+/** Redis's own µs per script call since the last call of this (INFO commandstats), and a reset. */
+async function scriptMicros(redis: Redis): Promise<number> {
+  const info = await redis.info('commandstats');
+  await redis.config('RESETSTAT');
+  return Number(/cmdstat_evalsha:.*usec_per_call=([\d.]+)/.exec(info)?.[1] ?? NaN);
 }
 
 /** Runs `unit(i)` for i in [0, count) with IN_FLIGHT_PER_CLIENT in flight on each client. */
@@ -122,6 +132,7 @@ async function run(options: Options): Promise<boolean> {
     admission: 'queue',
   });
   const before = await usedMemory(redis);
+  await scriptMicros(redis);
   const joinStarted = performance.now();
   let refused = 0;
   await spread(clients, options.buyers, async (client, i) => {
@@ -132,9 +143,10 @@ async function run(options: Options): Promise<boolean> {
     if (code !== JoinCode.Joined) refused++;
   });
   const joinMs = performance.now() - joinStarted;
+  const joinMicros = await scriptMicros(redis);
   const perBuyer = ((await usedMemory(redis)) - before) / options.buyers;
   console.log(
-    `joins: ${Math.round((options.buyers * 1000) / joinMs).toLocaleString('en-US')}/s (${seconds(joinMs)}), ${refused} refused; Redis ${perBuyer.toFixed(0)} bytes per waiting buyer (used_memory)`,
+    `joins: ${Math.round((options.buyers * 1000) / joinMs).toLocaleString('en-US')}/s (${seconds(joinMs)}, ${joinMicros.toFixed(1)} µs of Redis each), ${refused} refused; Redis ${perBuyer.toFixed(0)} bytes per waiting buyer (used_memory)`,
   );
 
   // The start: the sale's window and the ticks from now on.
@@ -153,32 +165,49 @@ async function run(options: Options): Promise<boolean> {
     { refresh: true },
   );
   const started = performance.now();
-  const tick = () =>
-    scripts.queue.tick(GOODS_ID, {
-      ...window(startAt),
-      admitPerSecond: options.admitPerSecond,
-      admissionTtlMs: 60_000,
-      stockFactor: 1,
-      seedCandidate: randomBytes(32).toString('hex'),
-      shuffleChunk: SHUFFLE_CHUNK,
-      paused: false,
-    });
-  let result = await tick();
-  while (result.shuffling) result = await tick();
-  const shuffledMs = performance.now() - started;
+  // As AdmissionPacer's tick: batches of ADMIT_BATCH until one comes back short.
+  const tick = async () => {
+    let admitted = 0;
+    for (;;) {
+      const result = await scripts.queue.tick(GOODS_ID, {
+        ...window(startAt),
+        admitPerSecond: options.admitPerSecond,
+        admissionTtlMs: 60_000,
+        stockFactor: 1,
+        seedCandidate: randomBytes(16).toString('hex'),
+        paused: false,
+      });
+      admitted += result.admitted;
+      if (result.admitted < ADMIT_BATCH) return admitted;
+    }
+  };
+  const first = await tick();
+  const drawnMs = performance.now() - started;
   console.log(
-    `shuffle: ${options.buyers.toLocaleString('en-US')} placed in ${seconds(shuffledMs)}`,
+    `the start: the order of ${options.buyers.toLocaleString('en-US')} drawn and ${first.toLocaleString('en-US')} admitted by the first tick (batches of ${ADMIT_BATCH.toLocaleString('en-US')}), in ${seconds(drawnMs)}`,
   );
 
-  // Each tick's admitted buyers (the line from the last head on) buy at once; their orders are
+  // Standings of buyers still waiting, each place worked out from the seed as the app reads it.
+  const sample = Array.from(
+    { length: Math.min(STANDING_SAMPLE, options.buyers) },
+    () => FIRST_BUYER + Math.floor(Math.random() * options.buyers),
+  );
+  await scriptMicros(redis);
+  const readStarted = performance.now();
+  await spread(clients, sample.length, (client, i) =>
+    client.scripts.queue.status(GOODS_ID, sample[i]),
+  );
+  const readMs = performance.now() - readStarted;
+  console.log(
+    `standings: ${Math.round((sample.length * 1000) / readMs).toLocaleString('en-US')}/s (${sample.length.toLocaleString('en-US')} random buyers, ${(await scriptMicros(redis)).toFixed(1)} µs of Redis each)`,
+  );
+
+  // The admitted buyers who have not bought (positive scores) buy at once; their orders are
   // completed as the consumer does once it wrote them.
-  let head = 0;
   let soldMs = NaN;
-  let ticks = 0;
+  let ticks = 1;
   while (Number.isNaN(soldMs)) {
-    const { head: now } = await scripts.queue.room(GOODS_ID);
-    const admitted = (await redis.zrange(room.line, head, now - 1)).map(Number);
-    head = now;
+    const admitted = (await redis.zrangebyscore(room.admitted, 0, '+inf')).map(Number);
     await spread(clients, admitted.length, async (client, i) => {
       const userId = admitted[i];
       const requestId = randomUUID();
@@ -204,16 +233,22 @@ async function run(options: Options): Promise<boolean> {
     await tick();
     ticks++;
   }
-  const last = Number((await redis.zrange(room.line, -1, -1))[0]);
-  const told = await scripts.queue.status(GOODS_ID, last);
+  // Every buyer not admitted reads SOLD_OUT from the same room state: a sample of them, read now.
+  const { head } = await scripts.queue.room(GOODS_ID);
+  const states = new Map<string, number>();
+  await spread(clients, sample.length, async (client, i) => {
+    const { state } = await client.scripts.queue.status(GOODS_ID, sample[i]);
+    states.set(state, (states.get(state) ?? 0) + 1);
+  });
   const toldMs = performance.now() - started;
+  const told = [...states].map(([state, n]) => `${state} ${n}`).join(', ');
   console.log(
-    `from the start: last unit sold after ${seconds(soldMs)} (${ticks} ticks), the last buyer in line told ${told.state} after ${seconds(toldMs)}; a queue stream hears it within QUEUE_STREAM_POLL_MS (500 ms) more`,
+    `from the start: last unit sold after ${seconds(soldMs)} (${ticks} ticks, ${head.toLocaleString('en-US')} admitted); the sampled buyers read ${told} after ${seconds(toldMs)}; a queue stream hears it within QUEUE_STREAM_POLL_MS (500 ms) more`,
   );
   console.log(
     `Redis after the sale: ${((await usedMemory(redis)) / 1024 / 1024).toFixed(0)} MiB used (${options.buyers.toLocaleString('en-US')} buyers in line)`,
   );
-  return told.state === 'SOLD_OUT';
+  return [...states.keys()].every((state) => state === 'SOLD_OUT' || state === 'PURCHASED');
 }
 
 await runScript(parse, USAGE, run);

@@ -3,18 +3,19 @@
   interval for all the queue streams it serves (modules/waiting-room/queue-streams.service.ts),
   and by the dashboard's snapshot.
 
-  KEYS[1] state     seckill:{gid}:queue:state     hash  shuffled, head (lua/queue-tick.lua)
+  KEYS[1] state     seckill:{gid}:queue:state     hash  seed, head (lua/queue-tick.lua)
   KEYS[2] admits    seckill:{gid}:queue:admits    zset  "head:count" per admission -> at (ms)
   KEYS[3] stock     seckill:{gid}:stock
   KEYS[4] inflight  seckill:{gid}:inflight        hash  accepted purchases not yet in MySQL
   KEYS[5] pre       seckill:{gid}:queue:pre       zset  the pre-queue
-  KEYS[6] line      seckill:{gid}:queue:line      zset  every placed buyer
+  KEYS[6] line      seckill:{gid}:queue:line      zset  the later joiners
   KEYS[7] admitted  seckill:{gid}:queue:admitted  zset  userId -> admitted until (ms), negated once used
   KEYS[8] expired   seckill:{gid}:queue:expired   set
 
   Returns {head, shuffled, stock, inflight, admittedLast10s, waiting, deciding, expired}: stock
-  -1 when the sale is not in Redis; shuffled 1 once the pre-queue is placed; waiting, the buyers
-  not admitted yet; deciding, those admitted who have neither bought nor lapsed.
+  -1 when the sale is not in Redis; shuffled 1 once the seed is drawn (every place is fixed);
+  waiting, the buyers not admitted yet; deciding, those admitted who have neither bought nor
+  lapsed.
 ]]
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -26,11 +27,11 @@ local stock = redis.call('GET', KEYS[3])
 local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
 return {
   head,
-  redis.call('HGET', KEYS[1], 'shuffled') == '1' and 1 or 0,
+  redis.call('HEXISTS', KEYS[1], 'seed'),
   stock and tonumber(stock) or -1,
   redis.call('HLEN', KEYS[4]),
   recent,
-  redis.call('ZCARD', KEYS[5]) + math.max(redis.call('ZCARD', KEYS[6]) - head, 0),
+  math.max(redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[6]) - head, 0),
   redis.call('ZCOUNT', KEYS[7], now, '+inf'),
   redis.call('SCARD', KEYS[8]),
 }

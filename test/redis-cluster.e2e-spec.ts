@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scanKeys } from '../src/infra/redis/redis-client.js';
+import { queueKeys } from '../src/infra/redis/seckill-keys.js';
+import { EventStreamClient } from './support/event-stream.js';
+import { baseUrlOf } from './support/sse.js';
 import {
   bearer,
   consistentReconcile,
@@ -152,6 +155,99 @@ describe('on a Redis Cluster of three masters', () => {
         timeoutMs: 5_000,
         what: 'the other instance to sell the returned unit',
       });
+    });
+  });
+
+  describe("a queue sale, whose waiting room shares the sale's slot", () => {
+    let queued: TestApp;
+
+    beforeAll(async () => {
+      queued = await startApp({
+        REDIS_CLUSTER_NODES: ctx.cluster.seeds,
+        THROTTLE_ENABLED: 'false',
+        SOLD_OUT_MEMO_MS: '0',
+        QUEUE_TICK_MS: '50',
+      });
+    });
+
+    afterAll(async () => {
+      await queued?.close();
+    });
+
+    it('should shuffle, admit within the stock, sell only to the admitted, and stream SOLD_OUT to the rest', async () => {
+      const { cluster, stores } = ctx;
+      const stock = 3;
+      const goodsId = await createSale(queued.http, {
+        stock,
+        startsInMs: 2_000,
+        queue: { admitPerSecond: 1_000, admissionTtlSeconds: 60 },
+      });
+      const buyers = Array.from({ length: 8 }, (_, i) => 770 + i);
+      for (const userId of buyers) {
+        await queued.http
+          .post(`/api/v1/seckill/${goodsId}/queue`)
+          .set('Authorization', bearer(userId))
+          .expect(200);
+      }
+      const streams = await Promise.all(
+        buyers.map((userId) =>
+          EventStreamClient.open(
+            `${baseUrlOf(queued.app)}/api/v1/seckill/${goodsId}/queue/stream`,
+            bearer(userId),
+          ),
+        ),
+      );
+      try {
+        const standing = async (userId: number) =>
+          (
+            await queued.http
+              .get(`/api/v1/seckill/${goodsId}/queue`)
+              .set('Authorization', bearer(userId))
+              .expect(200)
+          ).body as { state: string; position: number | null };
+        // QUEUE_ADMIT_STOCK_FACTOR 1: as many admitted as there are units, the rest placed.
+        const settled = await waitFor(
+          async () => {
+            const all = await Promise.all(buyers.map(standing));
+            return all.filter((s) => s.state === 'ADMITTED').length === stock &&
+              all.every((s) => s.state === 'ADMITTED' || s.position !== null)
+              ? all
+              : null;
+          },
+          { what: `${stock} admitted, the rest placed` },
+        );
+        const admitted = buyers.filter((_, i) => settled[i].state === 'ADMITTED');
+        const waiting = buyers.filter((_, i) => settled[i].state === 'WAITING');
+        expect(waiting).toHaveLength(buyers.length - stock);
+
+        // Every key of the waiting room sits on the stock's master (one slot: the scripts ran).
+        const home = await cluster.masterOf(`seckill:{${goodsId}}:stock`);
+        for (const key of Object.values(queueKeys(goodsId))) {
+          expect(await cluster.masterOf(key)).toBe(home);
+        }
+        expect(await stores.redis.zcard(queueKeys(goodsId).admitted)).toBe(stock);
+
+        const buy = (userId: number) =>
+          queued.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+        expect((await buy(waiting[0]).expect(403)).body.code).toBe('NOT_ADMITTED');
+        for (const userId of admitted) await buy(userId).expect(202);
+
+        for (const [i, stream] of streams.entries()) {
+          const final = admitted.includes(buyers[i]) ? 'PURCHASED' : 'SOLD_OUT';
+          await stream.snapshot<{ state: string }>((s) => s.state === final, final, 10_000);
+          await waitFor(() => stream.ended, { what: 'the stream to end' });
+        }
+        await waitForSettled(stores, goodsId);
+        expect(new Set((await stores.orders(goodsId)).map((o) => o.user_id))).toEqual(
+          new Set(admitted),
+        );
+        expect(await consistentReconcile(queued.http, goodsId)).toMatchObject({
+          redisStock: 0,
+          dbStock: 0,
+        });
+      } finally {
+        for (const stream of streams) stream.close();
+      }
     });
   });
 

@@ -125,9 +125,12 @@ describe('a queue sale against scripted buyers (QUEUE_ADMIT_STOCK_FACTOR 1)', ()
       { what: 'every unit sold', timeoutMs: 60_000 },
     );
 
-    // Sold exactly to the first STOCK places of the shuffled line: nobody bought around it.
-    const line = (await stores.redis.zrange(queueKeys(goodsId).line, 0, STOCK - 1)).map(Number);
-    expect(new Set(orders.map((o) => o.user_id))).toEqual(new Set(line));
+    // Sold exactly to the admitted, the first STOCK places of the shuffled order (factor 1, and
+    // nobody's admission lapsed): nobody bought around it.
+    const admitted = (await stores.redis.zrange(queueKeys(goodsId).admitted, 0, -1)).map(Number);
+    expect(admitted).toHaveLength(STOCK);
+    expect(await stores.redis.hget(queueKeys(goodsId).state, 'head')).toBe(String(STOCK));
+    expect(new Set(orders.map((o) => o.user_id))).toEqual(new Set(admitted));
     const scriptedSales = orders.filter((o) => o.user_id >= 30_000).length;
     expect(scriptedSales).toBeGreaterThanOrEqual(Math.floor(FAIR_MEAN - 5 * FAIR_SD));
     expect(scriptedSales).toBeLessThanOrEqual(Math.ceil(FAIR_MEAN + 5 * FAIR_SD));

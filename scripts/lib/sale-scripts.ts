@@ -18,7 +18,7 @@ export {
   saleKeys,
   throttleKeys,
 } from '../../src/infra/redis/seckill-keys.js';
-export { JoinCode } from '../../src/modules/waiting-room/queue-scripts.js';
+export { ADMIT_BATCH, JoinCode } from '../../src/modules/waiting-room/queue-scripts.js';
 export { homeBucket } from '../../src/infra/redis/stock-buckets.js';
 export { encodeOrderMessage } from '../../src/modules/messaging/order-message.js';
 export { splitEvenly } from '../../src/modules/sale-store/bucket-counts.service.js';

@@ -16,8 +16,6 @@ export interface WaitingRoomConfig {
    * its share of the queue.
    */
   admitStockFactor: number;
-  /** Pre-queue buyers put in their shuffled place per script call (Redis is held that long). */
-  shuffleChunk: number;
   /** GET …/queue/stream: its bounds (QUEUE_STREAM_MAX_PER_USER, …), as the result stream's. */
   stream: StreamBoundsConfig & {
     /** How often an instance reads each streamed queue's state, once for all its streams. */
@@ -29,7 +27,6 @@ export const waitingRoomConfig = configNamespace('waitingRoom', (env): WaitingRo
   enabled: readBool(env, 'QUEUE_ADMISSION_ENABLED', true),
   tickMs: readInt(env, 'QUEUE_TICK_MS', 100, 10, 10_000),
   admitStockFactor: readInt(env, 'QUEUE_ADMIT_STOCK_FACTOR', 1, 1, 100),
-  shuffleChunk: readInt(env, 'QUEUE_SHUFFLE_CHUNK', 5_000, 100, 100_000),
   stream: {
     ...readStreamBounds(env, 'QUEUE_STREAM'),
     pollMs: readInt(env, 'QUEUE_STREAM_POLL_MS', 500, 50, 10_000),

@@ -1,4 +1,12 @@
-import { cpSync, mkdtempSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,6 +56,17 @@ describe('LuaScripts', () => {
     unlinkSync(join(dir, 'barrier-tick.lua'));
 
     expect(() => readScripts(dir)).toThrow(/barrier-tick\.lua \(script barrierTick\) is missing/);
+  });
+
+  it('should paste an included library into the scripts that name it, and refuse a missing one', () => {
+    const library = readFileSync(join(LUA_DIR, 'lib/queue-order.lua'), 'utf8');
+    const bodies = readScripts();
+    expect(bodies.get('queueTick')).toContain(library);
+    expect(bodies.get('queueTick')).not.toMatch(/^--!include/m);
+
+    const dir = copyOfLua();
+    unlinkSync(join(dir, 'lib/queue-order.lua'));
+    expect(() => readScripts(dir)).toThrow(/includes lib\/queue-order\.lua, which is missing/);
   });
 
   it('should refuse to start when a script in the folder has no registry entry, naming it', () => {

@@ -74,9 +74,29 @@ export function readScripts(dir: string = LUA_DIR): Map<RegisteredName, string> 
   const bodies = new Map<RegisteredName, string>();
   for (const [name, { file }] of Object.entries(SCRIPTS) as [RegisteredName, { file: string }][]) {
     if (!present.has(file)) throw new Error(`${file} (script ${name}) is missing from ${dir}`);
-    bodies.set(name, readFileSync(join(dir, file), 'utf8'));
+    bodies.set(name, withIncludes(dir, file));
   }
   return bodies;
+}
+
+const INCLUDE_LINE = /^--!include (\S+)[ \t]*$/gm;
+
+/**
+ * The script's text with each `--!include lib/<file>.lua` line replaced by that file (a library
+ * of local functions two scripts share: a script cannot call another). One level: a library
+ * includes nothing.
+ */
+function withIncludes(dir: string, file: string): string {
+  return readFileSync(join(dir, file), 'utf8').replace(INCLUDE_LINE, (_line, path: string) => {
+    if (!/^lib\/[\w-]+\.lua$/.test(path)) {
+      throw new Error(`${file} includes ${path}: only lib/<name>.lua of ${dir} may be included`);
+    }
+    try {
+      return readFileSync(join(dir, path), 'utf8');
+    } catch {
+      throw new Error(`${file} includes ${path}, which is missing from ${dir}`);
+    }
+  });
 }
 
 /**

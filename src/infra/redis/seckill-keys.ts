@@ -81,11 +81,14 @@ export type SaleKeys = ReturnType<typeof keysUnder>;
 export function queueKeys(goodsId: number) {
   const prefix = `seckill:{${goodsId}}:queue`;
   return {
-    /** hash: seed (the shuffle's, drawn once at startAt), shuffled, head (next place to admit), seq. */
+    /** hash: seed (the shuffle's, drawn once at startAt), head (places admitted so far), seq. */
     state: `${prefix}:state`,
-    /** zset: userId -> joined at (ms), the pre-queue until the shuffle empties it. */
+    /**
+     * zset: userId -> join index 0, 1, …: the pre-queue, whose places the seed gives
+     * (lua/lib/queue-order.lua); it never shrinks, so that the indices stay the shuffle's domain.
+     */
     pre: `${prefix}:pre`,
-    /** zset: userId -> place (shuffled pre-queue in [0, 1), later joiners 1, 2, … in arrival order). */
+    /** zset: userId -> 1, 2, …: those who joined after the seed, behind the pre-queue in order. */
     line: `${prefix}:line`,
     admitted: saleKeys(goodsId).admitted,
     /** set: userIds whose admission lapsed unused. */

@@ -3,17 +3,15 @@ import { randomBytes } from 'node:crypto';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
 import { GoodsService } from '../goods/goods.service.js';
-import { QueueScripts, type TickResult } from './queue-scripts.js';
+import { ADMIT_BATCH, QueueScripts } from './queue-scripts.js';
 import { isQueueSale, type QueueSale } from './waiting-room.service.js';
 
 /** How long the list of open queues is reused before MySQL is asked again. */
 const SALES_REFRESH_MS = 1_000;
-/** A tick goes on placing a large pre-queue for up to this many tick periods. */
-const SHUFFLE_TICKS = 5;
 
 /**
- * Each tick, every open queue one step on (lua/queue-tick.lua): the shuffle at startAt, lapsed
- * admissions out, the next buyers in, within admitPerSecond and the stock. Run by one working
+ * Each tick, every open queue one step on (lua/queue-tick.lua): the shuffle's seed at startAt,
+ * lapsed admissions out, the next buyers in, within admitPerSecond and the stock. Run by one working
  * instance at a time (WaitingRoomCron); the script is atomic all the same, so that two instances
  * ticking at once would only share the same budget.
  */
@@ -21,7 +19,6 @@ const SHUFFLE_TICKS = 5;
 export class AdmissionPacer {
   private readonly logger = new Logger(AdmissionPacer.name);
   private sales: { list: QueueSale[]; until: number } = { list: [], until: 0 };
-  private readonly shuffling = new Set<number>();
 
   constructor(
     private readonly goods: GoodsService,
@@ -47,30 +44,29 @@ export class AdmissionPacer {
   }
 
   private async step(sale: QueueSale): Promise<void> {
-    const deadline = Date.now() + this.config.tickMs * SHUFFLE_TICKS;
-    let result: TickResult;
-    do {
-      result = await this.scripts.tick(sale.id, {
+    // Full batches (ADMIT_BATCH) are followed by another call, for up to one tick period.
+    const deadline = Date.now() + this.config.tickMs;
+    let admitted = 0;
+    let lapsed = 0;
+    for (;;) {
+      const result = await this.scripts.tick(sale.id, {
         startAt: sale.startAt.getTime(),
         endAt: sale.endAt.getTime(),
         admitPerSecond: sale.admitPerSecond,
         admissionTtlMs: sale.admissionTtlSeconds * 1_000,
         stockFactor: this.config.admitStockFactor,
         // Only the first candidate after startAt is kept (HSETNX): drawn here, never by a client.
-        seedCandidate: randomBytes(32).toString('hex'),
-        shuffleChunk: this.config.shuffleChunk,
+        // 128 bits, so that a round of the shuffle (lua/lib/queue-order.lua) hashes one SHA1 block.
+        seedCandidate: randomBytes(16).toString('hex'),
         paused: sale.admissionPaused,
       });
-    } while (result.shuffling && Date.now() < deadline);
-    if (result.shuffling) {
-      this.shuffling.add(sale.id);
-    } else if (this.shuffling.delete(sale.id)) {
-      this.logger.log(`queue shuffled: goods=${sale.id}`);
+      if (result.drawn) this.logger.log(`queue order drawn: goods=${sale.id}`);
+      admitted += result.admitted;
+      lapsed += result.lapsed;
+      if (result.admitted < ADMIT_BATCH || Date.now() >= deadline) break;
     }
-    if (result.admitted > 0 || result.lapsed > 0) {
-      this.logger.debug(
-        `queue admitted: goods=${sale.id} admitted=${result.admitted} lapsed=${result.lapsed}`,
-      );
+    if (admitted > 0 || lapsed > 0) {
+      this.logger.debug(`queue admitted: goods=${sale.id} admitted=${admitted} lapsed=${lapsed}`);
     }
   }
 

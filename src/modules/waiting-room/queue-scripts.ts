@@ -2,6 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { queueKeys, resultChannel, saleKeys } from '../../infra/redis/seckill-keys.js';
 
+/**
+ * The most one tick call admits: each admission costs the shuffle's inverse (about 10 µs of
+ * Redis), so that one call holds Redis some 20 ms at most; the caller calls again while its
+ * batches come back full.
+ */
+export const ADMIT_BATCH = 2_000;
+
 /** lua/queue-join.lua's answers. */
 export enum JoinCode {
   Joined = 0,
@@ -24,7 +31,7 @@ export type QueueState = (typeof QUEUE_STATES)[number];
 /** A buyer's standing as lua/queue-status.lua reads it. */
 export interface QueueStanding {
   state: QueueState;
-  /** Buyers waiting ahead; null before the shuffle has placed this one. */
+  /** Buyers waiting ahead; null before the shuffle's seed is drawn. */
   ahead: number | null;
   /** ms, Redis's clock; ADMITTED only. */
   admittedUntil: number | null;
@@ -36,6 +43,7 @@ export interface QueueStanding {
 /** What every waiting buyer's standing follows from (lua/queue-room.lua). */
 export interface RoomState {
   head: number;
+  /** The seed is drawn: every place is fixed. */
   shuffled: boolean;
   /** null when the sale is not in Redis. */
   stock: number | null;
@@ -55,14 +63,14 @@ export interface TickParams {
   admissionTtlMs: number;
   stockFactor: number;
   seedCandidate: string;
-  shuffleChunk: number;
   paused: boolean;
 }
 
 export interface TickResult {
   admitted: number;
   lapsed: number;
-  shuffling: boolean;
+  /** This call drew the shuffle's seed: the order is fixed from now on. */
+  drawn: boolean;
 }
 
 /** The waiting room's keys in the order lua/queue-tick.lua and queue-status.lua take them. */
@@ -97,7 +105,7 @@ export class QueueScripts {
   }
 
   async tick(goodsId: number, params: TickParams): Promise<TickResult> {
-    const [admitted, lapsed, shuffling] = (await this.lua.run(
+    const [admitted, lapsed, drawn] = (await this.lua.run(
       'queueTick',
       ...roomKeys(goodsId),
       saleKeys(goodsId).stock,
@@ -107,10 +115,10 @@ export class QueueScripts {
       params.admissionTtlMs,
       params.stockFactor,
       params.seedCandidate,
-      params.shuffleChunk,
       params.paused ? '1' : '0',
+      ADMIT_BATCH,
     )) as [number, number, number];
-    return { admitted, lapsed, shuffling: shuffling === 1 };
+    return { admitted, lapsed, drawn: drawn === 1 };
   }
 
   async status(goodsId: number, userId: number): Promise<QueueStanding> {
