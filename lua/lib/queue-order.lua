@@ -45,20 +45,19 @@ local function queueOrder(seed, n)
     end
     return l * m + r
   end
+  -- Cycle walking: a step of the permutation of [0, m²) again and again until it lands below n.
+  local function walk(step, x)
+    repeat
+      x = step(x)
+    until x < n
+    return x
+  end
   return {
     placeOf = function(index)
-      local place = forward(index)
-      while place >= n do
-        place = forward(place)
-      end
-      return place
+      return walk(forward, index)
     end,
     indexAt = function(place)
-      local index = backward(place)
-      while index >= n do
-        index = backward(index)
-      end
-      return index
+      return walk(backward, place)
     end,
   }
 end
