@@ -151,6 +151,7 @@ async function run(options: Options): Promise<boolean> {
 
   // The start: the sale's window and the ticks from now on.
   const startAt = Date.now();
+  const { endAt } = window(startAt);
   await scripts.load.preheat(
     keys,
     {
@@ -176,6 +177,7 @@ async function run(options: Options): Promise<boolean> {
         stockFactor: 1,
         seedCandidate: randomBytes(16).toString('hex'),
         paused: false,
+        gapMs: 2_000,
       });
       admitted += result.admitted;
       if (result.admitted < ADMIT_BATCH) return admitted;
@@ -195,7 +197,7 @@ async function run(options: Options): Promise<boolean> {
   await scriptMicros(redis);
   const readStarted = performance.now();
   await spread(clients, sample.length, (client, i) =>
-    client.scripts.queue.status(GOODS_ID, sample[i]),
+    client.scripts.queue.status(GOODS_ID, sample[i], endAt),
   );
   const readMs = performance.now() - readStarted;
   console.log(
@@ -224,7 +226,7 @@ async function run(options: Options): Promise<boolean> {
       if (code !== DeductCode.Accepted) return;
       await client.scripts.ledger.complete(keys, [{ requestId, userId, orderNo, quantity: 1 }]);
     });
-    const state = await scripts.queue.room(GOODS_ID);
+    const state = await scripts.queue.room(GOODS_ID, endAt);
     if (state.stock === 0 && state.inflight === 0) {
       soldMs = performance.now() - started;
       break;
@@ -234,10 +236,10 @@ async function run(options: Options): Promise<boolean> {
     ticks++;
   }
   // Every buyer not admitted reads SOLD_OUT from the same room state: a sample of them, read now.
-  const { head } = await scripts.queue.room(GOODS_ID);
+  const { head } = await scripts.queue.room(GOODS_ID, endAt);
   const states = new Map<string, number>();
   await spread(clients, sample.length, async (client, i) => {
-    const { state } = await client.scripts.queue.status(GOODS_ID, sample[i]);
+    const { state } = await client.scripts.queue.status(GOODS_ID, sample[i], endAt);
     states.set(state, (states.get(state) ?? 0) + 1);
   });
   const toldMs = performance.now() - started;

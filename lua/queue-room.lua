@@ -9,16 +9,24 @@
   KEYS[4] inflight  seckill:{gid}:inflight        hash  accepted purchases not yet in MySQL
   KEYS[5] pre       seckill:{gid}:queue:pre       zset  the pre-queue
   KEYS[6] line      seckill:{gid}:queue:line      zset  the later joiners
-  KEYS[7] admitted  seckill:{gid}:queue:admitted  zset  userId -> admitted until (ms), negated once used
+  KEYS[7] admitted  seckill:{gid}:queue:admitted  zset  userId -> admitted until (ms, the room's
+                                                        clock), negated once used
   KEYS[8] expired   seckill:{gid}:queue:expired   set
+  KEYS[9] clock     seckill:{gid}:queue:clock     hash  the room's clock (lua/lib/room-clock.lua)
 
-  Returns {head, shuffled, stock, inflight, admittedLast10s, waiting, deciding, expired}: stock
-  -1 when the sale is not in Redis; shuffled 1 once the seed is drawn (every place is fixed);
-  waiting, the buyers not admitted yet; deciding, those admitted who have neither bought nor
-  lapsed.
+  ARGV[1] endAt (ms)
+
+  Returns {head, shuffled, stock, inflight, admittedLast10s, waiting, deciding, expired, ended,
+  stopped}: stock -1 when the sale is not in Redis; shuffled 1 once the seed is drawn (every
+  place is fixed); waiting, the buyers not admitted yet; deciding, those admitted who have
+  neither bought nor lapsed; ended 1 at or after endAt (Redis's clock); stopped 1 while the
+  room's clock is stopped (the sale cannot sell).
 ]]
+--!include lib/room-clock.lua
+
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local roomTime, stopped = roomNow(KEYS[9], now)
 local recent = 0
 for _, entry in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. (now - 10000), '+inf')) do
   recent = recent + tonumber(string.match(entry, ':(%d+)$'))
@@ -32,6 +40,8 @@ return {
   redis.call('HLEN', KEYS[4]),
   recent,
   math.max(redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[6]) - head, 0),
-  redis.call('ZCOUNT', KEYS[7], now, '+inf'),
+  redis.call('ZCOUNT', KEYS[7], roomTime, '+inf'),
   redis.call('SCARD', KEYS[8]),
+  now >= tonumber(ARGV[1]) and 1 or 0,
+  stopped and 1 or 0,
 }

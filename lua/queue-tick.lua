@@ -2,16 +2,19 @@
   queue-tick: one step of a queue sale's waiting room, run by the working instance holding the
   admission job's lock each QUEUE_TICK_MS (any number may run it at once all the same: each call
   is atomic and picks up where the last left off). From startAt: draws the shuffle's seed once,
-  then drops lapsed admissions and admits the next buyers in order.
+  moves the room's clock (lua/lib/room-clock.lua), then drops lapsed admissions and admits the
+  next buyers in order.
 
   KEYS[1] state     seckill:{gid}:queue:state     hash  seed, head (places admitted so far)
   KEYS[2] pre       seckill:{gid}:queue:pre       zset  userId -> join index 0 .. n-1 (queue-join)
   KEYS[3] line      seckill:{gid}:queue:line      zset  userId -> 1, 2, …: the later joiners
-  KEYS[4] admitted  seckill:{gid}:queue:admitted  zset  userId -> admitted until (ms); negated once
-                                                        used by a purchase (lua/seckill-deduct.lua)
+  KEYS[4] admitted  seckill:{gid}:queue:admitted  zset  userId -> admitted until (ms, the room's
+                                                        clock); negated once used by a purchase
+                                                        (lua/seckill-deduct.lua)
   KEYS[5] expired   seckill:{gid}:queue:expired   set   userIds whose admission lapsed unused
   KEYS[6] admits    seckill:{gid}:queue:admits    zset  "head:count" per admission -> at (ms)
   KEYS[7] stock     seckill:{gid}:stock           string, the remaining stock
+  KEYS[8] clock     seckill:{gid}:queue:clock     hash  the room's clock (lua/lib/room-clock.lua)
 
   ARGV[1] startAt (ms)
   ARGV[2] endAt (ms)
@@ -19,39 +22,74 @@
   ARGV[4] admission TTL (ms)
   ARGV[5] stock factor: admitted buyers not yet decided stay within stock × factor
   ARGV[6] a seed candidate (random hex from the caller; only the first one drawn is ever kept)
-  ARGV[7] "1": the operator paused admission (the lapses go on)
+  ARGV[7] "1": the operator paused admission (the room's clock stops: no lapses either)
   ARGV[8] the most this call admits (each admission of a pre-queue buyer costs the shuffle's
           inverse, about 10 µs: a batch holds Redis that long at most; the caller calls again)
+  ARGV[9] the gap bound (ms): two steps further apart than this mean that nobody could reach the
+          room in between (Redis unreachable, or restarting): the gap is a stop of the clock
+
+  The clock stops while the sale cannot sell: paused by the operator, or its stock not in Redis
+  (a restart's rebuild), or between two steps further apart than the gap bound; it runs again
+  at the first step that finds the sale selling. A stopped clock lapses nobody, and the time to
+  buy of an admission given now ends no later than endAt.
 
   The order: places 0 .. n-1 are the n pre-queue buyers, shuffled by the seed (the buyer at
   place p is lua/lib/queue-order.lua's indexAt(p), nothing is written at the draw), then the
   later joiners in arrival order. The seed is drawn by the first call at or after startAt and
   kept with HSETNX: nobody can know the order before it exists, nobody can draw it again.
 
-  Returns {admitted, lapsed, drawn}: buyers admitted now, admissions that lapsed now, and 1 when
-  this call drew the seed.
+  Returns {admitted, lapsed, drawn, stopped}: buyers admitted now, admissions that lapsed now, 1
+  when this call drew the seed, and 1 while the room's clock is stopped.
 ]]
 --!include lib/queue-order.lua
+--!include lib/room-clock.lua
 
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 if now < tonumber(ARGV[1]) then
-  return {0, 0, 0}
+  return {0, 0, 0, 0}
 end
 local drawn = redis.call('HSETNX', KEYS[1], 'seed', ARGV[6])
 
+-- The room's clock: stopped while nobody can buy, so that no admission is spent then.
+local kept = redis.call('HMGET', KEYS[8], 'lag', 'since', 'tickedAt')
+local lag = tonumber(kept[1] or '0')
+local since = kept[2] and tonumber(kept[2])
+local tickedAt = kept[3] and tonumber(kept[3])
+if not since and tickedAt and now - tickedAt > tonumber(ARGV[9]) then
+  lag = lag + (now - tickedAt)
+end
+local selling = ARGV[7] ~= '1' and redis.call('EXISTS', KEYS[7]) == 1
+if not selling and not since then
+  since = now
+elseif selling and since then
+  lag = lag + (now - since)
+  since = nil
+end
+redis.call('HSET', KEYS[8], 'lag', lag, 'tickedAt', now, 'gap', ARGV[9])
+if since then
+  redis.call('HSET', KEYS[8], 'since', since)
+else
+  redis.call('HDEL', KEYS[8], 'since')
+end
+local roomTime = roomNow(KEYS[8], now)
+
+redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. (now - 10000))
+if since then
+  return {0, 0, drawn, 1}
+end
+
 -- Lapsed admissions (a used one is negative, never lapses): out, and the next buyers in.
-local lapsed = redis.call('ZRANGEBYSCORE', KEYS[4], 0, '(' .. now)
+local lapsed = redis.call('ZRANGEBYSCORE', KEYS[4], 0, '(' .. roomTime)
 for _, userId in ipairs(lapsed) do
   redis.call('SADD', KEYS[5], userId)
 end
 if #lapsed > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], 0, '(' .. now)
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], 0, '(' .. roomTime)
 end
 
-redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. (now - 10000))
-if ARGV[7] == '1' or now >= tonumber(ARGV[2]) then
-  return {0, #lapsed, drawn}
+if now >= tonumber(ARGV[2]) then
+  return {0, #lapsed, drawn, 0}
 end
 local recent = 0
 for _, entry in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '(' .. (now - 1000), '+inf')) do
@@ -59,7 +97,7 @@ for _, entry in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '(' .. (now - 1000),
 end
 local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
 local preSize = redis.call('ZCARD', KEYS[2])
-local deciding = redis.call('ZCOUNT', KEYS[4], now, '+inf')
+local deciding = redis.call('ZCOUNT', KEYS[4], roomTime, '+inf')
 local stock = tonumber(redis.call('GET', KEYS[7]) or '0')
 local n = math.min(
   tonumber(ARGV[3]) - recent,
@@ -68,9 +106,10 @@ local n = math.min(
   tonumber(ARGV[8])
 )
 if n <= 0 then
-  return {0, #lapsed, drawn}
+  return {0, #lapsed, drawn, 0}
 end
-local untilMs = now + tonumber(ARGV[4])
+-- No admission outlives the sale: one given close to its end lasts until it.
+local untilMs = roomTime + math.min(tonumber(ARGV[4]), tonumber(ARGV[2]) - now)
 local last = head + n - 1
 if head < preSize then
   local order = queueOrder(redis.call('HGET', KEYS[1], 'seed'), preSize)
@@ -88,4 +127,4 @@ if last >= preSize then
 end
 redis.call('HSET', KEYS[1], 'head', head + n)
 redis.call('ZADD', KEYS[6], now, head .. ':' .. n)
-return {n, #lapsed, drawn}
+return {n, #lapsed, drawn, 0}

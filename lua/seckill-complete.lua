@@ -19,6 +19,9 @@
   KEYS[6] voided    seckill:{gid}:voided    'released:' .. requestId marks a release
   KEYS[7] stock     seckill:{gid}:stock
   KEYS[8] buyers    seckill:{gid}:buyers
+  KEYS[9] admitted  seckill:{gid}:queue:admitted  zset, a queue sale's admissions: the one a
+                                            release gave back is used again by the order that
+                                            landed all the same (its score negated)
 
   ARGV quadruples, repeated: requestId, userId, orderNo, quantity
 
@@ -44,6 +47,10 @@ for i = 1, #ARGV, 4 do
   elseif redis.call('ZREM', KEYS[6], 'released:' .. requestId) == 1 then
     redis.call('DECRBY', KEYS[7], quantity)
     redis.call('HINCRBY', KEYS[8], userId, quantity)
+    local admission = tonumber(redis.call('ZSCORE', KEYS[9], userId) or '0')
+    if admission > 0 then
+      redis.call('ZADD', KEYS[9], -admission, userId)
+    end
     redis.call('ZADD', KEYS[5], now, requestId .. '|' .. userId .. '|' .. ARGV[i + 3] .. '|' .. orderNo)
     retaken[#retaken + 1] = requestId
   end

@@ -17,7 +17,9 @@
   KEYS[9] admitted  seckill:{gid}:queue:admitted  zset  userId -> admitted until (ms), a queue
                                             sale's (modules/waiting-room/); an accepted purchase
                                             negates its buyer's score (used; lua/seckill-release.lua
-                                            gives it back)
+                                            gives it back); in the room's clock:
+  KEYS[10] clock    seckill:{gid}:queue:clock     hash  a queue sale's admission clock, which stops
+                                            while the sale cannot sell (lua/lib/room-clock.lua)
 
   ARGV[1] userId
   ARGV[2] quantity (positive integer)
@@ -51,6 +53,8 @@
   name and the user id: the sale's hash tag keeps it in the sale's slot) when it accepts: an
   instance streaming that user's result re-reads it. A channel nobody listens to costs a lookup.
 ]]
+--!include lib/room-clock.lua
+
 local userId = ARGV[1]
 local quantity = tonumber(ARGV[2])
 local requestId = ARGV[3]
@@ -94,7 +98,7 @@ end
 -- After the stock: a buyer the waiting room has not reached yet is told SOLD_OUT once it is.
 if meta[5] == 'queue' then
   local admittedUntil = tonumber(redis.call('ZSCORE', KEYS[9], userId) or '0')
-  if admittedUntil < now then
+  if admittedUntil < roomNow(KEYS[10], now) then
     return {10, stock}
   end
   redis.call('ZADD', KEYS[9], -admittedUntil, userId)

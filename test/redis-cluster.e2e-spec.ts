@@ -233,11 +233,21 @@ describe('on a Redis Cluster of three masters', () => {
         for (const userId of admitted) await buy(userId).expect(202);
 
         for (const [i, stream] of streams.entries()) {
-          const final = admitted.includes(buyers[i]) ? 'PURCHASED' : 'SOLD_OUT';
-          await stream.snapshot<{ state: string }>((s) => s.state === final, final, 10_000);
-          await waitFor(() => stream.ended, { what: 'the stream to end' });
+          const state = admitted.includes(buyers[i]) ? 'PURCHASED' : 'SOLD_OUT';
+          await stream.snapshot<{ state: string }>((s) => s.state === state, state, 10_000);
         }
         await waitForSettled(stores, goodsId);
+        // Paid, no unit can come back: SOLD_OUT is final, and every stream ends.
+        for (const order of await stores.orders(goodsId)) {
+          await queued.http
+            .post(`/api/v1/orders/${order.order_no}/pay`)
+            .set('Authorization', bearer(order.user_id))
+            .expect((response) => expect(response.status).toBeLessThan(300));
+        }
+        for (const stream of streams) {
+          await stream.snapshot<{ final: boolean }>((s) => s.final, 'a final status', 10_000);
+          await waitFor(() => stream.ended, { what: 'the stream to end' });
+        }
         expect(new Set((await stores.orders(goodsId)).map((o) => o.user_id))).toEqual(
           new Set(admitted),
         );

@@ -10,6 +10,7 @@ interface QueueAnswer {
   ahead: number | null;
   etaSeconds: number | null;
   admittedUntil?: string;
+  final: boolean;
 }
 
 interface QueueSaleOptions {
@@ -164,6 +165,7 @@ describe('a queue sale: the waiting room', () => {
       position: null,
       ahead: null,
       etaSeconds: null,
+      final: false,
     });
   });
 
@@ -174,8 +176,9 @@ describe('a queue sale: the waiting room', () => {
     for (const userId of buyers) await join(goodsId, userId).expect(200);
 
     const before = await standing(goodsId, buyers[0]);
-    expect(before).toMatchObject({ state: 'WAITING', position: null, ahead: null });
-    expect(before.etaSeconds).toBeGreaterThanOrEqual(0);
+    // Nobody's place, nor so any wait, can be known before the shuffle.
+    expect(before).toMatchObject({ state: 'WAITING', position: null, ahead: null, final: false });
+    expect(before.etaSeconds).toBeNull();
     // Joining again keeps the place: still one entry each.
     expect((await join(goodsId, buyers[0]).expect(200)).body.state).toBe('WAITING');
     expect(await stores.redis.zcard(queueKeys(goodsId).pre)).toBe(buyers.length);
@@ -362,12 +365,24 @@ describe('a queue sale: the waiting room', () => {
       );
       expect(placed.map((s) => s.position).sort()).toEqual(range(1, 6));
       expect(await stores.redis.zcard(queueKeys(goodsId).admitted)).toBe(0);
+      // Paused, nobody can say when a place is reached.
+      expect(placed.map((s) => s.etaSeconds)).toEqual(buyers.map(() => null));
 
       const paced = await admin('patch', `${goodsId}/queue`)
         .send({ admitPerSecond: 3 })
         .expect(200);
       expect(paced.body).toMatchObject({ paused: true, admitPerSecond: 3 });
       expect((await admin('post', `${goodsId}/queue/resume`).expect(200)).body.paused).toBe(false);
+      // Running again (from the admission job's next step): a waiting buyer's ETA is its place
+      // at the pace in force, three a second, not the pace of the last ten seconds (0.3).
+      const waiting = await waitFor(
+        async () =>
+          (await standings(goodsId, buyers)).find(
+            (s) => s.state === 'WAITING' && s.ahead! >= 1 && s.etaSeconds !== null,
+          ),
+        { what: 'a buyer waiting behind another, with an ETA' },
+      );
+      expect(waiting.etaSeconds).toBe(Math.ceil(waiting.ahead! / 3));
       const admitted = await admittedCount(goodsId, buyers, 6);
       // Three a second from the resume: two seconds for six at least.
       const times = admitted.map((s) => Date.parse(s.admittedUntil!)).sort((a, b) => a - b);
@@ -485,23 +500,106 @@ describe('a queue sale: the waiting room', () => {
       });
     });
 
-    it('should tell every waiting stream SOLD_OUT once the last unit is sold, and end them', async () => {
+    it('should keep every waiting stream open on SOLD_OUT for now, admit the next place when a unit comes back, and end them once none can', async () => {
+      // Stock 1 × QUEUE_ADMIT_STOCK_FACTOR 2: two admitted, three in line.
       const goodsId = await createQueueSale({ stock: 1, startsInMs: 1_000 });
       const buyers = range(9_600, 5);
       for (const userId of buyers) await join(goodsId, userId).expect(200);
       const first = await admittedCount(goodsId, buyers, 2);
       const buyer = buyers.find((_, i) => first[i].state === 'ADMITTED')!;
       const others = buyers.filter((u) => u !== buyer);
-      const streams = await Promise.all(others.map((userId) => openStream(goodsId, userId)));
-      for (const stream of streams) {
+      const streams = new Map(
+        await Promise.all(
+          others.map(async (userId) => [userId, await openStream(goodsId, userId)] as const),
+        ),
+      );
+      for (const stream of streams.values()) {
         await stream.snapshot<QueueAnswer>((s) => s.state !== 'SOLD_OUT', 'a first status');
       }
 
+      // Sold, but unpaid: the unit may come back, so everyone stays in line, streams open.
       await buy(goodsId, buyer).expect(202);
+      const orderNo = await waitFor(async () => (await stores.orders(goodsId))[0]?.order_no, {
+        what: 'the order',
+      });
+      for (const stream of streams.values()) {
+        const told = await stream.snapshot<QueueAnswer>((s) => s.state === 'SOLD_OUT', 'SOLD_OUT');
+        expect(told.final).toBe(false);
+      }
+      expect((await standing(goodsId, others[0])).final).toBe(false);
+      expect([...streams.values()].some((stream) => stream.ended)).toBe(false);
 
-      for (const stream of streams) {
-        await stream.snapshot<QueueAnswer>((s) => s.state === 'SOLD_OUT', 'SOLD_OUT', 5_000);
+      // The order cancelled: its unit admits the next place, whose open stream hears it.
+      await t.http
+        .post(`/api/v1/orders/${orderNo}/cancel`)
+        .set('Authorization', bearer(buyer))
+        .expect((response) => expect(response.status).toBeLessThan(300));
+      const next = await waitFor(
+        async () => {
+          const now = await standings(goodsId, others);
+          const admitted = others.filter((_, i) => now[i].state === 'ADMITTED');
+          return admitted.length === 2 ? admitted : null;
+        },
+        { what: 'the next place admitted on the unit that came back' },
+      );
+      const latecomer = next.find((userId) => first[buyers.indexOf(userId)].state !== 'ADMITTED')!;
+      await streams
+        .get(latecomer)!
+        .snapshot<QueueAnswer>((s) => s.state === 'ADMITTED', 'the admission, pushed', 5_000);
+
+      // Bought and paid: no unit can come back now, SOLD_OUT is final and every stream ends.
+      await buy(goodsId, latecomer).expect(202);
+      const paidNo = await waitFor(
+        async () => (await stores.orders(goodsId)).find((o) => o.user_id === latecomer)?.order_no,
+        { what: 'the second order' },
+      );
+      await t.http
+        .post(`/api/v1/orders/${paidNo}/pay`)
+        .set('Authorization', bearer(latecomer))
+        .expect((response) => expect(response.status).toBeLessThan(300));
+      for (const [userId, stream] of streams) {
+        const last = await stream.snapshot<QueueAnswer>((s) => s.final, 'a final status');
+        expect(last.state).toBe(userId === latecomer ? 'PURCHASED' : 'SOLD_OUT');
         await waitFor(() => stream.ended, { what: 'the stream to end' });
+      }
+    });
+
+    it('should make every standing final at endAt and end every stream, with no admission past it', async () => {
+      // Stock 1 × QUEUE_ADMIT_STOCK_FACTOR 2: two admitted for a minute, given 4 s before the end.
+      const startsInMs = 1_000;
+      const lastsMs = 5_000;
+      const endAt = Date.now() + startsInMs + lastsMs;
+      const goodsId = await createQueueSale({ stock: 1, startsInMs, lastsMs });
+      const buyers = range(9_650, 4);
+      for (const userId of buyers) await join(goodsId, userId).expect(200);
+      const first = await admittedCount(goodsId, buyers, 2);
+      for (const s of first.filter((x) => x.state === 'ADMITTED')) {
+        expect(Date.parse(s.admittedUntil!)).toBeLessThanOrEqual(endAt + 1_000);
+      }
+      const outsider = 9_659;
+      const streams = await Promise.all(
+        [...buyers, outsider].map((userId) => openStream(goodsId, userId)),
+      );
+      for (const stream of streams) {
+        const now = await stream.snapshot<QueueAnswer>(() => true, 'a first status');
+        expect(now.final).toBe(false);
+      }
+
+      const ended = await Promise.all(
+        streams.map((stream) => stream.snapshot<QueueAnswer>((s) => s.final, 'final', 15_000)),
+      );
+      expect(ended.map((s) => s.state)).toEqual([
+        ...first.map((s) => (s.state === 'ADMITTED' ? 'EXPIRED' : 'SOLD_OUT')),
+        'NOT_JOINED',
+      ]);
+      for (const stream of streams)
+        await waitFor(() => stream.ended, { what: 'the stream to end' });
+      for (const [i, userId] of [...buyers, outsider].entries()) {
+        expect(await standing(goodsId, userId)).toMatchObject({
+          state: ended[i].state,
+          final: true,
+          etaSeconds: null,
+        });
       }
     });
 

@@ -11,12 +11,14 @@
 // one purchase-unlock call, off the answer's path. The ratio then prices the code, not the design.
 import { createHmac, createSecretKey, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 import amqp, { type ConsumeMessage } from 'amqplib';
 import Fastify, { type FastifyReply } from 'fastify';
 import { Redis } from 'ioredis';
 import { createPool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 
+import { withIncludes } from '../../src/infra/redis/lua-source.js';
 import { saleKeys, throttleKeys } from '../../src/infra/redis/seckill-keys.js';
 import { BASELINE_SCRIPTS } from './scripts.js';
 import type { NewOrder } from '../../src/modules/orders/order.types.js';
@@ -100,7 +102,7 @@ function positiveInt(raw: unknown): number | undefined {
 
 const redis = new Redis(env.REDIS_URL ?? 'redis://127.0.0.1:6379/0');
 for (const { name, file, numberOfKeys } of BASELINE_SCRIPTS) {
-  redis.defineCommand(name, { numberOfKeys, lua: readFileSync(new URL(file, LUA_DIR), 'utf8') });
+  redis.defineCommand(name, { numberOfKeys, lua: withIncludes(fileURLToPath(LUA_DIR), file) });
 }
 // Two budgets, two keys each (the header names them per budget, so not in BASELINE_SCRIPTS).
 redis.defineCommand('throttleHits2', {
@@ -205,6 +207,7 @@ async function purchase(
     keys.voided,
     keys.borrowed,
     keys.admitted,
+    keys.queueClock,
     userId,
     quantity,
     requestId,
@@ -292,6 +295,7 @@ async function writeGroup(goodsId: number, orders: NewOrder[]): Promise<void> {
     keys.voided,
     keys.stock,
     keys.buyers,
+    keys.admitted,
     ...orders.flatMap((o) => [o.requestId, o.userId, o.orderNo, o.quantity]),
   );
 }

@@ -195,7 +195,10 @@ async function follow(crowd: Crowd, person: Person, deadline: number): Promise<v
             if (state === 'ADMITTED' && !person.walksAway && buying === undefined) {
               buying = sleep(between(THINK_MS)).then(() => buyAsPerson(crowd, person));
             }
-            if (!FINAL_QUEUE_STATES.has(state)) return;
+            // A person stops listening at a final state, and at "sold out for now" too (the page
+            // keeps waiting for a unit to come back; the demo's people go home).
+            const told = isRecord(status) && status.final === true;
+            if (!told && !FINAL_QUEUE_STATES.has(state)) return;
             final = true;
             return 'stop';
           },

@@ -37,7 +37,7 @@ describe('LuaScripts', () => {
     const defined = new Map(
       defineCommand.mock.calls.map(([name, definition]) => [name, definition.numberOfKeys]),
     );
-    expect(defined.get('seckillDeduct')).toBe(9);
+    expect(defined.get('seckillDeduct')).toBe(10);
     expect(defined.get('redisTime')).toBe(1);
     for (let budgets = 1; budgets <= MAX_THROTTLE_BUDGETS; budgets++) {
       expect(defined.get(`throttleHits${budgets}`)).toBe(budgets * 2);

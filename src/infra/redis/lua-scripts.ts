@@ -1,8 +1,8 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import type { ChainableCommander } from 'ioredis';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { withIncludes } from './lua-source.js';
 import { isCluster, type RedisClient } from './redis-client.js';
 import { REDIS_CLIENT } from './redis.constants.js';
 
@@ -11,10 +11,10 @@ const LUA_DIR = fileURLToPath(new URL('../../../lua/', import.meta.url));
 
 /** Every script of lua/, by the command name ioredis defines it as, and its key count. */
 const SCRIPTS = {
-  seckillDeduct: { file: 'seckill-deduct.lua', keys: 9 },
+  seckillDeduct: { file: 'seckill-deduct.lua', keys: 10 },
   seckillRelease: { file: 'seckill-release.lua', keys: 9 },
   seckillClaim: { file: 'seckill-claim.lua', keys: 3 },
-  seckillComplete: { file: 'seckill-complete.lua', keys: 8 },
+  seckillComplete: { file: 'seckill-complete.lua', keys: 9 },
   seckillPreheat: { file: 'seckill-preheat.lua', keys: 2 },
   seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
   seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 5 },
@@ -34,9 +34,9 @@ const SCRIPTS = {
   streamSlot: { file: 'stream-slot.lua', keys: 1 },
   blocklistPrune: { file: 'blocklist-prune.lua', keys: 1 },
   queueJoin: { file: 'queue-join.lua', keys: 3 },
-  queueTick: { file: 'queue-tick.lua', keys: 7 },
-  queueStatus: { file: 'queue-status.lua', keys: 9 },
-  queueRoom: { file: 'queue-room.lua', keys: 8 },
+  queueTick: { file: 'queue-tick.lua', keys: 8 },
+  queueStatus: { file: 'queue-status.lua', keys: 11 },
+  queueRoom: { file: 'queue-room.lua', keys: 9 },
   // The key count varies with the window: the caller passes it first.
   dashboardSale: { file: 'dashboard-sale.lua', keys: 'first-argument' },
 } as const satisfies Record<
@@ -77,26 +77,6 @@ export function readScripts(dir: string = LUA_DIR): Map<RegisteredName, string> 
     bodies.set(name, withIncludes(dir, file));
   }
   return bodies;
-}
-
-const INCLUDE_LINE = /^--!include (\S+)[ \t]*$/gm;
-
-/**
- * The script's text with each `--!include lib/<file>.lua` line replaced by that file (a library
- * of local functions two scripts share: a script cannot call another). One level: a library
- * includes nothing.
- */
-function withIncludes(dir: string, file: string): string {
-  return readFileSync(join(dir, file), 'utf8').replace(INCLUDE_LINE, (_line, path: string) => {
-    if (!/^lib\/[\w-]+\.lua$/.test(path)) {
-      throw new Error(`${file} includes ${path}: only lib/<name>.lua of ${dir} may be included`);
-    }
-    try {
-      return readFileSync(join(dir, path), 'utf8');
-    } catch {
-      throw new Error(`${file} includes ${path}, which is missing from ${dir}`);
-    }
-  });
 }
 
 /**

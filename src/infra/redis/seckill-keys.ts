@@ -57,6 +57,12 @@ function keysUnder(prefix: string) {
      * waiting room (queueKeys), it is not in MySQL: a wipe before a rebuild keeps it.
      */
     admitted: `${prefix}:queue:admitted`,
+    /**
+     * A `queue` sale's admission clock (lua/lib/room-clock.lua): lag, since, tickedAt. It stops
+     * while the sale cannot sell, and the admissions above are kept in its time, so that the
+     * deduct reads it beside them.
+     */
+    queueClock: `${prefix}:queue:clock`,
     /** The last confirmed reconcile verdict (JSON), shared by every instance's dashboard feed. */
     verdict: `${prefix}:verdict`,
     /** Held (with a TTL) by the instance refreshing the verdict: one refresh at a time. */
@@ -91,6 +97,7 @@ export function queueKeys(goodsId: number) {
     /** zset: userId -> 1, 2, …: those who joined after the seed, behind the pre-queue in order. */
     line: `${prefix}:line`,
     admitted: saleKeys(goodsId).admitted,
+    clock: saleKeys(goodsId).queueClock,
     /** set: userIds whose admission lapsed unused. */
     expired: `${prefix}:expired`,
     /** zset: `head:count` of each admission batch -> at (ms); the last ten seconds, for the pace. */

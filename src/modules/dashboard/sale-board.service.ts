@@ -177,7 +177,7 @@ export class SaleBoard {
       inFlightPurchases: buckets ? buckets.inFlightCount : inFlightPurchases,
       verdict: parseVerdict(rawVerdict),
       rates: { start, codes: rateSeries(seconds) },
-      queue: sale.admission ? await this.queues.board(sale.admission) : null,
+      queue: sale.admission ? await this.queues.board(sale.admission, sale.endAt) : null,
     };
   }
 

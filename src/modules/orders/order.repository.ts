@@ -66,6 +66,13 @@ export class OrderRepository {
     return (await this.orders.count({ where: { goodsId }, take: 1 })) > 0;
   }
 
+  /** An unpaid order of the goods is left: its cancel or expiry may still give a unit back. */
+  async hasUnpaid(goodsId: number): Promise<boolean> {
+    return (
+      (await this.orders.count({ where: { goodsId, status: 'PENDING_PAYMENT' }, take: 1 })) > 0
+    );
+  }
+
   /** By MySQL's clock, which stamped `updated_at` at the cancel. */
   recentlyCancelled(
     goodsId: number,

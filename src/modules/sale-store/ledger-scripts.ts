@@ -74,6 +74,7 @@ export class LedgerScripts {
       keys.voided,
       keys.borrowed,
       keys.admitted,
+      keys.queueClock,
       userId,
       quantity,
       requestId,
@@ -160,6 +161,7 @@ export class LedgerScripts {
       keys.voided,
       keys.stock,
       keys.buyers,
+      keys.admitted,
       ...args,
     )) as [number, string[]];
     return { completed, retaken };

@@ -121,8 +121,8 @@ export class SaleLoader {
   /**
    * Drops a sale's keys unconditionally (they are about to be rebuilt from MySQL). `keepVoided`:
    * the request ids given up stay (a void is final: the late message of a purchase answered 503
-   * is still dropped after the rebuild). The admitted buyers stay too: like the waiting room,
-   * they are not in MySQL.
+   * is still dropped after the rebuild). The admitted buyers and their clock stay too: like the
+   * waiting room, they are not in MySQL.
    */
   async forget(goodsId: number, { keepVoided = false } = {}): Promise<void> {
     const buckets = await this.counts.buckets(goodsId);
@@ -130,7 +130,10 @@ export class SaleLoader {
     for (const keys of sets) {
       const names = Object.values(keys).filter(
         (key): key is string =>
-          typeof key === 'string' && key !== keys.admitted && !(keepVoided && key === keys.voided),
+          typeof key === 'string' &&
+          key !== keys.admitted &&
+          key !== keys.queueClock &&
+          !(keepVoided && key === keys.voided),
       );
       // One DEL per bucket: a cluster refuses a DEL whose keys are in different slots.
       await this.redis.del(...names);

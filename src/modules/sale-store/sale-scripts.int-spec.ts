@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
+import { withIncludes } from '../../infra/redis/lua-source.js';
 import { saleKeys, throttleKeys, type SaleKeys } from '../../infra/redis/seckill-keys.js';
 import { encodeOrderMessage } from '../messaging/order-message.js';
 import { ThrottleScripts } from '../rate-limit/throttle-scripts.js';
@@ -1580,9 +1580,10 @@ describe("the sale's scripts (real Redis)", () => {
 
   describe('NOSCRIPT resilience', () => {
     it('should still deduct after the server lost its script cache', async () => {
-      const lua = readFileSync(
-        fileURLToPath(new URL('../../../lua/seckill-deduct.lua', import.meta.url)),
-        'utf8',
+      // The body as the loader sends it: its libraries pasted in.
+      const lua = withIncludes(
+        fileURLToPath(new URL('../../../lua/', import.meta.url)),
+        'seckill-deduct.lua',
       );
       const sha = createHash('sha1').update(lua).digest('hex');
       const sale = await openSale({ stock: 10 });

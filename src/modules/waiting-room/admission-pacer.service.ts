@@ -10,6 +10,14 @@ import { isQueueSale, type QueueSale } from './waiting-room.service.js';
 const SALES_REFRESH_MS = 1_000;
 
 /**
+ * Two steps of a queue further apart than this many tick periods (and 2 s at least) mean that no
+ * working instance reached the room in between (Redis unreachable or restarting): the room's
+ * clock counts the gap as a stop, so that nobody's admission was spent while nobody could buy.
+ */
+const GAP_TICKS = 10;
+const GAP_MIN_MS = 2_000;
+
+/**
  * Each tick, every open queue one step on (lua/queue-tick.lua): the shuffle's seed at startAt,
  * lapsed admissions out, the next buyers in, within admitPerSecond and the stock. Run by one working
  * instance at a time (WaitingRoomCron); the script is atomic all the same, so that two instances
@@ -19,6 +27,7 @@ const SALES_REFRESH_MS = 1_000;
 export class AdmissionPacer {
   private readonly logger = new Logger(AdmissionPacer.name);
   private sales: { list: QueueSale[]; until: number } = { list: [], until: 0 };
+  private readonly stopped = new Set<number>();
 
   constructor(
     private readonly goods: GoodsService,
@@ -29,13 +38,21 @@ export class AdmissionPacer {
   /** Throws, once every queue had its step, naming those that failed (the job logs it). */
   async tick(): Promise<void> {
     const failed: { goodsId: number; error: Error }[] = [];
-    for (const sale of await this.openQueues()) {
+    // MySQL not answering stops no queue: the list read last goes on being stepped (a gap in
+    // the steps would stop the rooms' clocks while the buyers can still buy through Redis).
+    let listError: Error | undefined;
+    const sales = await this.openQueues().catch((error: Error) => {
+      listError = error;
+      return this.sales.list;
+    });
+    for (const sale of sales) {
       try {
         await this.step(sale);
       } catch (error) {
         failed.push({ goodsId: sale.id, error: error as Error });
       }
     }
+    if (listError) throw new Error(`queue list not read: ${listError.message}`);
     if (failed.length > 0) {
       throw new Error(
         `queue step failed: goods=${failed.map((f) => f.goodsId).join(',')} ${failed[0].error.message}`,
@@ -59,8 +76,10 @@ export class AdmissionPacer {
         // 128 bits, so that a round of the shuffle (lua/lib/queue-order.lua) hashes one SHA1 block.
         seedCandidate: randomBytes(16).toString('hex'),
         paused: sale.admissionPaused,
+        gapMs: Math.max(GAP_MIN_MS, GAP_TICKS * this.config.tickMs),
       });
       if (result.drawn) this.logger.log(`queue order drawn: goods=${sale.id}`);
+      this.noteClock(sale.id, result.stopped);
       admitted += result.admitted;
       lapsed += result.lapsed;
       if (result.admitted < ADMIT_BATCH || Date.now() >= deadline) break;
@@ -68,6 +87,14 @@ export class AdmissionPacer {
     if (admitted > 0 || lapsed > 0) {
       this.logger.debug(`queue admitted: goods=${sale.id} admitted=${admitted} lapsed=${lapsed}`);
     }
+  }
+
+  /** One log line when a room's clock stops or runs again (not one per tick). */
+  private noteClock(goodsId: number, stopped: boolean): void {
+    if (this.stopped.has(goodsId) === stopped) return;
+    if (stopped) this.stopped.add(goodsId);
+    else this.stopped.delete(goodsId);
+    this.logger.log(`queue clock ${stopped ? 'stopped' : 'running'}: goods=${goodsId}`);
   }
 
   private async openQueues(): Promise<QueueSale[]> {

@@ -53,8 +53,8 @@ export class QueueControl {
   }
 
   /** The queue's figures for the dashboard (one script call). */
-  async board(admission: QueueAdmission): Promise<QueueBoard> {
-    const room: RoomState = await this.scripts.room(admission.goodsId);
+  async board(admission: QueueAdmission, endAt: Date): Promise<QueueBoard> {
+    const room: RoomState = await this.scripts.room(admission.goodsId, endAt.getTime());
     return {
       ...admission,
       waiting: room.waiting,

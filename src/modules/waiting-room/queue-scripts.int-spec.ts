@@ -1,8 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { queueKeys, saleKeys } from '../../infra/redis/seckill-keys.js';
+import { encodeOrderMessage } from '../messaging/order-message.js';
+import { DeductCode, LedgerScripts, ReleaseCode } from '../sale-store/ledger-scripts.js';
 import { LoadScripts } from '../sale-store/load-scripts.js';
 import { ADMIT_BATCH, JoinCode, QueueScripts, type TickParams } from './queue-scripts.js';
 
@@ -12,6 +14,7 @@ describe("the waiting room's scripts (real Redis)", () => {
   let redis: Redis;
   let queue: QueueScripts;
   let load: LoadScripts;
+  let ledger: LedgerScripts;
   // Goods ids far from anything the e2e tests create, unique per run.
   const goodsId = 910_000_000 + Math.floor(Math.random() * 90_000);
 
@@ -21,13 +24,69 @@ describe("the waiting room's scripts (real Redis)", () => {
     lua.onModuleInit();
     queue = new QueueScripts(lua);
     load = new LoadScripts(lua);
+    ledger = new LedgerScripts(lua);
   });
+
+  /** Redis's clock (ms), which every script judges by. */
+  const redisNow = async () => {
+    const [seconds, micros] = await redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  };
+  /** Until Redis's clock has passed `ms`: the scripts' time, not this process's, decides. */
+  const untilRedisPasses = async (ms: number) => {
+    while ((await redisNow()) <= ms) await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  /** A queue sale that started a moment ago, its buyers joined before the start. */
+  const startedSale = async (buyers: number[], { stock = 10, endInMs = HOUR } = {}) => {
+    const far = Date.now() + HOUR;
+    await load.preheat(saleKeys(goodsId), {
+      totalStock: stock,
+      stock,
+      startAt: new Date(Date.now() - 1_000),
+      endAt: new Date(Date.now() + endInMs),
+      perUserLimit: 1,
+      admission: 'queue',
+    });
+    for (const userId of buyers) {
+      await queue.join(goodsId, userId, { opensAt: 0, startAt: far, endAt: far + HOUR });
+    }
+    const startAt = Date.now() - 1_000;
+    const endAt = Date.now() + endInMs;
+    const params = (change: Partial<TickParams> = {}): TickParams => ({
+      startAt,
+      endAt,
+      admitPerSecond: 100_000,
+      admissionTtlMs: HOUR,
+      stockFactor: 1,
+      seedCandidate: randomBytes(16).toString('hex'),
+      paused: false,
+      gapMs: HOUR,
+      ...change,
+    });
+    return { endAt, params };
+  };
+
+  const buy = (userId: number, requestId = randomUUID()) =>
+    ledger.deduct(
+      saleKeys(goodsId),
+      userId,
+      1,
+      requestId,
+      encodeOrderMessage({
+        requestId,
+        orderNo: `SK${requestId.replace(/-/g, '').slice(0, 20)}`,
+        userId,
+        goodsId,
+        quantity: 1,
+        acceptedAt: Date.now(),
+      }),
+    );
 
   afterEach(async () => {
     await redis.del(
       ...Object.values(queueKeys(goodsId)),
-      saleKeys(goodsId).stock,
-      saleKeys(goodsId).meta,
+      ...Object.values(saleKeys(goodsId)).filter((key) => typeof key === 'string'),
     );
   });
 
@@ -49,7 +108,7 @@ describe("the waiting room's scripts (real Redis)", () => {
     });
     const joined = await Promise.all(buyers.map((userId) => queue.join(goodsId, userId, window)));
     expect(joined.every((code) => code === JoinCode.Joined)).toBe(true);
-    expect((await queue.status(goodsId, buyers[0])).ahead).toBeNull();
+    expect((await queue.status(goodsId, buyers[0], far + HOUR)).ahead).toBeNull();
 
     // The start, as the ticking instance sees it; paused, the tick draws the seed and admits none.
     const startAt = Date.now() - 1;
@@ -61,15 +120,17 @@ describe("the waiting room's scripts (real Redis)", () => {
       stockFactor: 1,
       seedCandidate: randomBytes(16).toString('hex'),
       paused,
+      gapMs: HOUR,
     });
     expect(await queue.tick(goodsId, params(true))).toEqual({
       admitted: 0,
       lapsed: 0,
       drawn: true,
+      stopped: true,
     });
     const places = new Map<number, number>();
     for (const userId of buyers) {
-      const standing = await queue.status(goodsId, userId);
+      const standing = await queue.status(goodsId, userId, startAt + HOUR);
       expect(standing.state).toBe('WAITING');
       places.set(userId, standing.ahead!);
     }
@@ -91,7 +152,103 @@ describe("the waiting room's scripts (real Redis)", () => {
 
     // A buyer who joins now goes behind the whole pre-queue, and is admitted next.
     expect(await queue.join(goodsId, 99, { ...window, startAt })).toBe(JoinCode.Joined);
-    expect((await queue.room(goodsId)).waiting).toBe(1);
-    expect((await queue.status(goodsId, 99)).ahead).toBe(0);
+    expect((await queue.room(goodsId, startAt + HOUR)).waiting).toBe(1);
+    expect((await queue.status(goodsId, 99, startAt + HOUR)).ahead).toBe(0);
+  });
+
+  it("should keep an admission's time to buy while the sale is paused, and spend it only once it runs again", async () => {
+    const { endAt, params } = await startedSale([1, 2]);
+    expect((await queue.tick(goodsId, params({ admissionTtlMs: 400 }))).admitted).toBe(2);
+    const { admittedUntil } = await queue.status(goodsId, 1, endAt);
+
+    // Paused: the clock stops, and Redis's clock runs past the admission's end.
+    expect((await queue.tick(goodsId, params({ paused: true }))).stopped).toBe(true);
+    await untilRedisPasses(admittedUntil! + 200);
+    expect(await queue.tick(goodsId, params({ paused: true }))).toMatchObject({ lapsed: 0 });
+    const paused = await queue.status(goodsId, 1, endAt);
+    expect(paused).toMatchObject({ state: 'ADMITTED', stopped: true });
+    expect(paused.admittedUntil! - (await redisNow())).toBeGreaterThan(200);
+    // The deduct reads the same clock: the admission is in force for buyer 1.
+    expect((await buy(1)).code).toBe(DeductCode.Accepted);
+
+    // Running again: buyer 2's time left goes on from where it stopped, then lapses.
+    expect((await queue.tick(goodsId, params())).stopped).toBe(false);
+    const running = await queue.status(goodsId, 2, endAt);
+    expect(running).toMatchObject({ state: 'ADMITTED', stopped: false });
+    await untilRedisPasses(running.admittedUntil! + 1);
+    expect((await queue.tick(goodsId, params())).lapsed).toBe(1);
+    expect((await queue.status(goodsId, 2, endAt)).state).toBe('EXPIRED');
+    expect((await buy(2)).code).toBe(DeductCode.NotAdmitted);
+  });
+
+  it('should stop the clock while the sale is not in Redis and across a gap between two steps', async () => {
+    const { endAt, params } = await startedSale([1, 2]);
+    await queue.tick(goodsId, params({ admissionTtlMs: 400, gapMs: 300 }));
+    const { admittedUntil } = await queue.status(goodsId, 1, endAt);
+
+    // No step for longer than the gap bound (every instance cut from Redis): the room reads
+    // stopped since its last step, and the next step counts the gap as a stop.
+    await untilRedisPasses(admittedUntil! + 200);
+    expect(await queue.status(goodsId, 1, endAt)).toMatchObject({
+      state: 'ADMITTED',
+      stopped: true,
+    });
+    expect((await buy(1)).code).toBe(DeductCode.Accepted);
+    expect(await queue.tick(goodsId, params({ gapMs: 300 }))).toMatchObject({
+      lapsed: 0,
+      stopped: false,
+    });
+    expect((await queue.status(goodsId, 2, endAt)).state).toBe('ADMITTED');
+
+    // The stock gone from Redis (a restart's rebuild): stopped until it is back.
+    const stock = await redis.get(saleKeys(goodsId).stock);
+    await redis.del(saleKeys(goodsId).stock);
+    expect((await queue.tick(goodsId, params({ gapMs: 300 }))).stopped).toBe(true);
+    const before = (await queue.status(goodsId, 2, endAt)).admittedUntil! - (await redisNow());
+    await untilRedisPasses((await redisNow()) + before + 100);
+    expect((await queue.tick(goodsId, params({ gapMs: 300 }))).lapsed).toBe(0);
+    await redis.set(saleKeys(goodsId).stock, stock!);
+    expect((await queue.tick(goodsId, params({ gapMs: 300 }))).stopped).toBe(false);
+    expect((await queue.status(goodsId, 2, endAt)).state).toBe('ADMITTED');
+  });
+
+  it('should end no admission after endAt, and make every standing final at the end', async () => {
+    const { endAt, params } = await startedSale([1, 2, 3], { stock: 1, endInMs: 600 });
+    // An hour to buy, given 600 ms before the end: it lasts until the end.
+    expect((await queue.tick(goodsId, params())).admitted).toBe(1);
+    const standings = await Promise.all([1, 2, 3].map((u) => queue.status(goodsId, u, endAt)));
+    const first = [1, 2, 3][standings.findIndex((standing) => standing.state === 'ADMITTED')];
+    // Redis's clock and this process's may differ by a millisecond or two.
+    const until = standings.find((standing) => standing.state === 'ADMITTED')!.admittedUntil!;
+    expect(until).toBeLessThanOrEqual(endAt + 5);
+    await untilRedisPasses(endAt);
+    for (const userId of [1, 2, 3]) {
+      const standing = await queue.status(goodsId, userId, endAt);
+      expect(standing.ended).toBe(true);
+      expect(standing.state).toBe(userId === first ? 'EXPIRED' : 'SOLD_OUT');
+    }
+    expect((await queue.status(goodsId, 4, endAt)).state).toBe('NOT_JOINED');
+    expect((await queue.room(goodsId, endAt)).ended).toBe(true);
+  });
+
+  it('should use the admission again when the order of a released purchase lands all the same', async () => {
+    const { endAt, params } = await startedSale([1]);
+    await queue.tick(goodsId, params());
+    const requestId = randomUUID();
+    expect((await buy(1, requestId)).code).toBe(DeductCode.Accepted);
+    // Released (taken for lost), which gives the admission back; then its order lands.
+    expect(await ledger.release(saleKeys(goodsId), requestId, false, 'UNAVAILABLE', 1)).toBe(
+      ReleaseCode.Released,
+    );
+    expect((await queue.status(goodsId, 1, endAt)).state).toBe('ADMITTED');
+    const orderNo = `SK${requestId.replace(/-/g, '').slice(0, 20)}`;
+    const { retaken } = await ledger.complete(saleKeys(goodsId), [
+      { requestId, userId: 1, orderNo, quantity: 1 },
+    ]);
+    expect(retaken).toEqual([requestId]);
+    expect(Number(await redis.zscore(saleKeys(goodsId).admitted, '1'))).toBeLessThan(0);
+    // Its cancel gives the stock back, not the admission: no second purchase.
+    await redis.hdel(saleKeys(goodsId).buyers, '1');
+    expect((await buy(1)).code).toBe(DeductCode.NotAdmitted);
   });
 });

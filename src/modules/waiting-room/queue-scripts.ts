@@ -31,13 +31,23 @@ export type QueueState = (typeof QUEUE_STATES)[number];
 /** A buyer's standing as lua/queue-status.lua reads it. */
 export interface QueueStanding {
   state: QueueState;
-  /** Buyers waiting ahead; null before the shuffle's seed is drawn. */
+  /** Buyers waiting ahead (WAITING, or SOLD_OUT while in line); null before the seed is drawn. */
   ahead: number | null;
   /** ms, Redis's clock; ADMITTED only. */
   admittedUntil: number | null;
   admittedLast10s: number;
   /** Places admitted so far: a placed WAITING buyer's place in the line is head + ahead. */
   head: number;
+  /** At or after endAt (Redis's clock): every state is final. */
+  ended: boolean;
+  /** The room's clock is stopped: the sale cannot sell now (paused, rebuilt, cut off). */
+  stopped: boolean;
+  /** PURCHASED, and the purchase is still on its way to MySQL (a refusal there undoes it). */
+  pending: boolean;
+  /** The stock left; null when the sale is not in Redis or the state does not need it. */
+  stock: number | null;
+  /** Admitted buyers who have neither bought nor lapsed. */
+  deciding: number;
 }
 
 /** What every waiting buyer's standing follows from (lua/queue-room.lua). */
@@ -54,6 +64,10 @@ export interface RoomState {
   /** Admitted buyers who have neither bought nor lapsed. */
   deciding: number;
   expired: number;
+  /** At or after endAt (Redis's clock). */
+  ended: boolean;
+  /** The room's clock is stopped: the sale cannot sell now. */
+  stopped: boolean;
 }
 
 export interface TickParams {
@@ -64,6 +78,8 @@ export interface TickParams {
   stockFactor: number;
   seedCandidate: string;
   paused: boolean;
+  /** Two steps further apart than this stop the room's clock for the gap (nobody reached it). */
+  gapMs: number;
 }
 
 export interface TickResult {
@@ -71,6 +87,8 @@ export interface TickResult {
   lapsed: number;
   /** This call drew the shuffle's seed: the order is fixed from now on. */
   drawn: boolean;
+  /** The room's clock is stopped: nobody lapses, nobody is admitted. */
+  stopped: boolean;
 }
 
 /** The waiting room's keys in the order lua/queue-tick.lua and queue-status.lua take them. */
@@ -105,10 +123,11 @@ export class QueueScripts {
   }
 
   async tick(goodsId: number, params: TickParams): Promise<TickResult> {
-    const [admitted, lapsed, drawn] = (await this.lua.run(
+    const [admitted, lapsed, drawn, stopped] = (await this.lua.run(
       'queueTick',
       ...roomKeys(goodsId),
       saleKeys(goodsId).stock,
+      queueKeys(goodsId).clock,
       params.startAt,
       params.endAt,
       params.admitPerSecond,
@@ -117,46 +136,81 @@ export class QueueScripts {
       params.seedCandidate,
       params.paused ? '1' : '0',
       ADMIT_BATCH,
-    )) as [number, number, number];
-    return { admitted, lapsed, drawn: drawn === 1 };
+      params.gapMs,
+    )) as [number, number, number, number];
+    return { admitted, lapsed, drawn: drawn === 1, stopped: stopped === 1 };
   }
 
-  async status(goodsId: number, userId: number): Promise<QueueStanding> {
+  /** `endAt` (ms): the sale's end, judged by Redis's clock. */
+  async status(goodsId: number, userId: number, endAt: number): Promise<QueueStanding> {
     const sale = saleKeys(goodsId);
-    const [state, ahead, admittedUntil, admittedLast10s, head] = (await this.lua.run(
+    const [
+      state,
+      ahead,
+      admittedUntil,
+      admittedLast10s,
+      head,
+      ended,
+      stopped,
+      pending,
+      stock,
+      deciding,
+    ] = (await this.lua.run(
       'queueStatus',
       ...roomKeys(goodsId),
       sale.stock,
       sale.inflight,
       sale.buyers,
+      sale.results,
+      sale.queueClock,
       userId,
-    )) as [number, number, number, number, number];
+      endAt,
+    )) as number[];
     const name = QUEUE_STATES[state];
     if (name === undefined) throw new Error(`queue-status answered an unknown state ${state}`);
+    const inLine = name === 'WAITING' || name === 'SOLD_OUT';
     return {
       state: name,
-      ahead: name === 'WAITING' && ahead >= 0 ? ahead : null,
+      ahead: inLine && ahead >= 0 ? ahead : null,
       admittedUntil: name === 'ADMITTED' ? admittedUntil : null,
       admittedLast10s,
       head,
+      ended: ended === 1,
+      stopped: stopped === 1,
+      pending: pending === 1,
+      stock: stock >= 0 && (inLine || name === 'ADMITTED') ? stock : null,
+      deciding,
     };
   }
 
-  async room(goodsId: number): Promise<RoomState> {
+  /** `endAt` (ms): the sale's end, judged by Redis's clock. */
+  async room(goodsId: number, endAt: number): Promise<RoomState> {
     const keys = queueKeys(goodsId);
     const sale = saleKeys(goodsId);
-    const [head, shuffled, stock, inflight, admittedLast10s, waiting, deciding, expired] =
-      (await this.lua.run(
-        'queueRoom',
-        keys.state,
-        keys.admits,
-        sale.stock,
-        sale.inflight,
-        keys.pre,
-        keys.line,
-        keys.admitted,
-        keys.expired,
-      )) as number[];
+    const [
+      head,
+      shuffled,
+      stock,
+      inflight,
+      admittedLast10s,
+      waiting,
+      deciding,
+      expired,
+      ended,
+      stopped,
+    ] = (await this.lua.run(
+      'queueRoom',
+      keys.state,
+      keys.admits,
+      sale.stock,
+      sale.inflight,
+      keys.pre,
+      keys.line,
+      keys.admitted,
+      keys.expired,
+      keys.clock,
+      endAt,
+    )) as number[];
     return {
       head,
       shuffled: shuffled === 1,
@@ -166,6 +220,8 @@ export class QueueScripts {
       waiting,
       deciding,
       expired,
+      ended: ended === 1,
+      stopped: stopped === 1,
     };
   }
 }

@@ -1,6 +1,5 @@
 import { BeforeApplicationShutdown, Injectable, type MessageEvent } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { orUnavailable } from '../../common/errors/domain-error.js';
 import { EventFeed, type FeedValues } from '../../common/http/event-feed.js';
 import { StreamBudget } from '../../common/http/stream-budget.js';
 import { InjectConfig } from '../../config/config-namespace.js';
@@ -8,8 +7,8 @@ import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-
 import { StreamSlots } from '../../infra/redis/stream-slots.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { ResultEvents } from '../sale-store/result-events.js';
-import { QueueScripts, type QueueStanding, type RoomState } from './queue-scripts.js';
-import { RoomWatcher } from './room-watcher.js';
+import type { QueueStanding } from './queue-scripts.js';
+import { RoomWatcher, type RoomView } from './room-watcher.js';
 import {
   queueStatusOf,
   WaitingRoom,
@@ -17,21 +16,20 @@ import {
   type QueueStatus,
 } from './waiting-room.service.js';
 
-const FINAL_STATES: ReadonlySet<string> = new Set(['PURCHASED', 'SOLD_OUT', 'EXPIRED']);
-
-/** A queue feed's values: the status JSON, its fields in one order; a final state ends it. */
+/** A queue feed's values: the status JSON, its fields in one order; a final status ends it. */
 const QUEUE_VALUES: FeedValues<QueueStatus> = {
-  data: ({ state, position, ahead, etaSeconds, admittedUntil }) =>
-    JSON.stringify({ state, position, ahead, etaSeconds, admittedUntil }),
-  isFinal: (status) => FINAL_STATES.has(status.state),
+  data: ({ state, position, ahead, etaSeconds, admittedUntil, final }) =>
+    JSON.stringify({ state, position, ahead, etaSeconds, admittedUntil, final }),
+  isFinal: (status) => status.final,
 };
 
 /**
- * One buyer's standing, kept up from the shared room reads: a WAITING buyer's place in the line
- * is fixed once the shuffle placed it, so its position is worked out from each read of the
- * room's head, with no query of its own. Its own status is read again only at a turn: the
- * shuffle done, its place reached, its admission over, the stock gone, or an event on its result
- * channel (its join, its purchase, a release).
+ * One buyer's standing, kept up from the shared room reads: a buyer's place in the line is fixed
+ * once the shuffle placed it, so its position, and whether it is still in line when the stock
+ * goes or comes back, is worked out from each read of the room with no query of its own. Its own
+ * status is read again only at a turn: the shuffle done, its place reached, its admission over,
+ * the stock gone while it was admitted, the sale's end while it was admitted, or an event on its
+ * result channel (its join, its purchase, a release, its order written).
  */
 class QueueFollower {
   private standing: QueueStanding;
@@ -40,46 +38,73 @@ class QueueFollower {
     private readonly sale: QueueSale,
     initial: QueueStanding,
     private readonly feed: EventFeed<QueueStatus>,
+    private readonly stockFactor: number,
   ) {
     this.standing = initial;
   }
 
-  /** The exact standing, read from Redis (the feed's read). */
-  update(standing: QueueStanding): QueueStatus {
+  /** The exact standing, read from Redis (the feed's read), as answered. */
+  update(standing: QueueStanding, answer: (standing: QueueStanding) => Promise<QueueStatus>) {
     this.standing = standing;
-    return queueStatusOf(this.sale, standing, Date.now());
+    return answer(standing);
   }
 
-  roomRead(room: RoomState): void {
-    const { state, ahead, head, admittedUntil } = this.standing;
-    if (state !== 'WAITING' && state !== 'ADMITTED') return;
-    const soldOut = room.stock !== null && room.stock <= 0 && room.inflight === 0;
+  roomRead(room: RoomView): void {
+    const { state, ahead, head } = this.standing;
     const place = ahead === null ? null : head + ahead;
-    if (soldOut) {
-      // A buyer still in line cannot have bought nor lapsed: SOLD_OUT without a read, so that
-      // the last unit costs no query per waiting stream. One admitted may have bought: read.
-      if (state !== 'WAITING' || place === null || place < room.head) return this.feed.changed();
-      this.standing = { ...this.standing, state: 'SOLD_OUT' };
-      return this.feed.push(queueStatusOf(this.sale, this.standing, Date.now()));
+    const inLine = (state === 'WAITING' || state === 'SOLD_OUT') && place !== null;
+    if (room.ended) {
+      // Every standing is final at the end: one still in line (or never in it) is told so with
+      // no read; an admitted one may have bought: read.
+      if (state === 'NOT_JOINED' || inLine) {
+        return this.tell(room, { state: inLine ? 'SOLD_OUT' : state, ended: true });
+      }
+      if (state === 'WAITING' || state === 'ADMITTED' || state === 'SOLD_OUT') {
+        return this.feed.changed();
+      }
+      return;
     }
     if (state === 'ADMITTED') {
-      if (admittedUntil !== null && Date.now() >= admittedUntil) this.feed.changed();
+      const { admittedUntil } = this.standing;
+      if (room.soldOut || (admittedUntil !== null && Date.now() >= admittedUntil)) {
+        this.feed.changed();
+      }
       return;
     }
-    if (!room.shuffled) {
-      this.feed.push(queueStatusOf(this.sale, this.standing, Date.now()));
-      return;
-    }
+    if (state !== 'WAITING' && state !== 'SOLD_OUT') return;
+    if (!room.shuffled) return this.tell(room, {});
+    // Reached (admitted, or past while sold out) or never placed: its own status says which.
     if (place === null || place < room.head) return this.feed.changed();
-    const moved = { ...this.standing, ahead: place - room.head, head: room.head };
-    this.standing = { ...moved, admittedLast10s: room.admittedLast10s };
-    this.feed.push(queueStatusOf(this.sale, this.standing, Date.now()));
+    // Still in line: sold out for now (or for good), or waiting again once a unit came back.
+    this.tell(room, {
+      state: room.soldOut ? 'SOLD_OUT' : 'WAITING',
+      ahead: place - room.head,
+      head: room.head,
+    });
+  }
+
+  /** Pushes the standing changed by `change`, with the room's clock, stock and outlook. */
+  private tell(room: RoomView, change: Partial<QueueStanding>): void {
+    this.standing = {
+      ...this.standing,
+      admittedLast10s: room.admittedLast10s,
+      stopped: room.stopped,
+      stock: room.stock,
+      deciding: room.deciding,
+      ...change,
+    };
+    this.feed.push(
+      queueStatusOf(this.sale, this.standing, Date.now(), {
+        stockFactor: this.stockFactor,
+        unitsMayReturn: room.unitsMayReturn,
+      }),
+    );
   }
 }
 
 /**
  * GET /api/v1/seckill/:goodsId/queue/stream: the queue status at once and at each change, ending
- * after a final state. Bounded like the result stream, on budgets of its own (QUEUE_STREAM_*):
+ * after a final one (`final`: a sold-out-for-now buyer stays in line, its stream open). Bounded like the result stream, on budgets of its own (QUEUE_STREAM_*):
  * per user and per client address across instances, per instance here. While open it costs no
  * query of its own but at a turn (QueueFollower); the room is read once per instance and
  * interval for all of a goods' streams (RoomWatcher).
@@ -90,7 +115,6 @@ export class QueueStreams implements BeforeApplicationShutdown {
 
   constructor(
     private readonly room: WaitingRoom,
-    private readonly scripts: QueueScripts,
     private readonly watcher: RoomWatcher,
     private readonly events: ResultEvents,
     slots: StreamSlots,
@@ -109,19 +133,21 @@ export class QueueStreams implements BeforeApplicationShutdown {
     const sale = await this.room.queueSale(goodsId);
     return this.budget.open(userId, clientAddress, ended, async (teardown) => {
       const follower: { current?: QueueFollower } = {};
+      const answer = (standing: QueueStanding) => this.room.answer(sale, standing);
       const feed = new EventFeed<QueueStatus>(
-        async () => follower.current!.update(await this.scripts.status(goodsId, userId)),
+        async () => follower.current!.update(await this.room.standing(sale, userId), answer),
         QUEUE_VALUES,
         this.config.stream,
         this.budget.enders,
       );
       teardown.add(await this.events.watch(goodsId, userId, () => feed.changed()));
       // After the watch: a join or a purchase from here on is heard, none falls in between.
-      const initial = await orUnavailable('Redis', () => this.scripts.status(goodsId, userId));
-      const current = new QueueFollower(sale, initial, feed);
+      const initial = await this.room.standing(sale, userId);
+      const current = new QueueFollower(sale, initial, feed, this.config.admitStockFactor);
       follower.current = current;
-      teardown.add(this.watcher.watch(goodsId, (room) => current.roomRead(room)));
-      return feed.events(queueStatusOf(sale, initial, Date.now()));
+      const first = await answer(initial);
+      teardown.add(this.watcher.watch(sale, (room) => current.roomRead(room)));
+      return feed.events(first);
     });
   }
 

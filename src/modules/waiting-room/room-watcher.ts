@@ -2,9 +2,19 @@ import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
 import { QueueScripts, type RoomState } from './queue-scripts.js';
+import { ReturnsOutlookService } from './returns-outlook.service.js';
+import type { QueueSale } from './waiting-room.service.js';
+
+/** A read of the room, with what follows from it for every buyer still in line. */
+export interface RoomView extends RoomState {
+  /** No stock left and nothing on its way to MySQL, or the sale ended. */
+  soldOut: boolean;
+  /** Sold out before the end, and an unpaid order is left whose stock may come back. */
+  unitsMayReturn: boolean;
+}
 
 interface Watch {
-  listeners: Set<(room: RoomState) => void>;
+  listeners: Set<(room: RoomView) => void>;
   timer: NodeJS.Timeout;
   reading: boolean;
 }
@@ -20,16 +30,18 @@ export class RoomWatcher implements OnModuleDestroy {
 
   constructor(
     private readonly scripts: QueueScripts,
+    private readonly returns: ReturnsOutlookService,
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
   ) {}
 
   /** Calls `listener` with each read of the goods' room; the returned function stops it. */
-  watch(goodsId: number, listener: (room: RoomState) => void): () => void {
+  watch(sale: QueueSale, listener: (room: RoomView) => void): () => void {
+    const goodsId = sale.id;
     let watch = this.watches.get(goodsId);
     if (!watch) {
       const created: Watch = {
         listeners: new Set(),
-        timer: setInterval(() => void this.read(goodsId, created), this.config.stream.pollMs),
+        timer: setInterval(() => void this.read(sale, created), this.config.stream.pollMs),
         reading: false,
       };
       created.timer.unref();
@@ -51,12 +63,17 @@ export class RoomWatcher implements OnModuleDestroy {
     this.watches.clear();
   }
 
-  private async read(goodsId: number, watch: Watch): Promise<void> {
+  private async read(sale: QueueSale, watch: Watch): Promise<void> {
     if (watch.reading) return;
     watch.reading = true;
     try {
-      const room = await this.scripts.room(goodsId);
-      for (const listener of [...watch.listeners]) listener(room);
+      const room = await this.scripts.room(sale.id, sale.endAt.getTime());
+      const soldOut = room.ended || (room.stock !== null && room.stock <= 0 && room.inflight === 0);
+      // Unknown (MySQL not answering) counts as "may": a stream is never ended on a guess.
+      const unitsMayReturn =
+        soldOut && !room.ended ? await this.returns.mayReturn(sale.id).catch(() => true) : false;
+      const view: RoomView = { ...room, soldOut, unitsMayReturn };
+      for (const listener of [...watch.listeners]) listener(view);
     } catch {
       // Skipped: the next interval reads again, and a stream's own events still re-read.
     } finally {

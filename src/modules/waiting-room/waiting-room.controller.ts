@@ -36,11 +36,20 @@ class QueueStatusDto {
     type: Number,
     nullable: true,
     description:
-      'Seconds until your admission, from the admissions of the last ten seconds (admitPerSecond before any); 0 once ADMITTED; null in a final state',
+      'Seconds until your admission at the pace in force (admitPerSecond), 0 once ADMITTED; null when it cannot be known: before the shuffle, while admission is paused or the sale cannot sell, when your place is beyond what the stock lets in now (you are admitted only if someone ahead walks away or a unit comes back), when it would fall after endAt, and once you are not waiting',
   })
   etaSeconds: number | null;
-  @ApiPropertyOptional({ format: 'date-time', description: 'ADMITTED: buy before this' })
+  @ApiPropertyOptional({
+    format: 'date-time',
+    description:
+      'ADMITTED: buy before this (never after endAt). The time to buy is counted only while the sale can sell: while admission is paused, the sale is being rebuilt or Redis cannot be reached, it stands still',
+  })
   admittedUntil?: string;
+  @ApiProperty({
+    description:
+      'The state can no longer change: PURCHASED once the purchase is an order, EXPIRED, SOLD_OUT once no unit can come back (no unpaid order left), and every state at endAt. A SOLD_OUT with final false is sold out for now: you keep your place, and a unit that comes back admits the next place',
+  })
+  final: boolean;
 }
 
 /** The standing's routes (GET, the stream): a queue sale only, read rate limit. */
@@ -99,7 +108,7 @@ export class WaitingRoomController {
   @ApiOperation({
     summary: 'Where you stand in a queue sale’s waiting room',
     description:
-      'NOT_JOINED, WAITING (position and ahead once the shuffle at startAt has placed you), ADMITTED (buy before admittedUntil), EXPIRED (the admission lapsed unused), SOLD_OUT (no stock left and nothing in flight that could give some back; WAITING again if stock comes back) or PURCHASED.',
+      'NOT_JOINED, WAITING (position and ahead once the shuffle at startAt has placed you), ADMITTED (buy before admittedUntil), EXPIRED (the admission lapsed unused), SOLD_OUT (no stock left and nothing in flight; with final false only for now: you keep your place, WAITING again if a cancel or an expiry gives stock back) or PURCHASED. `final` says when the state can no longer change; at endAt every state is final (an unused admission EXPIRED, a buyer still in line SOLD_OUT).',
   })
   @ApiOkResponse({ type: QueueStatusDto })
   @ApiErrors(...QUEUE_READ_ERRORS)
@@ -112,11 +121,12 @@ export class WaitingRoomController {
   @ApiOperation({
     summary: 'Where you stand in the waiting room, pushed as it changes (SSE)',
     description:
-      'text/event-stream: the JSON of GET /queue at once, then at each change (your place moving up, your admission, its end, your purchase, the stock gone), ending after a final state (PURCHASED, SOLD_OUT, EXPIRED): close your EventSource then. Without one it ends after QUEUE_STREAM_LIFETIME_MS (10 min; reconnect), and a comment line (": heartbeat") comes every QUEUE_STREAM_HEARTBEAT_MS (15 s). At most QUEUE_STREAM_MAX_PER_USER (2) streams per user and QUEUE_STREAM_MAX_PER_IP (100) per client address at once, across instances, and QUEUE_STREAM_MAX_PER_INSTANCE (10,000) per instance: beyond any, 429 TOO_MANY_REQUESTS with Retry-After.',
+      'text/event-stream: the JSON of GET /queue at once, then at each change (your place moving up, your admission, its end, your purchase, the stock gone or back, the end of the sale), ending only after a status with final true (a SOLD_OUT for now keeps the stream open): close your EventSource then. Without one it ends after QUEUE_STREAM_LIFETIME_MS (10 min; reconnect), and a comment line (": heartbeat") comes every QUEUE_STREAM_HEARTBEAT_MS (15 s). At most QUEUE_STREAM_MAX_PER_USER (2) streams per user and QUEUE_STREAM_MAX_PER_IP (100) per client address at once, across instances, and QUEUE_STREAM_MAX_PER_INSTANCE (10,000) per instance: beyond any, 429 TOO_MANY_REQUESTS with Retry-After.',
   })
   @ApiProduces('text/event-stream')
   @ApiOkResponse({
-    description: 'Events: `data: {"state":"WAITING","position":17,"ahead":16,"etaSeconds":4}`',
+    description:
+      'Events: `data: {"state":"WAITING","position":17,"ahead":16,"etaSeconds":4,"final":false}`',
     type: QueueStatusDto,
   })
   @ApiTooManyRequestsResponse({ description: 'Too many open streams, or the read rate limit' })

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { GoodsModule } from '../goods/goods.module.js';
+import { OrderRepositoryModule } from '../orders/order-repository.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ChallengeModule } from '../seckill/challenge.module.js';
@@ -7,6 +8,7 @@ import { AdmissionPacer } from './admission-pacer.service.js';
 import { QueueControl } from './queue-control.service.js';
 import { QueueScripts } from './queue-scripts.js';
 import { QueueStreams } from './queue-streams.service.js';
+import { ReturnsOutlookService } from './returns-outlook.service.js';
 import { RoomWatcher } from './room-watcher.js';
 import { WaitingRoom } from './waiting-room.service.js';
 
@@ -16,8 +18,16 @@ import { WaitingRoom } from './waiting-room.service.js';
  * a buyer is admitted (WaitingRoom.requireAdmission).
  */
 @Module({
-  imports: [GoodsModule, ChallengeModule, SaleStoreModule, MetricsModule],
-  providers: [QueueScripts, WaitingRoom, AdmissionPacer, QueueStreams, RoomWatcher, QueueControl],
+  imports: [GoodsModule, ChallengeModule, SaleStoreModule, MetricsModule, OrderRepositoryModule],
+  providers: [
+    QueueScripts,
+    WaitingRoom,
+    AdmissionPacer,
+    QueueStreams,
+    RoomWatcher,
+    QueueControl,
+    ReturnsOutlookService,
+  ],
   exports: [WaitingRoom, AdmissionPacer, QueueStreams, QueueControl],
 })
 export class WaitingRoomModule {}

@@ -5,7 +5,9 @@ import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.j
 import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { ChallengeService } from '../seckill/challenge.service.js';
+import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
 import { JoinCode, QueueScripts, type QueueStanding, type QueueState } from './queue-scripts.js';
+import { ReturnsOutlookService } from './returns-outlook.service.js';
 
 /** GET /api/v1/seckill/:goodsId/queue's answer (the contract's). */
 export interface QueueStatus {
@@ -13,9 +15,23 @@ export interface QueueStatus {
   /** 1 for the next buyer to be admitted; null unless WAITING and placed by the shuffle. */
   position: number | null;
   ahead: number | null;
-  /** Seconds until admission, from the pace of the last ten seconds; null once not waiting. */
+  /**
+   * Seconds until admission at the pace in force (admitPerSecond), 0 once ADMITTED; null when it
+   * cannot be known (before the shuffle, paused or otherwise stopped, beyond what the stock lets
+   * in now, past endAt) and once not waiting.
+   */
   etaSeconds: number | null;
   admittedUntil?: string;
+  /** The state can no longer change (see isFinal). */
+  final: boolean;
+}
+
+/** What a standing's answer needs besides the standing. */
+export interface StandingOutlook {
+  /** QUEUE_ADMIT_STOCK_FACTOR: the deciding buyers stay within the stock times this. */
+  stockFactor: number;
+  /** A unit may still come back to a sold-out sale (an unpaid order is left). */
+  unitsMayReturn: boolean;
 }
 
 /** A queue sale's row, with the waiting-room columns a queue sale always has. */
@@ -38,7 +54,9 @@ export class WaitingRoom {
     private readonly goods: GoodsService,
     private readonly scripts: QueueScripts,
     private readonly challenges: ChallengeService,
+    private readonly returns: ReturnsOutlookService,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
+    @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
   ) {}
 
   /** Joins (or keeps the place held); with SECKILL_REQUIRE_CHALLENGE on, a solved challenge. */
@@ -68,8 +86,24 @@ export class WaitingRoom {
 
   async status(goodsId: number, userId: number): Promise<QueueStatus> {
     const sale = await this.queueSale(goodsId);
-    const standing = await orUnavailable('Redis', () => this.scripts.status(goodsId, userId));
-    return queueStatusOf(sale, standing, Date.now());
+    return this.answer(sale, await this.standing(sale, userId));
+  }
+
+  /** The buyer's standing, read from Redis (503 UNAVAILABLE when it cannot be). */
+  standing(sale: QueueSale, userId: number): Promise<QueueStanding> {
+    return orUnavailable('Redis', () => this.scripts.status(sale.id, userId, sale.endAt.getTime()));
+  }
+
+  /** The standing as the buyer reads it; MySQL is asked only of a SOLD_OUT before the end. */
+  async answer(sale: QueueSale, standing: QueueStanding): Promise<QueueStatus> {
+    const unitsMayReturn =
+      standing.state === 'SOLD_OUT' && !standing.ended
+        ? await orUnavailable('MySQL', () => this.returns.mayReturn(sale.id))
+        : false;
+    return queueStatusOf(sale, standing, Date.now(), {
+      stockFactor: this.config.admitStockFactor,
+      unitsMayReturn,
+    });
   }
 
   /**
@@ -78,7 +112,9 @@ export class WaitingRoom {
    */
   async requireAdmission(goods: GoodsEntity, userId: number): Promise<void> {
     if (goods.admission !== 'queue') return;
-    const { state } = await orUnavailable('Redis', () => this.scripts.status(goods.id, userId));
+    const { state } = await orUnavailable('Redis', () =>
+      this.scripts.status(goods.id, userId, goods.endAt.getTime()),
+    );
     if (state !== 'ADMITTED') {
       throw new DomainError(
         'NOT_ADMITTED',
@@ -121,9 +157,33 @@ function notOpenYet(sale: QueueSale): DomainError {
   );
 }
 
-/** The standing as the buyer reads it: a place from 1, and an ETA from the measured pace. */
-export function queueStatusOf(sale: QueueSale, standing: QueueStanding, now: number): QueueStatus {
+/**
+ * The state can no longer change: PURCHASED once the purchase is an order (one still on its way
+ * to MySQL may be refused there, which gives the admission back), EXPIRED, SOLD_OUT once no unit
+ * can come back, and every state at the sale's end.
+ */
+export function isFinal(standing: QueueStanding, unitsMayReturn: boolean): boolean {
+  switch (standing.state) {
+    case 'PURCHASED':
+      return !standing.pending;
+    case 'EXPIRED':
+      return true;
+    case 'SOLD_OUT':
+      return standing.ended || !unitsMayReturn;
+    default:
+      return standing.ended;
+  }
+}
+
+/** The standing as the buyer reads it: a place from 1, and an ETA at the pace in force. */
+export function queueStatusOf(
+  sale: QueueSale,
+  standing: QueueStanding,
+  now: number,
+  outlook: StandingOutlook,
+): QueueStatus {
   const { state, ahead } = standing;
+  const final = isFinal(standing, outlook.unitsMayReturn);
   if (state === 'ADMITTED') {
     return {
       state,
@@ -131,16 +191,37 @@ export function queueStatusOf(sale: QueueSale, standing: QueueStanding, now: num
       ahead: null,
       etaSeconds: 0,
       admittedUntil: new Date(standing.admittedUntil ?? now).toISOString(),
+      final,
     };
   }
-  if (state !== 'WAITING') return { state, position: null, ahead: null, etaSeconds: null };
-  const untilStart = Math.max(0, Math.ceil((sale.startAt.getTime() - now) / 1000));
-  if (ahead === null) return { state, position: null, ahead: null, etaSeconds: untilStart };
-  const pace = standing.admittedLast10s > 0 ? standing.admittedLast10s / 10 : sale.admitPerSecond;
+  if (state !== 'WAITING' || ahead === null) {
+    return { state, position: null, ahead: null, etaSeconds: null, final };
+  }
   return {
     state,
     position: ahead + 1,
     ahead,
-    etaSeconds: untilStart + Math.ceil(ahead / pace),
+    etaSeconds: etaSeconds(sale, standing, ahead, now, outlook.stockFactor),
+    final,
   };
+}
+
+/**
+ * The buyers ahead are admitted first, at most admitPerSecond a second, and only as far as the
+ * stock lets the deciding buyers grow: past that an admission waits for someone ahead to walk
+ * away or a unit to come back, which nobody can foretell. Nor can anyone while the clock is
+ * stopped (paused, rebuilt, cut off), and no admission comes after endAt.
+ */
+function etaSeconds(
+  sale: QueueSale,
+  standing: QueueStanding,
+  ahead: number,
+  now: number,
+  stockFactor: number,
+): number | null {
+  if (standing.stopped || standing.ended || standing.stock === null) return null;
+  if (ahead >= standing.stock * stockFactor - standing.deciding) return null;
+  // A placed buyer's seed was drawn at startAt: the admissions run from now on.
+  const eta = Math.ceil(ahead / sale.admitPerSecond);
+  return now + eta * 1000 < sale.endAt.getTime() ? eta : null;
 }
