@@ -26,6 +26,10 @@
   ARGV[4] userId (optional): lets a request that is no longer in flight be recognised as done
   ARGV[5] "1": void only a request that was never recorded (the loan sweeper's question: did the
           purchase a loan was taken for get recorded?); a recorded one is left alone (4)
+  ARGV[6] "1": only ask, with a holder as force, whether this release would be refused for
+          another holder's lease (2) or not (5); nothing is changed. A consumer giving up its copy
+          asks first, then records the void in MySQL, then releases (OrderIngest): so a writer
+          whose lease lapsed unseen cannot commit the order beside the stock given back
 
   Returns:
     1 RELEASED          stock and buyer slot given back, request voided; 'released:' .. requestId
@@ -39,11 +43,13 @@
     3 COMPLETED         it is an order already (the user's result says SUCCESS for it)
     4 RECORDED          ARGV[5] = "1" and the request was recorded here (on a loan, whatever
                         became of it since, or it is in flight): left alone
+    5 RELEASABLE        ARGV[6] = "1" and no other holder's lease is in force: nothing changed
 
   Time (leases, voided) comes from the Redis server.
   Publishes "FAILED" on the user's result channel (KEYS[7] .. ':' .. userId) when it writes one.
 ]]
 local requestId = ARGV[1]
+local askOnly = ARGV[6] == '1'
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 
@@ -57,11 +63,16 @@ if claim then
     holders[ARGV[2]] = nil
     for _, untilMs in pairs(holders) do
       if type(untilMs) == 'number' and untilMs > now then
-        redis.call('HSET', KEYS[5], requestId, cjson.encode(holders))
+        if not askOnly then
+          redis.call('HSET', KEYS[5], requestId, cjson.encode(holders))
+        end
         return 2
       end
     end
   end
+end
+if askOnly then
+  return 5
 end
 
 local voidOnly = ARGV[5] == '1'

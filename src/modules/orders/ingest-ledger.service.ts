@@ -63,8 +63,24 @@ export class IngestLedger {
   }
 
   /**
+   * Whether another consumer's claim in force would refuse this holder's release of `order`
+   * (see PurchaseLedger.claimedElsewhere). Skipped as the claim is (false: nobody's claim can be
+   * read while Redis is down for the goods, and the void in MySQL decides alone); a timeout on a
+   * live connection is retried, not taken for "unclaimed".
+   */
+  async claimedElsewhere(goodsId: number, order: NewOrder, holder: string): Promise<boolean> {
+    const claimed = await this.step(
+      goodsId,
+      () => this.ledger.claimedElsewhere(goodsId, order.requestId, holder, order.userId),
+      { onlyWhenDown: true },
+    );
+    return claimed === true;
+  }
+
+  /**
    * Renews the claim on `orders` while `work` runs: a claim left to lapse is taken for a
-   * consumer gone, whose purchases another consumer's exhausted copy may then give back.
+   * consumer gone, whose purchases another consumer's exhausted copy may then give back (voided
+   * in MySQL first: this write, if it goes on all the same, is then refused).
    */
   async whileClaimed<T>(
     goodsId: number,

@@ -12,6 +12,7 @@ import { OrderIngest, type PaymentTimeouts } from './order-ingest.service.js';
 import type { OrderWriter } from './order-writer.service.js';
 import type { NewOrder, WriteOutcome } from './order.types.js';
 import type { OrdersService } from './orders.service.js';
+import type { VoidedRequests } from './voided-requests.service.js';
 import type { FallbackGate } from '../availability/fallback/fallback-gate.service.js';
 import {
   ClosedWhileRedisDown,
@@ -56,8 +57,10 @@ describe('OrderIngest', () => {
       >(),
     complete: vi.fn<PurchaseLedger['complete']>(),
     release: vi.fn<PurchaseLedger['release']>(),
+    claimedElsewhere: vi.fn<PurchaseLedger['claimedElsewhere']>(),
     knownShards: vi.fn<PurchaseLedger['knownShards']>(),
   };
+  const voids = { record: vi.fn<VoidedRequests['record']>() };
   const watchdog = { identifiedFor: vi.fn<RedisWatchdog['identifiedFor']>() };
   const timeouts = { publishTimeouts: vi.fn<PaymentTimeouts['publishTimeouts']>() };
   const ingest = new OrderIngest(
@@ -69,6 +72,7 @@ describe('OrderIngest', () => {
       watchdog as unknown as RedisWatchdog,
       writer as unknown as OrderWriter,
     ),
+    voids as unknown as VoidedRequests,
     timeouts,
     { crashPoint: vi.fn(), pausePoint: vi.fn() } as unknown as FaultInjector,
   );
@@ -82,6 +86,7 @@ describe('OrderIngest', () => {
       watchdog as unknown as RedisWatchdog,
       writer as unknown as OrderWriter,
     ),
+    voids as unknown as VoidedRequests,
     timeouts,
     { crashPoint: vi.fn(), pausePoint: vi.fn() } as unknown as FaultInjector,
   );
@@ -91,6 +96,8 @@ describe('OrderIngest', () => {
     stock.claim.mockImplementation(async (_goodsId, purchases) => purchases.map(() => 1));
     stock.complete.mockResolvedValue(0);
     stock.release.mockResolvedValue(1);
+    stock.claimedElsewhere.mockResolvedValue(false);
+    voids.record.mockResolvedValue('voided');
     writer.writeBatch.mockImplementation(async (_goodsId, batch) => written(batch));
     timeouts.publishTimeouts.mockResolvedValue(true);
     writer.markRedisStale.mockResolvedValue(undefined);
@@ -269,18 +276,61 @@ describe('OrderIngest', () => {
     expect(writer.writeBatch).not.toHaveBeenCalled();
   });
 
-  it('should wait while another consumer holds the claim of an exhausted purchase, and complete it once that one wrote it', async () => {
+  it('should void an exhausted purchase in MySQL before it gives its stock back in Redis', async () => {
+    const lost = order();
+    const steps: string[] = [];
+    stock.claimedElsewhere.mockImplementation(async () => (steps.push('ask'), false));
+    voids.record.mockImplementation(async () => (steps.push('void in mysql'), 'voided'));
+    stock.release.mockImplementation(async () => (steps.push('release'), ReleaseCode.Released));
+
+    const outcomes = await ingest.ingest(GOODS, [{ order: lost, exhausted: true }]);
+
+    expect(outcomes).toEqual([{ kind: 'exhausted', order: lost }]);
+    expect(steps).toEqual(['ask', 'void in mysql', 'release']);
+    expect(voids.record).toHaveBeenCalledExactlyOnceWith(lost.requestId, GOODS);
+    expect(stock.claimedElsewhere.mock.calls[0][2]).toBe(stock.release.mock.calls[0][3]);
+  });
+
+  it('should complete, not release, an exhausted purchase whose order committed before its void', async () => {
+    const late = order();
+    voids.record.mockResolvedValueOnce('ordered');
+
+    const outcomes = await ingest.ingest(GOODS, [{ order: late, exhausted: true }]);
+
+    expect(outcomes).toEqual([{ kind: 'completed', order: late }]);
+    expect(stock.release).not.toHaveBeenCalled();
+    expect(stock.complete).toHaveBeenCalledExactlyOnceWith(GOODS, [
+      { requestId: late.requestId, userId: late.userId, orderNo: late.orderNo, quantity: 1 },
+    ]);
+  });
+
+  it('should wait while another consumer holds the claim of an exhausted purchase, voiding nothing, and complete it once that one wrote it', async () => {
     const copy = order();
     orders.findByRequestId.mockResolvedValueOnce(null).mockResolvedValueOnce({} as never);
-    stock.release.mockResolvedValueOnce(ReleaseCode.Claimed);
+    stock.claimedElsewhere.mockResolvedValueOnce(true);
 
     const outcomes = await ingest.ingest(GOODS, [{ order: copy, exhausted: true }]);
 
     expect(outcomes).toEqual([{ kind: 'completed', order: copy }]);
-    expect(stock.release).toHaveBeenCalledTimes(1);
+    expect(voids.record).not.toHaveBeenCalled();
+    expect(stock.release).not.toHaveBeenCalled();
     expect(stock.complete).toHaveBeenCalledExactlyOnceWith(GOODS, [
       { requestId: copy.requestId, userId: copy.userId, orderNo: copy.orderNo, quantity: 1 },
     ]);
+  });
+
+  it('should retry an exhausted purchase whose writer renewed its claim after the void, and settle it once that one gave it back', async () => {
+    const copy = order();
+    // The writer came back between the question and the release: it finds the void, gives it up.
+    stock.release
+      .mockResolvedValueOnce(ReleaseCode.Claimed)
+      .mockResolvedValueOnce(ReleaseCode.NotInFlight);
+
+    const outcomes = await ingest.ingest(GOODS, [{ order: copy, exhausted: true }]);
+
+    expect(outcomes).toEqual([{ kind: 'exhausted', order: copy }]);
+    expect(voids.record).toHaveBeenCalledTimes(2);
+    expect(stock.release).toHaveBeenCalledTimes(2);
   });
 
   it('should give a rejected purchase up as the holder that claimed it, renewing that claim while it writes', async () => {
@@ -332,6 +382,7 @@ describe('OrderIngest', () => {
       );
       stock.complete.mockRejectedValue(redisClosed());
       stock.release.mockRejectedValue(redisClosed());
+      stock.claimedElsewhere.mockRejectedValue(redisClosed());
       watchdog.identifiedFor.mockReturnValue(false);
 
       const outcomes = await fallbackIngest.ingest(GOODS, [
@@ -342,6 +393,8 @@ describe('OrderIngest', () => {
       expect(outcomes.map((outcome) => outcome.kind)).toEqual(['completed', 'exhausted']);
       expect(stock.complete).toHaveBeenCalledTimes(1);
       expect(stock.release).toHaveBeenCalledTimes(1);
+      // No claim can be read: the void in MySQL alone keeps a late copy from being written.
+      expect(voids.record).toHaveBeenCalledExactlyOnceWith(lost.requestId, GOODS);
       expect(writer.markRedisStale).toHaveBeenCalledWith(GOODS);
     });
 

@@ -8,6 +8,7 @@ import { IngestLedger } from './ingest-ledger.service.js';
 import { OrderWriter } from './order-writer.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder, WriteOutcome } from './order.types.js';
 import { OrdersService } from './orders.service.js';
+import { VoidedRequests } from './voided-requests.service.js';
 
 /**
  * Starts written orders' payment clocks (the messaging module's publisher). A port rather than
@@ -44,7 +45,9 @@ type Settled = Map<string, IngestOutcome>;
  * Two copies of one request may be in two consumers at once (the sweeper republished it). Each
  * ingest claims as its own holder and renews the claim while it writes; one giving up its copy
  * (exhausted, or refused by MySQL) cannot release a request another holder's claim still holds
- * (lua/seckill-release.lua): that consumer is writing it and settles it.
+ * (lua/seckill-release.lua): that consumer is writing it and settles it. A claim whose renewals
+ * failed unseen (its consumer cut from Redis) lapses while its write may still commit: so an
+ * exhausted copy voids the request in MySQL before it gives anything back (settleExhausted).
  */
 @Injectable()
 export class OrderIngest {
@@ -54,6 +57,7 @@ export class OrderIngest {
     private readonly writer: OrderWriter,
     private readonly orders: OrdersService,
     private readonly ledger: IngestLedger,
+    private readonly voids: VoidedRequests,
     @Inject(PAYMENT_TIMEOUTS) private readonly timeouts: PaymentTimeouts,
     private readonly faults: FaultInjector,
   ) {}
@@ -118,6 +122,12 @@ export class OrderIngest {
    * A valid order whose message keeps coming back (its instances kept dying): it must still end
    * as an order or as FAILED with its stock back, never vanish into the dead-letter queue. While
    * another consumer's claim holds the request, it waits (retried): that one is writing it.
+   *
+   * A claim that lapsed is no proof its writer is gone: one cut from Redis (its renewals failing)
+   * may still commit. So the void is recorded in MySQL before the stock goes back in Redis, as
+   * after an unconfirmed publish: that write and this void exclude each other there
+   * (VoidedRequests). The order first: the void is not recorded, the request completed. The void
+   * first: the late write is refused (voided) and gives nothing back twice.
    */
   private async settleExhausted(
     goodsId: number,
@@ -130,11 +140,20 @@ export class OrderIngest {
       // Through IngestLedger like the other steps: retried while Redis is down, one exhausted
       // message would hold its batch, hence the consumer's drain and the fallback's barrier.
       if (await this.orders.findByRequestId(order.requestId)) {
-        await this.ledger.complete(goodsId, [order]);
-        settled.set(order.requestId, { kind: 'completed', order });
+        await this.settleFound(goodsId, order, settled);
+        continue;
+      }
+      // Asked before the void: a writer whose lease is in force is let finish, not voided.
+      if (await this.ledger.claimedElsewhere(goodsId, order, holder)) {
+        throw new WrittenElsewhere(order.requestId);
+      }
+      if ((await this.voids.record(order.requestId, goodsId)) === 'ordered') {
+        await this.settleFound(goodsId, order, settled);
         continue;
       }
       const released = await this.ledger.release(goodsId, order, 'UNDELIVERABLE', holder);
+      // Its writer renewed its claim since it was asked: that write finds the void and gives the
+      // purchase back itself; the retry finds the void recorded, then nothing in flight.
       if (released === ReleaseCode.Claimed) throw new WrittenElsewhere(order.requestId);
       if (released === ReleaseCode.Completed) {
         settled.set(order.requestId, { kind: 'completed', order });
@@ -145,6 +164,12 @@ export class OrderIngest {
       );
       settled.set(order.requestId, { kind: 'exhausted', order });
     }
+  }
+
+  /** An exhausted copy of a purchase that is an order: its SUCCESS result, its message acked. */
+  private async settleFound(goodsId: number, order: NewOrder, settled: Settled): Promise<void> {
+    await this.ledger.complete(goodsId, [order]);
+    settled.set(order.requestId, { kind: 'completed', order });
   }
 
   /** Returns the orders to write; the voided ones (released meanwhile) are settled as dropped. */
@@ -225,9 +250,10 @@ export class OrderIngest {
         );
         settled.set(order.requestId, outcome);
       } else if (outcome.kind === 'voided') {
-        // Its buyer was answered 503, and the void held in MySQL where Redis's was lost or not
-        // read. Redis may still hold the purchase in flight (its release failed, or found this
-        // claim): its stock goes back as any void's; else the release only marks it voided.
+        // Its buyer was answered 503, or an exhausted copy of it was given up while this claim
+        // had lapsed unseen, and the void held in MySQL where Redis's was lost or not read.
+        // Redis may still hold the purchase in flight (its release failed, or found this claim):
+        // its stock goes back as any void's; else the release only marks it voided.
         await this.giveUp(goodsId, order, 'UNAVAILABLE', holder);
         this.logger.log(
           `dropped purchase voided in mysql: request=${order.requestId} goods=${goodsId}`,

@@ -41,8 +41,8 @@ export function duplicateKeyIndex(error: unknown): string | null {
  * Writes accepted purchases of one goods as orders: one version-checked stock UPDATE for the
  * whole batch plus one multi-row INSERT, in one transaction. Batching is what keeps optimistic
  * locking on a single hot row from turning into a retry storm (k writers, k-1 retries). A
- * purchase voided in MySQL (answered 503, see VoidedRequests) is never written: one indexed read
- * per batch, after the INSERT, excludes it.
+ * purchase voided in MySQL (answered 503, or given up by an exhausted copy: see VoidedRequests)
+ * is never written: one indexed read per batch, after the INSERT, excludes it.
  */
 @Injectable()
 export class OrderWriter {

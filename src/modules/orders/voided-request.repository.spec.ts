@@ -22,6 +22,24 @@ describe('VoidedRequestRepository', () => {
     );
   });
 
+  it('should answer whether it wrote the void: false for a request voided already, other errors thrown', async () => {
+    const { repository, query, tx } = fakeDb({});
+    await expect(repository.insert(tx, 'req-1', 7)).resolves.toBe(true);
+
+    const duplicate = Object.assign(new Error("Duplicate entry 'req-1' for key 'PRIMARY'"), {
+      code: 'ER_DUP_ENTRY',
+      errno: 1062,
+    });
+    query.mockRejectedValueOnce(duplicate);
+    await expect(repository.insert(tx, 'req-1', 7)).resolves.toBe(false);
+    // As TypeORM wraps it (QueryFailedError keeps the driver's error).
+    query.mockRejectedValueOnce(Object.assign(new Error('wrapped'), { driverError: duplicate }));
+    await expect(repository.insert(tx, 'req-1', 7)).resolves.toBe(false);
+
+    query.mockRejectedValueOnce(Object.assign(new Error('gone'), { code: 'ECONNRESET' }));
+    await expect(repository.insert(tx, 'req-1', 7)).rejects.toThrow('gone');
+  });
+
   it('should read the voided among the ids with a locking read', async () => {
     const { repository, query, tx } = fakeDb([{ request_id: 'b' }]);
     await expect(repository.voidedAmongLocked(tx, ['a', 'b'])).resolves.toEqual(new Set(['b']));

@@ -12,12 +12,22 @@ export class VoidedRequestRepository {
     private readonly voided: Repository<VoidedRequestEntity>,
   ) {}
 
-  /** Stamped by MySQL's clock, which the prune reads too. */
-  async insert(tx: Tx, requestId: string, goodsId: number): Promise<void> {
-    await tx.query(
-      'INSERT INTO seckill_voided_request (request_id, goods_id, voided_at) VALUES (?, ?, NOW(3))',
-      [requestId, goodsId],
-    );
+  /**
+   * Stamped by MySQL's clock, which the prune reads too. False when the request's void is there
+   * already (committed: a duplicate key waits for an uncommitted row's fate); the failed
+   * statement alone is undone, not the transaction.
+   */
+  async insert(tx: Tx, requestId: string, goodsId: number): Promise<boolean> {
+    try {
+      await tx.query(
+        'INSERT INTO seckill_voided_request (request_id, goods_id, voided_at) VALUES (?, ?, NOW(3))',
+        [requestId, goodsId],
+      );
+      return true;
+    } catch (error) {
+      if (isDuplicateKey(error)) return false;
+      throw error;
+    }
   }
 
   /** A locking read (LOCK IN SHARE MODE): waits for a void recorded but not committed yet. */
@@ -37,4 +47,9 @@ export class VoidedRequestRepository {
     );
     return result.affectedRows ?? 0;
   }
+}
+
+function isDuplicateKey(error: unknown): boolean {
+  const driver = (error as { driverError?: { code?: string } }).driverError ?? error;
+  return (driver as { code?: string } | undefined)?.code === 'ER_DUP_ENTRY';
 }

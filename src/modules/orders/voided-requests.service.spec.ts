@@ -8,9 +8,10 @@ const deadlock = () => Object.assign(new Error('Deadlock found'), { code: 'ER_LO
 
 /**
  * Repositories that run `statement` for each call, in order, inside transactions that roll back
- * (counted) when the callback throws.
+ * (counted) when the callback throws. The void's insert answers whether it wrote a row: not when
+ * `voidThere` (the request's void is committed already).
  */
-function fakeDb(statement: (call: string) => unknown) {
+function fakeDb(statement: (call: string) => unknown, { voidThere = false } = {}) {
   const log: string[] = [];
   let rollbacks = 0;
   const tx = {} as Tx;
@@ -20,7 +21,11 @@ function fakeDb(statement: (call: string) => unknown) {
       return statement(call);
     });
   const voidRows = {
-    insert: answer('insert void'),
+    insert: vi.fn(async () => {
+      log.push('insert void');
+      statement('insert void');
+      return !voidThere;
+    }),
     voidedAmongLocked: answer('voided among, locking'),
     deleteOlderThan: answer('delete old voids'),
   };
@@ -55,6 +60,13 @@ describe('VoidedRequests', () => {
     await expect(voids.record('req-1', 7)).resolves.toBe('voided');
     expect(log).toEqual(['insert void', 'order exists, locking']);
     expect(voidRows.insert).toHaveBeenCalledWith(tx, 'req-1', 7);
+    expect(rollbacks()).toBe(0);
+  });
+
+  it('should say voided, reading no order, when the void is recorded already (a release retried after it)', async () => {
+    const { voids, log, rollbacks } = fakeDb(() => true, { voidThere: true });
+    await expect(voids.record('req-1', 7)).resolves.toBe('voided');
+    expect(log).toEqual(['insert void']);
     expect(rollbacks()).toBe(0);
   });
 

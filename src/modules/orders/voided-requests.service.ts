@@ -13,7 +13,9 @@ const PRUNE_BATCH = 1_000;
 
 /**
  * The purchases answered 503 "nothing was taken" although their message may still reach a
- * consumer (the broker did not confirm the publish), kept in MySQL (`seckill_voided_request`).
+ * consumer (the broker did not confirm the publish), and those a consumer gave up (their message
+ * exhausted its deliveries) while another copy of them may still be written by a consumer whose
+ * claim lapsed unseen (OrderIngest), kept in MySQL (`seckill_voided_request`).
  * Redis's record of the void (its `voided` set) is lost when Redis restarts empty and is not read
  * while consumers write without Redis (REDIS_DOWN_MODE=database); this one is read by every write.
  *
@@ -45,13 +47,15 @@ export class VoidedRequests {
   /**
    * Records the void unless the purchase is an order already. `voided`: committed, no order can
    * be written for this request from now on. `ordered`: an order holds it, nothing recorded.
-   * Throws when MySQL could not be asked (the outcome is then not settled).
+   * Throws when MySQL could not be asked (the outcome is then not settled). Recording a void
+   * that is there already answers `voided`: a void row is only ever committed with no order
+   * beside it, so a caller retrying after a later step failed (its Redis release) finds it.
    */
   async record(requestId: string, goodsId: number): Promise<'voided' | 'ordered'> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.transactions.run(async (tx) => {
-          await this.voids.insert(tx, requestId, goodsId);
+          if (!(await this.voids.insert(tx, requestId, goodsId))) return 'voided' as const;
           if (!(await this.orders.hasOrderLocked(tx, requestId))) return 'voided' as const;
           throw new Ordered();
         });

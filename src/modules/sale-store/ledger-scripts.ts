@@ -25,6 +25,8 @@ export enum ReleaseCode {
   Completed = 3,
   /** Only with `voidOnly`: the request was recorded (on its loan, or it is in flight), left alone. */
   Recorded = 4,
+  /** Only asked (`askRelease`): no other consumer's claim would refuse the release. */
+  Releasable = 5,
 }
 
 export enum RestockCode {
@@ -86,13 +88,38 @@ export class LedgerScripts {
   }
 
   /** `voidOnly`: the loan sweeper's question (see the script's ARGV[5]). */
-  async release(
+  release(
     keys: SaleKeys,
     requestId: string,
     force: ReleaseForce,
     reason: string,
     userId?: number,
     voidOnly = false,
+  ): Promise<ReleaseCode> {
+    return this.runRelease(keys, requestId, force, reason, userId, voidOnly ? 'void-only' : '');
+  }
+
+  /**
+   * Whether a release by `holder` would be refused for another holder's lease (Claimed) or not
+   * (Releasable), changing nothing (the script's ARGV[6]).
+   */
+  askRelease(
+    keys: SaleKeys,
+    requestId: string,
+    holder: string,
+  ): Promise<ReleaseCode.Claimed | ReleaseCode.Releasable> {
+    return this.runRelease(keys, requestId, holder, '', undefined, 'ask') as Promise<
+      ReleaseCode.Claimed | ReleaseCode.Releasable
+    >;
+  }
+
+  private async runRelease(
+    keys: SaleKeys,
+    requestId: string,
+    force: ReleaseForce,
+    reason: string,
+    userId: number | undefined,
+    mode: '' | 'void-only' | 'ask',
   ): Promise<ReleaseCode> {
     return (await this.lua.run(
       'seckillRelease',
@@ -109,7 +136,8 @@ export class LedgerScripts {
       force === false ? '' : force,
       reason,
       userId ?? '',
-      voidOnly ? '1' : '0',
+      mode === 'void-only' ? '1' : '0',
+      mode === 'ask' ? '1' : '0',
     )) as ReleaseCode;
   }
 

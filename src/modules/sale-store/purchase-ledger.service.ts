@@ -115,6 +115,25 @@ export class PurchaseLedger {
   }
 
   /**
+   * Whether another consumer's claim (its lease in force) would refuse `holder`'s release of the
+   * purchase now. Changes nothing: a consumer giving up its copy asks before it records the void
+   * in MySQL, so that it does not void a purchase a live writer is about to commit.
+   */
+  async claimedElsewhere(
+    goodsId: number,
+    requestId: string,
+    holder: string,
+    userId: number,
+  ): Promise<boolean> {
+    const code = await this.scripts.askRelease(
+      await this.counts.homeKeys(goodsId, userId),
+      requestId,
+      holder,
+    );
+    return code === ReleaseCode.Claimed;
+  }
+
+  /**
    * Per purchase, in order: true when it may be written, false when it was voided. Claims them
    * for `holder` for CLAIM_LEASE_MS; run again, renews the lease.
    */

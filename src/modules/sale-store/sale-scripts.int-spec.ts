@@ -501,6 +501,35 @@ describe("the sale's scripts (real Redis)", () => {
       expect(await stockOf(sale)).toBe(10);
     });
 
+    it("should only answer when asked: CLAIMED while another holder's lease is in force, RELEASABLE once it lapsed, changing nothing", async () => {
+      const sale = await openSale({ stock: 10 });
+      const purchase = await buy(sale, 208);
+      await ledger.claim(sale.keys, [purchase.requestId], 'consumer-b', MINUTE);
+      await ledger.claim(sale.keys, [purchase.requestId], CONSUMER, 0);
+      const before = await snapshot(sale);
+
+      expect(await ledger.askRelease(sale.keys, purchase.requestId, CONSUMER)).toBe(
+        ReleaseCode.Claimed,
+      );
+      // The caller's own claim does not count, nor is it dropped (a release would drop it).
+      expect(await ledger.askRelease(sale.keys, purchase.requestId, 'consumer-b')).toBe(
+        ReleaseCode.Releasable,
+      );
+      expect(await snapshot(sale)).toEqual(before);
+
+      await ledger.claim(sale.keys, [purchase.requestId], 'consumer-b', 0);
+      const lapsed = await snapshot(sale);
+      expect(await ledger.askRelease(sale.keys, purchase.requestId, CONSUMER)).toBe(
+        ReleaseCode.Releasable,
+      );
+      expect(await snapshot(sale)).toEqual(lapsed);
+      expect(await stockOf(sale)).toBe(9);
+      // Nothing in flight (released, or never accepted): the release would not be refused.
+      expect(await ledger.askRelease(sale.keys, randomUUID(), CONSUMER)).toBe(
+        ReleaseCode.Releasable,
+      );
+    });
+
     it('should let a forced release take over a claim whose lease lapsed (its holder is gone)', async () => {
       const sale = await openSale({ stock: 10 });
       const purchase = await buy(sale, 207);

@@ -1,8 +1,9 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 /**
- * A purchase given up after an unconfirmed publish, recorded in MySQL before its stock goes back
- * (orders/voided-requests.service.ts): its order can no longer be written, whatever Redis says.
+ * A purchase given up after an unconfirmed publish, or by a consumer holding an exhausted copy of
+ * its message, recorded in MySQL before its stock goes back (orders/voided-requests.service.ts):
+ * its order can no longer be written, whatever Redis says.
  */
 @Entity({ name: 'seckill_voided_request' })
 export class VoidedRequestEntity {
