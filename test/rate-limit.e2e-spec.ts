@@ -28,7 +28,7 @@ describe('rate limits', () => {
 
   const purchase = (t: TestApp, goodsId: number, userId: number, forwardedFor?: string) => {
     const call = t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
-    return forwardedFor ? call.set('X-Forwarded-For', forwardedFor) : call;
+    return forwardedFor !== undefined ? call.set('X-Forwarded-For', forwardedFor) : call;
   };
 
   async function purchasesCounted(t: TestApp): Promise<number> {
@@ -164,26 +164,33 @@ describe('rate limits', () => {
     expect(await stores.redisStock(goodsId)).toBe(80);
   });
 
-  it("should count a forwarded value that is no address against the proxy's own budget, not as a fresh client", async () => {
+  it("should limit a trusted proxy's own requests (no X-Forwarded-For, or none readable) per user only, not on one budget for every buyer behind it", async () => {
     const t = await start({
       ...MINUTE_WINDOW,
       THROTTLE_PURCHASE_IP_LIMIT: '10',
+      THROTTLE_PURCHASE_USER_LIMIT: '2',
       TRUSTED_PROXIES: '127.0.0.1',
     });
     const goodsId = await createSale(t.http, { stock: 100 });
 
-    const garbage = await Promise.all(
-      Array.from({ length: 20 }, (_, i) =>
-        purchase(t, goodsId, 530 + i, i % 2 === 0 ? 'garbage' : `unknown-${i}`),
+    // Thirty buyers whose proxy names none of them: three times the per-address limit.
+    const unnamed = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        purchase(t, goodsId, 530 + i, i % 3 === 0 ? undefined : i % 3 === 1 ? 'garbage' : ''),
       ),
     );
+    expect(unnamed.map((response) => response.status)).toEqual(Array(30).fill(202));
 
-    expect(garbage.filter((response) => response.status === 202)).toHaveLength(10);
-    // The proxy's own budget is what they spent: a request it sends for itself is refused.
-    const own = await purchase(t, goodsId, 551).expect(429);
-    expect(own.body.code).toBe('TOO_MANY_REQUESTS');
-    // A client it names properly has a budget of its own.
-    await purchase(t, goodsId, 552, '198.51.100.78').expect(202);
+    // Each of them is still limited on its own budget.
+    const hammering = [];
+    for (let i = 0; i < 4; i++) hammering.push((await purchase(t, goodsId, 570)).status);
+    expect(hammering).toEqual([202, 409, 429, 429]);
+    // A client it names has a budget of its own, as before.
+    const named = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => purchase(t, goodsId, 580 + i, '198.51.100.78')),
+    );
+    expect(named.filter((response) => response.status === 429)).toHaveLength(2);
+    expect(await stores.redisStock(goodsId)).toBe(100 - 31 - 10);
   });
 
   it('should cap all purchases together when a global ceiling is set', async () => {

@@ -218,6 +218,25 @@ describe('result stream, per client address', () => {
     );
     for (const stream of [...held, elsewhere, again]) stream.close();
   });
+
+  it("should give a trusted proxy's own streams (no X-Forwarded-For) no address slot: each buyer behind it is bounded per user only", async () => {
+    const goodsId = await createSale(t.http);
+    const users = [95_011, 95_012, 95_013, 95_014, 95_015];
+
+    const streams = await Promise.all(
+      users.map((userId) =>
+        SseClient.open(`${baseUrlOf(t.app)}${streamPath(goodsId)}`, bearer(userId)),
+      ),
+    );
+
+    expect(streams.map((stream) => stream.status)).toEqual(users.map(() => 200));
+    expect(await t.stores.redis.zcard(streamAddressSlotsKey('result', '127.0.0.1'))).toBe(0);
+    const third = await Promise.all(
+      [0, 1].map(() => SseClient.open(`${baseUrlOf(t.app)}${streamPath(goodsId)}`, bearer(95_011))),
+    );
+    expect(third.map((stream) => stream.status).sort()).toEqual([200, 429]);
+    for (const stream of [...streams, ...third]) stream.close();
+  });
 });
 
 describe('result stream, orders not consumed', () => {

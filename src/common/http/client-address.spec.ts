@@ -7,6 +7,7 @@ import {
   parseAddress,
   resolveClient,
   trustedProxies,
+  trustedProxyCovered,
 } from './client-address.js';
 
 describe('parseAddress', () => {
@@ -150,21 +151,64 @@ describe('resolveClient', () => {
     );
   });
 
-  it('counts a forwarded value that is no address against the proxy that wrote it', () => {
+  it('counts a forwarded value that is no address as the trusted proxy that wrote it', () => {
     expect(resolveClient('127.0.0.1', 'garbage', trust)).toEqual({
       identity: '127.0.0.1',
+      trustedProxy: true,
       unreadable: { value: 'garbage', proxy: '127.0.0.1' },
     });
     expect(resolveClient('127.0.0.1', 'garbage, 10.9.3.3', trust)).toEqual({
       identity: '10.9.3.3',
+      trustedProxy: true,
       unreadable: { value: 'garbage', proxy: '10.9.3.3' },
     });
-    expect(resolveClient('127.0.0.1', '198.51.100.9, ', trust).identity).toBe('127.0.0.1');
+    expect(resolveClient('127.0.0.1', '198.51.100.9, ', trust)).toMatchObject({
+      identity: '127.0.0.1',
+      trustedProxy: true,
+    });
   });
 
-  it('is the peer for an empty header, and a fixed identity without a peer', () => {
-    expect(resolveClient('127.0.0.1', '', trust)).toEqual({ identity: '127.0.0.1' });
+  it("is a trusted proxy's own request without a header, for an empty one or only trusted hops", () => {
+    for (const [forwarded, identity] of [
+      [undefined, '127.0.0.1'],
+      ['', '127.0.0.1'],
+      ['10.9.1.1', '10.9.1.1'],
+      ['10.9.2.2:80, 127.0.0.1', '10.9.2.2'],
+    ]) {
+      expect(resolveClient('127.0.0.1', forwarded, trust)).toEqual({
+        identity,
+        trustedProxy: true,
+      });
+    }
     expect(resolveClient(undefined, '198.51.100.1', trust)).toEqual({ identity: 'unknown' });
+    // Nobody trusted: no request is a proxy's, whatever its peer.
+    expect(resolveClient('127.0.0.1', undefined, null)).toEqual({ identity: '127.0.0.1' });
+  });
+});
+
+describe('trustedProxyCovered', () => {
+  const covered = trustedProxyCovered([
+    '127.0.0.1',
+    '::ffff:10.8.0.0/112',
+    '2001:db8:5:6::1',
+    '2001:db8:7::/48',
+    '2001:db9:1:2::/96',
+  ]);
+
+  it('names the entry an IPv4 address or an IPv6 /64 overlaps', () => {
+    expect(covered('127.0.0.1')).toBe('127.0.0.1');
+    expect(covered('10.8.3.4')).toBe('::ffff:10.8.0.0/112');
+    // The /64 of a trusted address, one inside a trusted prefix, one holding a trusted prefix.
+    expect(covered('2001:db8:5:6::/64')).toBe('2001:db8:5:6::1');
+    expect(covered('2001:db8:7:9::/64')).toBe('2001:db8:7::/48');
+    expect(covered('2001:db9:1:2::/64')).toBe('2001:db9:1:2::/96');
+  });
+
+  it('names none for addresses and /64s beside them', () => {
+    for (const identity of ['127.0.0.2', '10.9.0.1', '2001:db8:5:7::/64', '2001:db8:8::/64']) {
+      expect(covered(identity)).toBeNull();
+    }
+    expect(trustedProxyCovered([])('127.0.0.1')).toBeNull();
   });
 });
 
@@ -177,7 +221,9 @@ describe('installClientAddress', () => {
   async function appAnswering() {
     const fastify = Fastify();
     installClientAddress(fastify, trustedProxies(['127.0.0.1']));
-    fastify.get('/', async (request) => request.clientAddress);
+    fastify.get('/', async (request) =>
+      request.clientIsTrustedProxy ? `proxy ${request.clientAddress}` : request.clientAddress,
+    );
     await fastify.ready();
     return fastify;
   }
@@ -193,7 +239,7 @@ describe('installClientAddress', () => {
       ).body;
 
     expect(await from('[::ffff:10.60.0.1]:80')).toBe('10.60.0.1');
-    expect(await from()).toBe('127.0.0.1');
+    expect(await from()).toBe('proxy 127.0.0.1');
     await fastify.close();
   });
 
@@ -204,7 +250,9 @@ describe('installClientAddress', () => {
     const garbage = (value: string) =>
       fastify.inject({ url: '/', headers: { 'x-forwarded-for': value } });
 
-    for (let i = 0; i < 5; i++) expect((await garbage(`junk\n${i}`)).body).toBe('127.0.0.1');
+    for (let i = 0; i < 5; i++) {
+      expect((await garbage(`junk\n${i}`)).body).toBe('proxy 127.0.0.1');
+    }
     expect(warn).toHaveBeenCalledTimes(1);
     expect(warn.mock.calls[0][0]).toBe(
       'forwarded client address unreadable, counted as its proxy\'s: proxy=127.0.0.1 value="junk\\n0" unlogged=0',

@@ -12,6 +12,13 @@ declare module 'fastify' {
      * IPv6 address as its IPv4. Resolved once per request by `installClientAddress`.
      */
     clientAddress: string;
+    /**
+     * The client is a trusted proxy itself (in TRUSTED_PROXIES): a request it sent without
+     * X-Forwarded-For, or with none it could read. Every buyer behind it then has this one
+     * address, so it is never blocked by address, and such a request spends no per-address
+     * budget: it is limited per user only. Resolved with `clientAddress`.
+     */
+    clientIsTrustedProxy: boolean;
   }
 }
 
@@ -140,6 +147,8 @@ const canonicalPeer = remembered(parseAddress);
 export interface ResolvedClient {
   /** The client's identity (see `FastifyRequest.clientAddress`). */
   identity: string;
+  /** The client is a trusted proxy (see `FastifyRequest.clientIsTrustedProxy`). */
+  trustedProxy?: true;
   /** A forwarded value that was no address: the client is then the proxy that wrote it. */
   unreadable?: { value: string; proxy: string };
 }
@@ -148,7 +157,9 @@ export interface ResolvedClient {
  * The client of a request: the peer, or, when the peer is a trusted proxy, the nearest address in
  * X-Forwarded-For that is not one (walked from the right, as each proxy appends its peer). A
  * forwarded value that is no address is not a client of its own: the request is the proxy's that
- * wrote it, so that garbage or made-up forms never buy a fresh identity.
+ * wrote it, so that garbage or made-up forms never buy a fresh identity. A request that names no
+ * client (no header, an empty one, only trusted hops, or garbage) is `trustedProxy`: its client is
+ * the trusted proxy itself.
  */
 export function resolveClient(
   peer: string | undefined,
@@ -157,24 +168,59 @@ export function resolveClient(
 ): ResolvedClient {
   let current = peer === undefined ? null : canonicalPeer(peer);
   if (current === null) return { identity: NO_PEER };
-  if (trusted === null || forwardedFor === undefined || !trusted(current)) {
-    return { identity: addressIdentity(current) };
-  }
-  const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',');
-  for (let index = hops.length - 1; index >= 0; index--) {
-    const hop = parseAddress(hops[index]);
-    if (hop === null) {
-      // An empty header (`X-Forwarded-For:`) names nobody; anything else written there is noise.
-      if (hops.length === 1 && hops[0].trim() === '') break;
-      return {
-        identity: addressIdentity(current),
-        unreadable: { value: hops[index].trim(), proxy: current },
-      };
+  if (trusted === null || !trusted(current)) return { identity: addressIdentity(current) };
+  if (forwardedFor !== undefined) {
+    const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',');
+    for (let index = hops.length - 1; index >= 0; index--) {
+      const hop = parseAddress(hops[index]);
+      if (hop === null) {
+        // An empty header (`X-Forwarded-For:`) names nobody; anything else written there is noise.
+        if (hops.length === 1 && hops[0].trim() === '') break;
+        return {
+          identity: addressIdentity(current),
+          trustedProxy: true,
+          unreadable: { value: hops[index].trim(), proxy: current },
+        };
+      }
+      current = hop;
+      if (!trusted(hop)) return { identity: addressIdentity(hop) };
     }
-    current = hop;
-    if (!trusted(hop)) break;
   }
-  return { identity: addressIdentity(current) };
+  // No client named, or only trusted hops: the request is a trusted proxy's own.
+  return { identity: addressIdentity(current), trustedProxy: true };
+}
+
+/**
+ * For the blocklist's writes: the TRUSTED_PROXIES entry an `ip` entry would cover, or null. An
+ * entry is a client identity (an IPv4 address, or an IPv6 /64), and it covers a proxy entry when
+ * a request from an address of that entry could have this identity: an IPv4 address that entry
+ * trusts, or a /64 that overlaps it (containing the proxy, or inside a shorter trusted prefix).
+ */
+export function trustedProxyCovered(
+  entries: readonly string[],
+): (identity: string) => string | null {
+  const each = entries.map((entry) => {
+    const [written, bits] = entry.split('/');
+    const address = parseAddress(written);
+    return {
+      entry,
+      trusts: trustedProxies([entry]),
+      // An IPv6 entry narrower than a /64 lies inside the one /64 of its address.
+      within64:
+        address !== null && address.includes(':') && (bits === undefined || Number(bits) > 64)
+          ? addressIdentity(address)
+          : null,
+    };
+  });
+  return (identity) => {
+    const ipv6 = identity.endsWith('/64');
+    const base = ipv6 ? identity.slice(0, -3) : identity;
+    // An IPv4 client is covered exactly when the requests' own verdict trusts it.
+    const found = each.find(({ trusts, within64 }) =>
+      ipv6 && within64 !== null ? within64 === identity : trusts(base),
+    );
+    return found?.entry ?? null;
+  };
 }
 
 const UNREADABLE_LOG_EVERY_MS = 10_000;
@@ -192,6 +238,7 @@ export function installClientAddress(
   let loggedAt = 0;
   let unlogged = 0;
   fastify.decorateRequest('clientAddress', NO_PEER);
+  fastify.decorateRequest('clientIsTrustedProxy', false);
   fastify.addHook('onRequest', (request, _reply, done) => {
     const client = resolveClient(
       request.raw.socket?.remoteAddress,
@@ -199,6 +246,7 @@ export function installClientAddress(
       trusted,
     );
     request.clientAddress = client.identity;
+    request.clientIsTrustedProxy = client.trustedProxy === true;
     if (client.unreadable) {
       // A line at most every 10 s: whoever sends garbage must not be able to flood the logs.
       const now = Date.now();
@@ -216,8 +264,16 @@ export function installClientAddress(
   });
 }
 
-/** The request's client address in its one form (see `FastifyRequest.clientAddress`). */
-export const ClientAddress = createParamDecorator(
-  (_: unknown, context: ExecutionContext) =>
-    context.switchToHttp().getRequest<FastifyRequest>().clientAddress,
+/**
+ * The address a request's per-address counters count (`FastifyRequest.clientAddress`), or null
+ * for a trusted proxy's own request, which is counted per user only: on the proxy's address it
+ * would share one budget with every buyer behind the proxy.
+ */
+export function countedAddress(request: FastifyRequest): string | null {
+  return request.clientIsTrustedProxy ? null : request.clientAddress;
+}
+
+/** The request's `countedAddress`: its client address, or null for a trusted proxy's own. */
+export const CountedAddress = createParamDecorator((_: unknown, context: ExecutionContext) =>
+  countedAddress(context.switchToHttp().getRequest<FastifyRequest>()),
 );

@@ -15,7 +15,9 @@ import { Teardown } from '../teardown.js';
  * The bounds of one kind of event stream (result, queue): a slot of this instance's (at most
  * `maxPerInstance`), one of the user's and one of the client address's across instances (at most
  * `maxPerUser` and `maxPerIp`: many accounts behind one address cannot hold thousands); beyond
- * any, 429. It also holds the enders of the open streams, to end them all at shutdown.
+ * any, 429. A trusted proxy's own request (no client address, `countedAddress` null) takes no
+ * address slot: the proxy's address is every buyer's behind it. It also holds the enders of the
+ * open streams, to end them all at shutdown.
  */
 export class StreamBudget {
   private openHere = 0;
@@ -35,7 +37,7 @@ export class StreamBudget {
    */
   async open(
     userId: number,
-    clientAddress: string,
+    clientAddress: string | null,
     ended: AbortSignal,
     setup: (teardown: Teardown) => Promise<Observable<MessageEvent>>,
   ): Promise<Observable<MessageEvent>> {
@@ -53,7 +55,11 @@ export class StreamBudget {
   }
 
   /** Takes the three slots for a stream; `teardown` gives them back. */
-  private async take(userId: number, clientAddress: string, teardown: Teardown): Promise<void> {
+  private async take(
+    userId: number,
+    clientAddress: string | null,
+    teardown: Teardown,
+  ): Promise<void> {
     const { kind, bounds } = this;
     if (this.openHere >= bounds.maxPerInstance) {
       throw tooMany(`This server holds as many ${kind} streams as it may; try again shortly`, 1);
@@ -70,6 +76,7 @@ export class StreamBudget {
       `You have ${bounds.maxPerUser} ${kind} streams open already; close one first`,
       teardown,
     );
+    if (clientAddress === null) return;
     await this.takeShared(
       streamAddressSlotsKey(kind, clientAddress),
       bounds.maxPerIp,

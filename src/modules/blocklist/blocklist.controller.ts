@@ -54,7 +54,7 @@ export class BlocklistController {
   @ApiOperation({
     summary: 'Block a user or a client address (admin)',
     description:
-      'A blocked user or address gets 403 FORBIDDEN on the purchase, token and challenge routes before anything else happens; every instance applies it within a moment. Without ttlSeconds it stays until deleted.',
+      'A blocked user or address gets 403 FORBIDDEN on the purchase, token and challenge routes before anything else happens; every instance applies it within a moment. Without ttlSeconds it stays until deleted. An address a trusted proxy may have (TRUSTED_PROXIES, or an IPv6 /64 overlapping one) is refused with 400 VALIDATION_FAILED: every buyer behind the proxy would be blocked with it.',
   })
   @ApiCreatedResponse({ type: BlockEntryDto })
   @ApiErrors(...ADMIN, 'VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE')

@@ -1,5 +1,6 @@
 import type { onRequestHookHandler } from 'fastify';
 import { bodyStillComing } from '../../common/http/body-coming.js';
+import { countedAddress } from '../../common/http/client-address.js';
 import { edgeRouteConfig, type EdgeRouteConfig } from '../../common/http/route-config.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import type { BlocklistService } from './blocklist.service.js';
@@ -26,7 +27,7 @@ export function refuseBlocked(
     if ((request.routeOptions.config as EdgeRouteConfig).blocklistChecked !== true) return done();
     const { authentication } = request as { authentication?: { userId?: unknown } };
     const userId = typeof authentication?.userId === 'number' ? authentication.userId : undefined;
-    const blocked = blocklist.blockedAs(userId, request.clientAddress);
+    const blocked = blocklist.blockedAs(userId, countedAddress(request));
     if (blocked === null) return done();
     metrics.blocked.inc({ type: blocked });
     if (bodyStillComing(request.raw)) void reply.header('Connection', 'close');

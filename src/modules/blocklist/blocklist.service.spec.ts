@@ -1,11 +1,13 @@
+import { Logger } from '@nestjs/common';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { HttpConfig } from '../../config/http.config.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import type { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
 import type { BlocklistScripts } from './blocklist-scripts.js';
 import { BlocklistService } from './blocklist.service.js';
 
 /** A Redis whose HGETALL answers when the test says, and a subscriber the test speaks through. */
-function fakes(stored: Record<string, string> = {}) {
+function fakes(stored: Record<string, string> = {}, trustedProxies: string[] = []) {
   const reads: ((value: Record<string, string>) => void)[] = [];
   const redis = {
     hgetall: vi.fn(() => new Promise<Record<string, string>>((resolve) => reads.push(resolve))),
@@ -26,6 +28,7 @@ function fakes(stored: Record<string, string> = {}) {
     redis as unknown as RedisClient,
     subscriber as unknown as RedisSubscriber,
     scripts as unknown as BlocklistScripts,
+    { trustedProxies } as HttpConfig,
   );
   return {
     service,
@@ -77,6 +80,41 @@ describe('BlocklistService', () => {
       'seckill:blocklist-changed',
       JSON.stringify({ set: userEntry('10') }),
     );
+  });
+
+  it("refuses to block a trusted proxy's address, or a /64 overlapping one, and writes nothing", async () => {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const f = fakes({}, ['127.0.0.1', '10.8.0.0/16', '2001:db8:5:6::1', '2001:db9::/32']);
+    services.push(f.service);
+
+    for (const value of [
+      '127.0.0.1',
+      '[::ffff:127.0.0.1]:80',
+      '10.8.200.1',
+      '2001:db8:5:6::ff',
+      '2001:db9:1:2::/64',
+    ]) {
+      await expect(f.service.add({ type: 'ip', value, reason: 'x' })).rejects.toMatchObject({
+        code: 'VALIDATION_FAILED',
+      });
+    }
+    expect(f.redis.hset).not.toHaveBeenCalled();
+    expect(f.redis.publish).not.toHaveBeenCalled();
+    expect(warn).toHaveBeenCalledTimes(5);
+    expect(warn.mock.calls[2][0]).toBe(
+      `blocklist entry refused: ip=10.8.200.1 is a trusted proxy's address (TRUSTED_PROXIES 10.8.0.0/16) reason="x"`,
+    );
+    // Its neighbours, another /64 and a user are blocked as before.
+    for (const value of ['127.0.0.2', '10.9.0.1', '2001:db8:5:7::1']) {
+      await f.service.add({ type: 'ip', value });
+    }
+    await f.service.add({ type: 'user', value: '127' });
+    expect(f.redis.hset).toHaveBeenCalledTimes(4);
+    expect(f.service.blockedAs(undefined, '127.0.0.2')).toBe('ip');
+    // A trusted proxy's own request is never refused by address, whatever the copy holds.
+    expect(f.service.blockedAs(undefined, null)).toBeNull();
+    expect(f.service.blockedAs(127, null)).toBe('user');
+    warn.mockRestore();
   });
 
   it('reads the whole hash again on a notice it cannot apply (an older instance, or garbage)', async () => {

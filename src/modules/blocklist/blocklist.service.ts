@@ -1,7 +1,13 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { isIPv6 } from 'node:net';
-import { addressIdentity, parseAddress } from '../../common/http/client-address.js';
+import {
+  addressIdentity,
+  parseAddress,
+  trustedProxyCovered,
+} from '../../common/http/client-address.js';
 import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { httpConfig, type HttpConfig } from '../../config/http.config.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
@@ -78,12 +84,17 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
   /** For each reload reading the hash: the changes applied meanwhile, applied again after it. */
   private readonly reloadsUnderWay = new Set<Change[]>();
   private refreshTimer?: NodeJS.Timeout;
+  /** The TRUSTED_PROXIES entry an ip entry would cover: such an entry is never written. */
+  private readonly coveredProxy: (identity: string) => string | null;
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly subscriber: RedisSubscriber,
     private readonly scripts: BlocklistScripts,
-  ) {}
+    @InjectConfig(httpConfig) http: HttpConfig,
+  ) {
+    this.coveredProxy = trustedProxyCovered(http.trustedProxies);
+  }
 
   onModuleInit(): void {
     void this.reload();
@@ -100,19 +111,36 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * What is blocked of this request now: its user, its client address (`request.clientAddress`,
-   * already in the form entries are stored in), or nothing (null).
+   * What is blocked of this request now: its user, its client address (`countedAddress`: already
+   * in the form entries are stored in, null for a trusted proxy's own request, which is never
+   * blocked by address), or nothing (null).
    */
-  blockedAs(userId: number | undefined, clientAddress: string): BlockType | null {
+  blockedAs(userId: number | undefined, clientAddress: string | null): BlockType | null {
     if (this.copy.size === 0) return null;
     if (userId !== undefined && this.active(field('user', String(userId)))) return 'user';
-    return this.active(field('ip', clientAddress)) ? 'ip' : null;
+    return clientAddress !== null && this.active(field('ip', clientAddress)) ? 'ip' : null;
   }
 
+  /**
+   * Writes an entry (an operator's or the autoban's). An address a trusted proxy may have (one of
+   * TRUSTED_PROXIES, or an IPv6 /64 overlapping one) is refused with 400 VALIDATION_FAILED and one
+   * log line: every buyer behind that proxy would be refused with it.
+   */
   async add(block: NewBlock): Promise<BlockEntry> {
+    const value = canonicalValue(block.type, block.value);
+    const proxy = block.type === 'ip' ? this.coveredProxy(value) : null;
+    if (proxy !== null) {
+      this.logger.warn(
+        `blocklist entry refused: ip=${value} is a trusted proxy's address (TRUSTED_PROXIES ${proxy}) reason=${JSON.stringify(block.reason ?? null)}`,
+      );
+      throw new DomainError(
+        'VALIDATION_FAILED',
+        "A trusted proxy's address (TRUSTED_PROXIES) is never blocked: block the client address it forwards for, or the user",
+      );
+    }
     const entry: BlockEntry = {
       type: block.type,
-      value: canonicalValue(block.type, block.value),
+      value,
       reason: block.reason ?? null,
       expiresAt:
         block.ttlSeconds === undefined

@@ -21,7 +21,8 @@ import { ThrottleScripts } from './throttle-scripts.js';
  * `clientAddress` is the peer, or the client named in X-Forwarded-For only when the peer is in
  * TRUSTED_PROXIES, resolved once in canonical form (client-address.ts): any spelling of an
  * address (a port, brackets, a mapped IPv6 form) is the one budget, and an IPv6 client is limited
- * by its /64, which it usually owns whole.
+ * by its /64, which it usually owns whole. A trusted proxy's own request has no IP budget (see
+ * `canActivate`).
  */
 const trackers = {
   user: (req: AuthenticatedRequest) => `u:${req.user!.userId}`,
@@ -71,6 +72,9 @@ export class RateLimitGuard implements CanActivate {
     for (const spec of specs) {
       // A public route has no user: only its IP budget applies.
       if (spec.dimension === 'user' && !request.user) continue;
+      // A trusted proxy's own request (no client named) is limited per user only: on the
+      // proxy's address it would share one budget, and one autoban, with every buyer behind it.
+      if (spec.dimension === 'ip' && request.clientIsTrustedProxy) continue;
       budgets.push({
         spec,
         throttler: spec.name,
@@ -124,6 +128,8 @@ export class RateLimitGuard implements CanActivate {
       });
       this.metrics.autobans.inc({ type });
     } catch (error) {
+      // A refused entry (an address overlapping TRUSTED_PROXIES) was logged where it was refused.
+      if (error instanceof DomainError && error.code === 'VALIDATION_FAILED') return;
       this.logger.warn(`autoban count failed: ${type}=${value} ${(error as Error).message}`);
     }
   }

@@ -47,12 +47,13 @@ export class ResultStreams implements BeforeApplicationShutdown {
 
   /**
    * Sets a stream up: its slots, its channel, its first result. `clientAddress` is the request's
-   * in its one form, as the blocklist and the rate limits count it (an IPv6 client by its /64).
+   * in its one form, as the blocklist and the rate limits count it (an IPv6 client by its /64),
+   * or null for a trusted proxy's own request, which takes no address slot.
    */
   open(
     goodsId: number,
     userId: number,
-    clientAddress: string,
+    clientAddress: string | null,
     ended: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
     return this.budget.open(userId, clientAddress, ended, async (teardown) => {

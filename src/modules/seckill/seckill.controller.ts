@@ -24,7 +24,7 @@ import {
   ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
 import { BodyLimit } from '../../common/http/route-config.js';
-import { ClientAddress } from '../../common/http/client-address.js';
+import { CountedAddress } from '../../common/http/client-address.js';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
 import { BlocklistChecked } from '../blocklist/blocklist.hook.js';
@@ -226,7 +226,7 @@ export class SeckillController {
   resultStream(
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @CurrentUser() user: AuthUser,
-    @ClientAddress() clientAddress: string,
+    @CountedAddress() clientAddress: string | null,
     @SseSignal() ended: AbortSignal,
   ) {
     return this.streams.open(goodsId, user.userId, clientAddress, ended);

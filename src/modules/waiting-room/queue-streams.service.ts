@@ -127,7 +127,7 @@ export class QueueStreams implements BeforeApplicationShutdown {
   async open(
     goodsId: number,
     userId: number,
-    clientAddress: string,
+    clientAddress: string | null,
     ended: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
     const sale = await this.room.queueSale(goodsId);

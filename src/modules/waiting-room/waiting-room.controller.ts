@@ -10,7 +10,7 @@ import {
   ApiTags,
   ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
-import { ClientAddress } from '../../common/http/client-address.js';
+import { CountedAddress } from '../../common/http/client-address.js';
 import { QueueStreams } from './queue-streams.service.js';
 import { ApiErrors, AUTHENTICATED } from '../../common/errors/api-errors.decorator.js';
 import type { ErrorCode } from '../../common/errors/domain-error.js';
@@ -134,7 +134,7 @@ export class WaitingRoomController {
   stream(
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @CurrentUser() user: AuthUser,
-    @ClientAddress() clientAddress: string,
+    @CountedAddress() clientAddress: string | null,
     @SseSignal() ended: AbortSignal,
   ) {
     return this.streams.open(goodsId, user.userId, clientAddress, ended);
