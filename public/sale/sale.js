@@ -9,7 +9,10 @@ import { deriveKey } from './vendor/altcha-lib/algorithms/web/pbkdf2.js';
 
 const TOKEN_KEY = 'seckill.buyerToken';
 const GOODS_REFRESH_MS = 10_000;
+/** The states that cannot change, for a standing that does not say (`final`, from an older server). */
 const FINAL_QUEUE_STATES = new Set(['PURCHASED', 'SOLD_OUT', 'EXPIRED']);
+/** A restore's Retry-After is believed within these bounds: a wrong header neither spins nor stalls. */
+const RETRY_AFTER_MS = { min: 1_000, max: 60_000 };
 const FINAL_RESULTS = new Set(['SUCCESS', 'FAILED']);
 /** In the buyer's words; the code stays beside it, so that support can tell what happened. */
 const EXPLAINED = {
@@ -54,9 +57,23 @@ let busy = null;
  */
 let attempt = null;
 const follows = { queue: null, result: null };
+/** A stream cut and not opened again yet: what it last pushed may be stale. */
+const lost = { queue: false, result: false };
+/**
+ * Why the last request got no answer at all (the shop down, the network cut), until the next
+ * answer: the banner says it, and the first answer of any kind takes it away.
+ */
+let unreachable = null;
+/** What the goods answer itself said was wrong (no such sale…), shown when the shop is reached. */
+let goodsProblem = null;
+/** While the waiting room is being restored (503 with Retry-After): when the standing is read again. */
+let restoring = null;
 
 const now = () => Date.now() + skewMs;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A standing says whether it can still change; one from an older server, by its state. */
+const isFinalStanding = (status) =>
+  typeof status.final === 'boolean' ? status.final : FINAL_QUEUE_STATES.has(status.state);
 
 class Refused extends Error {
   constructor(status, body, response) {
@@ -82,17 +99,87 @@ function duration(ms) {
   return `${minutes}:${seconds}`;
 }
 
+/**
+ * One request to the shop. An answer of any kind clears the "cannot be reached" banner; none at
+ * all raises it (and rejects). A token the shop refuses (401, or 431 for a header block over its
+ * limit) is dropped here, whoever asked: the sign-in form comes back with the reason.
+ */
 async function call(method, path, { headers = {}, signedIn = true } = {}) {
-  const response = await fetch(path, {
-    method,
-    headers: { ...(signedIn ? { Authorization: `Bearer ${token}` } : {}), ...headers },
-    cache: 'no-store',
-  });
-  const body = await response.json().catch(() => ({}));
-  if (response.status === 401 && signedIn) {
-    forgetToken(`Your token was refused: ${body.message ?? 'unauthorized'}.`);
+  const asked = token;
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers: { ...(signedIn ? { Authorization: `Bearer ${asked}` } : {}), ...headers },
+      cache: 'no-store',
+    });
+  } catch (error) {
+    unreached(error);
+    if (signedIn) await checkTokenSendable(asked);
+    throw error;
   }
+  reached(response);
+  const body = await response.json().catch(() => ({}));
+  if (signedIn) refuseToken(asked, response.status, body);
   return { status: response.status, body, response };
+}
+
+/** The shop answered: no banner, unless a gateway says the shop behind it did not. */
+function reached(response) {
+  if (response.status === 502 || response.status === 504) {
+    return unreached(new Error(`its gateway answered ${response.status}`));
+  }
+  unreachable = null;
+  showBanner();
+}
+
+function unreached(error) {
+  unreachable = error.message;
+  showBanner();
+}
+
+function showBanner() {
+  const text =
+    unreachable !== null
+      ? `The shop cannot be reached (${unreachable}): reconnecting…`
+      : goodsProblem;
+  $('goods-problem').hidden = text === null;
+  $('goods-problem').textContent = text ?? '';
+}
+
+/** Drops `asked` if the shop refused it (and it is still the page's token). */
+function refuseToken(asked, status, body) {
+  if (token !== asked || (status !== 401 && status !== 431)) return;
+  const reason =
+    status === 431
+      ? `it is too large for the shop to take (${asked.length.toLocaleString('en')} characters) [HEADERS_TOO_LARGE]`
+      : `${body.message ?? 'unauthorized'} [${body.code ?? 'UNAUTHORIZED'}]`;
+  forgetToken(`Your token was refused: ${reason}. Sign in again with the token your sign-in gave.`);
+}
+
+/**
+ * A request with the token got no answer at all. The shop answers a header block over its limit
+ * with 431 but closes the connection at once, and over a slow link the browser may see only the
+ * reset: if a request without the token is answered and a harmless one with it then fails
+ * outright too, it is the token the shop cannot take.
+ */
+async function checkTokenSendable(asked) {
+  const answered = (path, headers) => fetch(path, { headers, cache: 'no-store' }).catch(() => null);
+  if (token !== asked || (await answered(`/api/v1/goods/${goodsId}`, {})) === null) return;
+  const again = await answered(`/api/v1/seckill/${goodsId}/result`, {
+    Authorization: `Bearer ${asked}`,
+  });
+  if (again === null) refuseToken(asked, 431, {});
+  else refuseToken(asked, again.status, await again.json().catch(() => ({})));
+}
+
+/** Retry-After (seconds or a date) in ms, within bounds; `fallbackMs` without one. */
+function retryAfterMs(response, fallbackMs) {
+  const header = response.headers.get('Retry-After');
+  if (!header) return fallbackMs;
+  const ms = /^\d+$/.test(header) ? Number(header) * 1000 : Date.parse(header) - Date.now();
+  if (Number.isNaN(ms)) return fallbackMs;
+  return Math.min(RETRY_AFTER_MS.max, Math.max(RETRY_AFTER_MS.min, ms));
 }
 
 function note(id, text, tone = '') {
@@ -113,28 +200,27 @@ function takeClock(response) {
 }
 
 async function loadGoods() {
+  let answer;
   try {
-    const { status, body, response } = await call('GET', `/api/v1/goods/${goodsId}`, {
-      signedIn: false,
-    });
-    if (status !== 200) {
-      $('goods-problem').hidden = false;
-      $('goods-problem').textContent = explain(body, status, response);
-      return;
-    }
-    $('goods-problem').hidden = true;
-    takeClock(response);
-    goods = body;
-    document.title = `${goods.name} · flash sale`;
-    $('goods-name').textContent = goods.name;
-    $('goods-price').textContent = goods.price.toFixed(2);
-    $('goods-remaining').textContent = `${goods.remaining} of ${goods.totalStock} left ·`;
-    $('goods-window').textContent =
-      `${dateAndTime.format(new Date(goods.startAt))} – ${dateAndTime.format(new Date(goods.endAt))}`;
-  } catch (error) {
-    $('goods-problem').hidden = false;
-    $('goods-problem').textContent = `The shop cannot be reached (${error.message}).`;
+    answer = await call('GET', `/api/v1/goods/${goodsId}`, { signedIn: false });
+  } catch {
+    return; // the banner says so; the next refresh tries again
   }
+  const { status, body, response } = answer;
+  goodsProblem = status === 200 ? null : explain(body, status, response);
+  showBanner();
+  if (status !== 200) return;
+  takeClock(response);
+  const first = goods === null;
+  goods = body;
+  document.title = `${goods.name} · flash sale`;
+  $('goods-name').textContent = goods.name;
+  $('goods-price').textContent = goods.price.toFixed(2);
+  $('goods-remaining').textContent = `${goods.remaining} of ${goods.totalStock} left ·`;
+  $('goods-window').textContent =
+    `${dateAndTime.format(new Date(goods.startAt))} – ${dateAndTime.format(new Date(goods.endAt))}`;
+  // Signed in while the shop was out of reach: the buyer's standing is read now.
+  if (first && token) void loadBuyer();
 }
 
 /** The sale's status now, by the server's clock (the last goods answer may be seconds old). */
@@ -169,6 +255,7 @@ function render() {
             : 'The sale has ended';
   }
   renderQueueNote();
+  $('queue-eta').textContent = etaText();
   const signedIn = token !== null && goods !== null;
   $('queue').hidden = !signedIn || !isQueueSale();
   $('purchase').hidden = !signedIn;
@@ -193,24 +280,44 @@ function canBuy() {
 
 function showQueue(status) {
   queue = status;
+  restoring = null;
   $('queue-state').textContent = status.state;
   $('queue-state').dataset.state = status.state;
+  $('queue-state').dataset.final = String(isFinalStanding(status));
   $('queue-position').textContent = status.position ?? '';
   $('queue-ahead').textContent = status.ahead ?? '';
-  $('queue-eta').textContent =
-    status.etaSeconds === null || status.etaSeconds === undefined
-      ? ''
-      : status.etaSeconds === 0
-        ? 'now'
-        : `about ${duration(status.etaSeconds * 1000)}`;
-  if (status.state === 'WAITING' || status.state === 'ADMITTED') follow('queue');
+  // Followed until the server says it cannot change: a SOLD_OUT for now stays in line.
+  if (status.state !== 'NOT_JOINED' && !isFinalStanding(status)) follow('queue');
   if (status.state === 'PURCHASED' && !FINAL_RESULTS.has(result.status)) void loadResult();
   render();
 }
 
+/**
+ * The expected wait, or why there is none: the standing stream lost ("reconnecting", the place
+ * shown may be stale), the waiting room being restored, or no ETA from the server (admissions
+ * paused, the sale ended) while the buyer waits ("unknown", never a number or "now").
+ */
+function etaText() {
+  if (restoring !== null) return 'restoring…';
+  if (queue === null) return unreachable !== null && token !== null ? 'reconnecting…' : '';
+  const waiting =
+    queue.state === 'WAITING' || (queue.state === 'SOLD_OUT' && !isFinalStanding(queue));
+  if (waiting && lost.queue) return 'reconnecting…';
+  if (queue.etaSeconds === null || queue.etaSeconds === undefined) return waiting ? 'unknown' : '';
+  if (queue.etaSeconds === 0) return 'now';
+  return `about ${duration(queue.etaSeconds * 1000)}`;
+}
+
 function renderQueueNote() {
-  if (!queue || !goods || busy === 'join') return;
+  if (!goods || busy === 'join') return;
   const at = now();
+  if (restoring !== null) {
+    return note(
+      'queue-note',
+      `The waiting room is being restored: your place is kept. Checking again in ${duration(restoring - Date.now())}.`,
+    );
+  }
+  if (!queue) return;
   switch (queue.state) {
     case 'NOT_JOINED':
       return at < Date.parse(goods.queueOpensAt)
@@ -232,21 +339,44 @@ function renderQueueNote() {
     case 'EXPIRED':
       return note('queue-note', 'Your turn passed without a purchase.', 'bad');
     case 'SOLD_OUT':
-      return note('queue-note', 'Sold out before your turn came.', 'bad');
+      return isFinalStanding(queue)
+        ? note('queue-note', 'Sold out for good: nothing is left for this sale.', 'bad')
+        : note(
+            'queue-note',
+            'Sold out for now: you stay in line; a unit may come back from an order left unpaid.',
+          );
     case 'PURCHASED':
       return note('queue-note', 'You bought one.', 'good');
   }
 }
 
+let restoreTimer = null;
+
 async function loadQueue() {
   const asked = token;
-  const { status, body, response } = await call('GET', `/api/v1/seckill/${goodsId}/queue`);
-  if (token !== asked) return; // another buyer signed in meanwhile
-  if (status === 200) showQueue(body);
-  else if (status !== 401) note('queue-note', explain(body, status, response), 'bad');
+  clearTimeout(restoreTimer);
+  let answer;
+  try {
+    answer = await call('GET', `/api/v1/seckill/${goodsId}/queue`);
+  } catch {
+    return; // the banner says so; read again by the next refresh
+  }
+  const { status, body, response } = answer;
+  if (token !== asked) return; // another buyer signed in meanwhile, or the token was refused
+  if (status === 200) return showQueue(body);
+  if (status === 503 && body.code === 'UNAVAILABLE' && response.headers.has('Retry-After')) {
+    // Being restored: not an error of the buyer's, and the place is kept. Read again when told.
+    const waitMs = retryAfterMs(response, RETRY_AFTER_MS.min);
+    restoring = Date.now() + waitMs;
+    restoreTimer = setTimeout(() => void loadQueue(), waitMs);
+    return render();
+  }
+  restoring = null;
+  note('queue-note', explain(body, status, response), 'bad');
 }
 
 async function join() {
+  const asked = token;
   busy = 'join';
   render();
   try {
@@ -259,7 +389,10 @@ async function join() {
     busy = null;
     showQueue(body);
   } catch (error) {
-    note('queue-note', error instanceof Refused ? error.message : failure(error), 'bad');
+    // A refused token took the buyer's notes with it: nothing stale is written after.
+    if (token === asked) {
+      note('queue-note', error instanceof Refused ? error.message : failure(error), 'bad');
+    }
   } finally {
     busy = null;
     work('');
@@ -315,11 +448,18 @@ async function showDeadline(orderNo) {
 
 async function loadResult() {
   const asked = token;
-  const { status, body } = await call('GET', `/api/v1/seckill/${goodsId}/result`);
-  if (status === 200 && token === asked) showResult(body);
+  const answer = await call('GET', `/api/v1/seckill/${goodsId}/result`).catch(() => null);
+  if (answer?.status === 200 && token === asked) showResult(answer.body);
+}
+
+/** The signed-in buyer's standing and result, read once (the streams follow them after). */
+async function loadBuyer() {
+  await Promise.all([isQueueSale() ? loadQueue() : null, loadResult()]);
+  render();
 }
 
 async function buy() {
+  const asked = token;
   busy = 'buy';
   render();
   try {
@@ -333,6 +473,7 @@ async function buy() {
     const { status, body, response } = await call('POST', `/api/v1/seckill/${goodsId}`, {
       headers,
     });
+    if (token !== asked) return;
     if (status === 202) {
       attempt = null;
       showResult({ status: 'QUEUED' });
@@ -353,6 +494,7 @@ async function buy() {
       void loadGoods();
     }
   } catch (error) {
+    if (token !== asked) return;
     note('purchase-note', error instanceof Refused ? error.message : failure(error), 'bad');
     if (error instanceof Refused && error.status !== 429 && error.status !== 503) attempt = null;
   } finally {
@@ -380,7 +522,7 @@ const STREAMS = {
     url: () => `/api/v1/seckill/${goodsId}/queue/stream`,
     show: showQueue,
     reload: loadQueue,
-    done: () => FINAL_QUEUE_STATES.has(queue?.state),
+    done: () => queue !== null && isFinalStanding(queue),
   },
   result: {
     url: () => `/api/v1/seckill/${goodsId}/result/stream`,
@@ -397,22 +539,40 @@ function follow(name) {
   follows[name] = controller;
   void (async () => {
     let backoffMs = 1_000;
+    const asked = token;
     while (follows[name] === controller && !stream.done()) {
+      let toldMs = 0;
       try {
         const refused = await readEventStream(stream.url(), {
-          token,
+          token: asked,
           signal: controller.signal,
-          onOpen: () => (backoffMs = 1_000),
+          onOpen: (response) => {
+            backoffMs = 1_000;
+            lost[name] = false;
+            reached(response);
+          },
           onEvent: (type, data) => type === 'message' && stream.show(data),
         });
-        if (refused?.status === 401) break;
-        // Refused (too many streams, say): read once instead, and try the stream again later.
-        if (refused) await stream.reload();
-      } catch {
+        if (refused) {
+          reached(refused);
+          refuseToken(asked, refused.status, await refused.json().catch(() => ({})));
+          if (token !== asked) break;
+          // Refused (too many streams, the room being restored): read once instead, and try the
+          // stream again when told. A 5xx leaves what was pushed stale until then.
+          lost[name] = refused.status >= 500;
+          toldMs = retryAfterMs(refused, 0);
+          await stream.reload();
+        }
+      } catch (error) {
         if (controller.signal.aborted) return;
+        // Cut or out of reach: "reconnecting" until the stream opens again.
+        lost[name] = true;
+        unreached(error);
       }
+      render();
       if (stream.done()) break;
-      await sleep(backoffMs);
+      // From 1 s after a stream that opened; longer if the shop said so (Retry-After).
+      await sleep(Math.max(backoffMs, toldMs));
       backoffMs = Math.min(backoffMs * 2, 10_000);
     }
     if (follows[name] === controller) follows[name] = null;
@@ -437,6 +597,9 @@ function resetBuyer() {
   }
   queue = null;
   attempt = null;
+  restoring = null;
+  clearTimeout(restoreTimer);
+  lost.queue = lost.result = false;
   showResult({ status: 'NONE' });
   note('purchase-note', '');
   note('queue-note', '');
@@ -466,11 +629,26 @@ $('buy').addEventListener('click', () => void buy());
 async function signIn() {
   token = sessionStorage.getItem(TOKEN_KEY);
   if (!token) return showLogin('');
+  if (!fitsInHeader(token)) {
+    return forgetToken(
+      'Your token cannot be sent: it holds characters a header cannot carry (a line break, say). ' +
+        'Paste the token your sign-in gave.',
+    );
+  }
   $('login').hidden = true;
   $('forget').hidden = false;
   if (!goods) return render();
-  await Promise.all([isQueueSale() ? loadQueue() : null, loadResult()]);
-  render();
+  await loadBuyer();
+}
+
+/** Whether the browser would send `value` in a header at all (fetch throws on one it would not). */
+function fitsInHeader(value) {
+  try {
+    new Headers({ Authorization: `Bearer ${value}` });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 async function start() {
@@ -489,7 +667,7 @@ async function start() {
   setInterval(() => {
     void loadGoods();
     // A standing the first read could not get (the shop was unreachable) is read again.
-    if (token && isQueueSale() && queue === null) void loadQueue();
+    if (token && isQueueSale() && queue === null && restoring === null) void loadQueue();
   }, GOODS_REFRESH_MS);
 }
 

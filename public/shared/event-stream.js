@@ -18,9 +18,10 @@ function parseBlock(block) {
 }
 
 /**
- * Opens `url` with the bearer `token` and calls `onEvent(type, data)` for each event until the
- * server ends the stream (then resolves null) or `signal` aborts it (then rejects). An answer
- * that is not a stream resolves to its Response, unread: the caller decides what it means.
+ * Opens `url` with the bearer `token`, calls `onOpen(response)` once the answer is a stream and
+ * `onEvent(type, data)` for each event until the server ends the stream (then resolves null) or
+ * `signal` aborts it (then rejects). An answer that is not a stream resolves to its Response,
+ * unread: the caller decides what it means.
  */
 export async function readEventStream(url, { token, signal, onOpen, onEvent }) {
   const response = await fetch(url, {
@@ -29,7 +30,7 @@ export async function readEventStream(url, { token, signal, onOpen, onEvent }) {
     signal,
   });
   if (!response.ok || !response.body) return response;
-  onOpen?.();
+  onOpen?.(response);
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let buffered = '';
