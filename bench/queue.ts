@@ -23,7 +23,13 @@ import {
   saleScriptsOn,
   type SaleScripts,
 } from '../scripts/lib/sale-scripts.js';
-import { startRedis } from './lib/stores.js';
+import { DataSource } from 'typeorm';
+import { JoinJournalService } from '../src/modules/queue-journal/join-journal.service.js';
+import { QueueJournalRepository } from '../src/modules/queue-journal/queue-journal.repository.js';
+import { databaseUrl, dropDatabase, freshDatabase, startRedis } from './lib/stores.js';
+
+// The project's migrations as built (npm run bench:queue builds first).
+const MIGRATIONS_GLOB = new URL('../dist/migrations/*.js', import.meta.url).pathname;
 
 const USAGE = `usage: npm run bench:queue -- [--buyers <n>] [--stock <n>] [--admit-per-second <n>]
 
@@ -36,12 +42,17 @@ SOLD_OUT.
 
   --buyers <n>            buyers in the queue (default 1000000)
   --stock <n>             units for sale (default 10000)
-  --admit-per-second <n>  the queue's pace (default 5000)`;
+  --admit-per-second <n>  the queue's pace (default 5000)
+  --durable-buyers <n>    buyers who join a second sale as the app has them join: each join
+                          written to MySQL (database seckill_bench_queue, local MariaDB) before it
+                          is answered, in the journal's shared statements (default 200000; 0:
+                          skip). The joins per second with and without MySQL are both printed`;
 
 interface Options {
   buyers: number;
   stock: number;
   admitPerSecond: number;
+  durableBuyers: number;
 }
 
 function parse(argv: string[]): Options | 'help' {
@@ -49,6 +60,7 @@ function parse(argv: string[]): Options | 'help' {
     buyers: { type: 'string', default: '1000000' },
     stock: { type: 'string', default: '10000' },
     'admit-per-second': { type: 'string', default: '5000' },
+    'durable-buyers': { type: 'string', default: '200000' },
     help: { type: 'boolean', short: 'h', default: false },
   });
   if (values.help) return 'help';
@@ -56,10 +68,14 @@ function parse(argv: string[]): Options | 'help' {
     buyers: integerFlag('buyers', values.buyers, 1, 20_000_000),
     stock: integerFlag('stock', values.stock, 1, 10_000_000),
     admitPerSecond: integerFlag('admit-per-second', values['admit-per-second'], 1, 100_000),
+    durableBuyers: integerFlag('durable-buyers', values['durable-buyers'], 0, 10_000_000),
   };
 }
 
 const GOODS_ID = 1;
+/** The sale whose joins are written to MySQL too (the app's way): apart from GOODS_ID's figures. */
+const DURABLE_GOODS_ID = 2;
+const BENCH_DATABASE = 'seckill_bench_queue';
 const IN_FLIGHT_PER_CLIENT = 200;
 /** As the app's defaults: QUEUE_TICK_MS, a factor of 1. */
 const TICK_MS = 100;
@@ -103,6 +119,47 @@ async function spread(
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
+/**
+ * Joins as the app makes them: the script places the buyer, then JoinJournalService writes the
+ * join to MySQL (shared INSERTs, one read of what was kept) before it would be answered.
+ */
+async function durableJoins(clients: Client[], buyers: number, farStart: number): Promise<void> {
+  await freshDatabase(BENCH_DATABASE, MIGRATIONS_GLOB);
+  const source = new DataSource({
+    type: 'mysql',
+    url: databaseUrl(BENCH_DATABASE),
+    extra: { connectionLimit: 20 },
+  });
+  await source.initialize();
+  onCleanup(async () => {
+    await source.destroy();
+    await dropDatabase(BENCH_DATABASE);
+  });
+  const journal = new JoinJournalService(new QueueJournalRepository(source));
+  await clients[0].redis.hset(queueKeys(DURABLE_GOODS_ID).state, 'journal', 1);
+  const started = performance.now();
+  let refused = 0;
+  await spread(clients, buyers, async (client, i) => {
+    const userId = FIRST_BUYER + i;
+    const { code, line, position } = await client.scripts.queue.join(DURABLE_GOODS_ID, userId, {
+      opensAt: 0,
+      startAt: farStart,
+      endAt: farStart + HOUR_MS,
+    });
+    if (code !== JoinCode.Joined) refused++;
+    else await journal.record({ goodsId: DURABLE_GOODS_ID, userId, line, position, address: null });
+  });
+  const ms = performance.now() - started;
+  const [{ n }] = await source.query<{ n: number }[]>(
+    'SELECT COUNT(*) AS n FROM seckill_queue_join WHERE goods_id = ?',
+    [DURABLE_GOODS_ID],
+  );
+  console.log(
+    `joins written to MySQL before their answer: ${Math.round((buyers * 1000) / ms).toLocaleString('en-US')}/s (${buyers.toLocaleString('en-US')} in ${seconds(ms)}; ${Number(n).toLocaleString('en-US')} rows), ${refused} refused`,
+  );
+  await clients[0].redis.del(...Object.values(queueKeys(DURABLE_GOODS_ID)));
+}
+
 async function run(options: Options): Promise<boolean> {
   const server = await startRedis(await freePortBelowEphemeral());
   onCleanup(() => server.stop());
@@ -131,12 +188,14 @@ async function run(options: Options): Promise<boolean> {
     perUserLimit: 1,
     admission: 'queue',
   });
+  // The room as a restore of an empty journal leaves it (the app's first join does that).
+  await redis.hset(room.state, 'journal', 1);
   const before = await usedMemory(redis);
   await scriptMicros(redis);
   const joinStarted = performance.now();
   let refused = 0;
   await spread(clients, options.buyers, async (client, i) => {
-    const code = await client.scripts.queue.join(GOODS_ID, FIRST_BUYER + i, {
+    const { code } = await client.scripts.queue.join(GOODS_ID, FIRST_BUYER + i, {
       opensAt: 0,
       ...window(farStart),
     });
@@ -149,7 +208,10 @@ async function run(options: Options): Promise<boolean> {
     `joins: ${Math.round((options.buyers * 1000) / joinMs).toLocaleString('en-US')}/s (${seconds(joinMs)}, ${joinMicros.toFixed(1)} µs of Redis each), ${refused} refused; Redis ${perBuyer.toFixed(0)} bytes per waiting buyer (used_memory)`,
   );
 
+  if (options.durableBuyers > 0) await durableJoins(clients, options.durableBuyers, farStart);
+
   // The start: the sale's window and the ticks from now on.
+  const seed = randomBytes(16).toString('hex');
   const startAt = Date.now();
   const { endAt } = window(startAt);
   await scripts.load.preheat(
@@ -175,7 +237,7 @@ async function run(options: Options): Promise<boolean> {
         admitPerSecond: options.admitPerSecond,
         admissionTtlMs: 60_000,
         stockFactor: 1,
-        seedCandidate: randomBytes(16).toString('hex'),
+        seed,
         paused: false,
         gapMs: 2_000,
       });
@@ -239,8 +301,8 @@ async function run(options: Options): Promise<boolean> {
   const { head } = await scripts.queue.room(GOODS_ID, endAt);
   const states = new Map<string, number>();
   await spread(clients, sample.length, async (client, i) => {
-    const { state } = await client.scripts.queue.status(GOODS_ID, sample[i], endAt);
-    states.set(state, (states.get(state) ?? 0) + 1);
+    const state = (await client.scripts.queue.status(GOODS_ID, sample[i], endAt))?.state;
+    states.set(state ?? 'RESTORING', (states.get(state ?? 'RESTORING') ?? 0) + 1);
   });
   const toldMs = performance.now() - started;
   const told = [...states].map(([state, n]) => `${state} ${n}`).join(', ');

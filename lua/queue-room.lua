@@ -3,7 +3,7 @@
   interval for all the queue streams it serves (modules/waiting-room/queue-streams.service.ts),
   and by the dashboard's snapshot.
 
-  KEYS[1] state     seckill:{gid}:queue:state     hash  seed, head (lua/queue-tick.lua)
+  KEYS[1] state     seckill:{gid}:queue:state     hash  journal, seed, head (lua/queue-tick.lua)
   KEYS[2] admits    seckill:{gid}:queue:admits    zset  "head:count" per admission -> at (ms)
   KEYS[3] stock     seckill:{gid}:stock
   KEYS[4] inflight  seckill:{gid}:inflight        hash  accepted purchases not yet in MySQL
@@ -17,10 +17,11 @@
   ARGV[1] endAt (ms)
 
   Returns {head, shuffled, stock, inflight, admittedLast10s, waiting, deciding, expired, ended,
-  stopped}: stock -1 when the sale is not in Redis; shuffled 1 once the seed is drawn (every
+  stopped, restoring}: stock -1 when the sale is not in Redis; shuffled 1 once the seed is drawn (every
   place is fixed); waiting, the buyers not admitted yet; deciding, those admitted who have
   neither bought nor lapsed; ended 1 at or after endAt (Redis's clock); stopped 1 while the
-  room's clock is stopped (the sale cannot sell).
+  room's clock is stopped (the sale cannot sell); restoring 1 while the room is not the
+  journal's (Redis lost or outdated it: it is being restored from MySQL).
 ]]
 --!include lib/room-clock.lua
 
@@ -44,4 +45,5 @@ return {
   redis.call('SCARD', KEYS[8]),
   now >= tonumber(ARGV[1]) and 1 or 0,
   stopped and 1 or 0,
+  1 - redis.call('HEXISTS', KEYS[1], 'journal'),
 }

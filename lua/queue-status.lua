@@ -1,7 +1,8 @@
 --[[
   queue-status: where one buyer stands in a queue sale's waiting room.
 
-  KEYS[1]  state     seckill:{gid}:queue:state     hash  seed, head (lua/queue-tick.lua)
+  KEYS[1]  state     seckill:{gid}:queue:state     hash  journal, seed, preSize, head
+                                                         (lua/queue-tick.lua)
   KEYS[2]  pre       seckill:{gid}:queue:pre       zset  userId -> join index: the pre-queue
   KEYS[3]  line      seckill:{gid}:queue:line      zset  the later joiners, in arrival order
   KEYS[4]  admitted  seckill:{gid}:queue:admitted  zset  userId -> admitted until (ms, the room's
@@ -19,7 +20,9 @@
 
   Returns {state, ahead, admittedUntil, admittedLast10s, head, ended, stopped, pending, stock,
   deciding}:
-    state  0 NOT_JOINED, 1 WAITING, 2 ADMITTED, 3 EXPIRED, 4 SOLD_OUT, 5 PURCHASED
+    state  0 NOT_JOINED, 1 WAITING, 2 ADMITTED, 3 EXPIRED, 4 SOLD_OUT, 5 PURCHASED; -1: the room
+           is not the journal's (Redis lost or outdated it: it is being restored from MySQL),
+           nothing else is returned
     ahead  buyers waiting ahead of this one (WAITING, and SOLD_OUT while in line), -1 before the
            seed is drawn (a pre-queue buyer's place is lua/lib/queue-order.lua's placeOf its join
            index, the later joiners' the pre-queue's size plus their rank)
@@ -49,6 +52,9 @@ local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local ended = now >= tonumber(ARGV[2]) and 1 or 0
 local roomTime, stopped = roomNow(KEYS[11], now)
+if redis.call('HEXISTS', KEYS[1], 'journal') == 0 then
+  return {-1}
+end
 
 local held = tonumber(redis.call('HGET', KEYS[9], userId) or '0') > 0
 local admission = redis.call('ZSCORE', KEYS[4], userId)
@@ -90,7 +96,7 @@ local seed = redis.call('HGET', KEYS[1], 'seed')
 if not seed then
   return {state, -1, 0, recent, 0, ended, isStopped, 0, stock, deciding}
 end
-local preSize = redis.call('ZCARD', KEYS[2])
+local preSize = tonumber(redis.call('HGET', KEYS[1], 'preSize') or '0')
 local place = index and queueOrder(seed, preSize).placeOf(tonumber(index)) or preSize + rank
 local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
 return {state, math.max(place - head, 0), 0, recent, head, ended, isStopped, 0, stock, deciding}

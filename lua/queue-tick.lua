@@ -5,7 +5,8 @@
   moves the room's clock (lua/lib/room-clock.lua), then drops lapsed admissions and admits the
   next buyers in order.
 
-  KEYS[1] state     seckill:{gid}:queue:state     hash  seed, head (places admitted so far)
+  KEYS[1] state     seckill:{gid}:queue:state     hash  journal, seed, preSize (the indices it
+                                                        orders), head (places admitted so far)
   KEYS[2] pre       seckill:{gid}:queue:pre       zset  userId -> join index 0 .. n-1 (queue-join)
   KEYS[3] line      seckill:{gid}:queue:line      zset  userId -> 1, 2, …: the later joiners
   KEYS[4] admitted  seckill:{gid}:queue:admitted  zset  userId -> admitted until (ms, the room's
@@ -21,7 +22,8 @@
   ARGV[3] admitPerSecond: the most admissions in any 1,000 ms, across every caller
   ARGV[4] admission TTL (ms)
   ARGV[5] stock factor: admitted buyers not yet decided stay within stock × factor
-  ARGV[6] a seed candidate (random hex from the caller; only the first one drawn is ever kept)
+  ARGV[6] the seed (the caller draws it in MySQL first, so that it outlives Redis; only the first
+          one drawn is ever kept here too); "" when the caller has none yet: nothing is drawn
   ARGV[7] "1": the operator paused admission (the room's clock stops: no lapses either)
   ARGV[8] the most this call admits (each admission of a pre-queue buyer costs the shuffle's
           inverse, about 10 µs: a batch holds Redis that long at most; the caller calls again)
@@ -33,13 +35,19 @@
   at the first step that finds the sale selling. A stopped clock lapses nobody, and the time to
   buy of an admission given now ends no later than endAt.
 
-  The order: places 0 .. n-1 are the n pre-queue buyers, shuffled by the seed (the buyer at
-  place p is lua/lib/queue-order.lua's indexAt(p), nothing is written at the draw), then the
-  later joiners in arrival order. The seed is drawn by the first call at or after startAt and
-  kept with HSETNX: nobody can know the order before it exists, nobody can draw it again.
+  The order: places 0 .. n-1 are the n pre-queue join indices (n: the join counter at the draw,
+  kept as preSize), shuffled by the seed (the buyer at place p is lua/lib/queue-order.lua's
+  indexAt(p), nothing is written at the draw; a place whose index nobody holds is passed over),
+  then the later joiners in arrival order. The seed is drawn by the first call at or after
+  startAt and kept with HSETNX: nobody can know the order before it exists, nobody can draw it
+  again. A room that is not the journal's (no `journal` field: Redis lost or outdated it, it is
+  being restored from MySQL) is left alone.
 
-  Returns {admitted, lapsed, drawn, stopped}: buyers admitted now, admissions that lapsed now, 1
-  when this call drew the seed, and 1 while the room's clock is stopped.
+  Returns {admitted, lapsed, drawn, stopped, head, roomTime, until, preSize, users}: buyers
+  admitted now, admissions that lapsed now, 1 when this call drew the seed, 1 while the room's
+  clock is stopped (-1: the room is being restored), the places admitted so far, the room's
+  clock, the admissions' end in it, the pre-queue's size, and the buyers admitted now (what the
+  caller writes to MySQL).
 ]]
 --!include lib/queue-order.lua
 --!include lib/room-clock.lua
@@ -47,9 +55,18 @@
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 if now < tonumber(ARGV[1]) then
-  return {0, 0, 0, 0}
+  return {0, 0, 0, 0, 0, 0, 0, 0, {}}
 end
-local drawn = redis.call('HSETNX', KEYS[1], 'seed', ARGV[6])
+if redis.call('HEXISTS', KEYS[1], 'journal') == 0 then
+  return {0, 0, 0, -1, 0, 0, 0, 0, {}}
+end
+-- No seed from the caller (MySQL did not give one yet): no draw, and nobody admitted before it.
+local drawn = ARGV[6] ~= '' and redis.call('HSETNX', KEYS[1], 'seed', ARGV[6]) or 0
+if drawn == 1 then
+  redis.call('HSET', KEYS[1], 'preSize', redis.call('HGET', KEYS[1], 'preSeq') or 0)
+end
+local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
+local preSize = tonumber(redis.call('HGET', KEYS[1], 'preSize') or '0')
 
 -- The room's clock: stopped while nobody can buy, so that no admission is spent then.
 local kept = redis.call('HMGET', KEYS[8], 'lag', 'since', 'tickedAt')
@@ -76,7 +93,7 @@ local roomTime = roomNow(KEYS[8], now)
 
 redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. (now - 10000))
 if since then
-  return {0, 0, drawn, 1}
+  return {0, 0, drawn, 1, head, roomTime, 0, preSize, {}}
 end
 
 -- Lapsed admissions (a used one is negative, never lapses): out, and the next buyers in.
@@ -89,14 +106,12 @@ if #lapsed > 0 then
 end
 
 if now >= tonumber(ARGV[2]) then
-  return {0, #lapsed, drawn, 0}
+  return {0, #lapsed, drawn, 0, head, roomTime, 0, preSize, {}}
 end
 local recent = 0
 for _, entry in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '(' .. (now - 1000), '+inf')) do
   recent = recent + tonumber(string.match(entry, ':(%d+)$'))
 end
-local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
-local preSize = redis.call('ZCARD', KEYS[2])
 local deciding = redis.call('ZCOUNT', KEYS[4], roomTime, '+inf')
 local stock = tonumber(redis.call('GET', KEYS[7]) or '0')
 local n = math.min(
@@ -106,25 +121,37 @@ local n = math.min(
   tonumber(ARGV[8])
 )
 if n <= 0 then
-  return {0, #lapsed, drawn, 0}
+  return {0, #lapsed, drawn, 0, head, roomTime, 0, preSize, {}}
 end
 -- No admission outlives the sale: one given close to its end lasts until it.
 local untilMs = roomTime + math.min(tonumber(ARGV[4]), tonumber(ARGV[2]) - now)
 local last = head + n - 1
+local users = {}
+-- A buyer is admitted once: one admitted or lapsed already (a place admitted again after a
+-- restore from a journal a step behind) keeps what it had.
+local function admit(userId)
+  if redis.call('ZSCORE', KEYS[4], userId) or redis.call('SISMEMBER', KEYS[5], userId) == 1 then
+    return
+  end
+  redis.call('ZADD', KEYS[4], untilMs, userId)
+  users[#users + 1] = userId
+end
 if head < preSize then
   local order = queueOrder(redis.call('HGET', KEYS[1], 'seed'), preSize)
   for place = head, math.min(last, preSize - 1) do
     local index = order.indexAt(place)
     local userId = redis.call('ZRANGEBYSCORE', KEYS[2], index, index, 'LIMIT', 0, 1)[1]
-    redis.call('ZADD', KEYS[4], untilMs, userId)
+    if userId then
+      admit(userId)
+    end
   end
 end
 if last >= preSize then
   local from = math.max(head, preSize) - preSize
   for _, userId in ipairs(redis.call('ZRANGE', KEYS[3], from, last - preSize)) do
-    redis.call('ZADD', KEYS[4], untilMs, userId)
+    admit(userId)
   end
 end
 redis.call('HSET', KEYS[1], 'head', head + n)
 redis.call('ZADD', KEYS[6], now, head .. ':' .. n)
-return {n, #lapsed, drawn, 0}
+return {n, #lapsed, drawn, 0, head + n, roomTime, untilMs, preSize, users}

@@ -146,7 +146,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
     // rest of a body nobody will use, as Fastify does for its own body errors. A refusal of a
     // request without a body (a sold-out answer from memory) keeps the connection.
     if (bodyStillComing(request.raw)) void reply.header('Connection', 'close');
-    if (body.statusCode === 429 && typeof body.retryAfterSeconds === 'number') {
+    if (
+      (body.statusCode === 429 || body.statusCode === 503) &&
+      typeof body.retryAfterSeconds === 'number'
+    ) {
       void reply.header('Retry-After', String(body.retryAfterSeconds));
     }
     void reply.status(body.statusCode).send(body);

@@ -24,6 +24,7 @@ export interface FeedTimings {
 export class EventFeed<T> {
   private sent?: string;
   private emit?: (value: T) => void;
+  private finish?: () => void;
   private changedBeforeSubscribe = false;
   private reading = false;
   private readAgain = false;
@@ -41,6 +42,14 @@ export class EventFeed<T> {
     else this.changedBeforeSubscribe = true;
   }
 
+  /**
+   * Ends the stream now, without a final value: what it last said may no longer be true (the
+   * client reconnects and reads anew).
+   */
+  end(): void {
+    this.finish?.();
+  }
+
   /** A value known without a read; dropped while a read is on its way (it may be newer). */
   push(value: T): void {
     if (!this.reading) this.emit?.(value);
@@ -49,6 +58,7 @@ export class EventFeed<T> {
   events(initial: T): Observable<MessageEvent> {
     return new Observable<MessageEvent>((subscriber) => {
       const end = () => subscriber.complete();
+      this.finish = end;
       this.emit = (value) => {
         const data = this.values.data(value);
         if (data === this.sent) return;
@@ -68,6 +78,7 @@ export class EventFeed<T> {
       if (this.changedBeforeSubscribe) void this.reread();
       return () => {
         this.emit = undefined;
+        this.finish = undefined;
         clearInterval(heartbeat);
         clearTimeout(lifetime);
         this.enders.delete(end);

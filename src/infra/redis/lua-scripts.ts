@@ -37,6 +37,7 @@ const SCRIPTS = {
   queueTick: { file: 'queue-tick.lua', keys: 8 },
   queueStatus: { file: 'queue-status.lua', keys: 11 },
   queueRoom: { file: 'queue-room.lua', keys: 9 },
+  queueRestore: { file: 'queue-restore.lua', keys: 7 },
   // The key count varies with the window: the caller passes it first.
   dashboardSale: { file: 'dashboard-sale.lua', keys: 'first-argument' },
 } as const satisfies Record<

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { GoodsModule } from '../goods/goods.module.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
+import { QueueJournalModule } from '../queue-journal/queue-journal.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { PreheatService } from './preheat.service.js';
 
@@ -10,7 +11,7 @@ import { PreheatService } from './preheat.service.js';
  * PreheatHttpModule's, its jobs PreheatJobsModule's.
  */
 @Module({
-  imports: [GoodsModule, OrdersModule, SaleStoreModule, MessagingModule],
+  imports: [GoodsModule, OrdersModule, SaleStoreModule, MessagingModule, QueueJournalModule],
   providers: [PreheatService],
   exports: [PreheatService],
 })

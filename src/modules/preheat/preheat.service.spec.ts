@@ -4,6 +4,7 @@ import type { GoodsService } from '../goods/goods.service.js';
 import type { OrderBarrier } from '../messaging/order-barrier.service.js';
 import type { OrdersService, SaleHistory } from '../orders/orders.service.js';
 import type { SaleStateHold, SaleStateLock } from '../sale-store/sale-state-lock.js';
+import type { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
 import type { SaleLoader } from '../sale-store/sale-loader.service.js';
 import { PreheatService } from './preheat.service.js';
 
@@ -71,6 +72,7 @@ function setup({ unsold = false } = {}) {
     stock as unknown as SaleLoader,
     barrier as unknown as OrderBarrier,
     lock as unknown as SaleStateLock,
+    { restoreHeld: vi.fn(async () => undefined) } as unknown as QueueRestoreService,
     { publishConfirmTimeoutMs: CONFIRM_MS } as RabbitMqConfig,
   );
   return { state, goods, orders, stock, barrier, preheat };

@@ -6,6 +6,7 @@ import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js'
 import { GoodsService } from '../goods/goods.service.js';
 import { OrderBarrier, type OpenBarrier } from '../messaging/order-barrier.service.js';
 import { OrdersService } from '../orders/orders.service.js';
+import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
 import { SaleStateLock, type SaleStateHold } from '../sale-store/sale-state-lock.js';
 import { SaleLoader } from '../sale-store/sale-loader.service.js';
 
@@ -39,6 +40,7 @@ export class PreheatService {
     private readonly loader: SaleLoader,
     private readonly barriers: OrderBarrier,
     private readonly saleLock: SaleStateLock,
+    private readonly queueRestore: QueueRestoreService,
     @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
   ) {}
 
@@ -71,7 +73,7 @@ export class PreheatService {
     ) {
       return this.load(goods, goods.stock, undefined);
     }
-    return this.rebuild(goods);
+    return this.rebuild(goods, held);
   }
 
   /**
@@ -79,7 +81,7 @@ export class PreheatService {
    * sale MySQL sold while Redis was down (availability/fallback/), whose caller read that mark under the lock.
    */
   async rebuildFromMysql(held: SaleStateHold): Promise<PreheatResult> {
-    return this.rebuild(await this.goods.findOrThrow(held.goodsId));
+    return this.rebuild(await this.goods.findOrThrow(held.goodsId), held);
   }
 
   /**
@@ -94,7 +96,7 @@ export class PreheatService {
    * copy may have sold and been lost again) begins anew: it never trusts a barrier opened before
    * its own wipe.
    */
-  private async rebuild(goods: GoodsEntity): Promise<PreheatResult> {
+  private async rebuild(goods: GoodsEntity, held: SaleStateHold): Promise<PreheatResult> {
     const after = await this.orders.lastRebuild(goods.id);
     let pending = this.pending.get(goods.id);
     if (pending === undefined || pending.after !== after) {
@@ -105,7 +107,12 @@ export class PreheatService {
     await this.ensureOrdersSettled(pending.wipedAt);
     // Its barrier is spent, whatever comes next: a load cut short is wiped by the next rebuild,
     // which waits for a barrier of its own.
+    const { wipedAt } = pending;
     this.pending.delete(goods.id);
+    // A queue sale's waiting room is suspect with the rest (lost, or an older copy): written
+    // back from its journal before the sale is, so that the sale opens on the room MySQL holds.
+    // Its wipe dropped the room as the journal's: no join placed after that.
+    if (goods.admission === 'queue') await this.queueRestore.restoreHeld(held, wipedAt);
     const { history, result } = await this.orders.history(goods.id, async (history) => ({
       history,
       result: await this.load(goods, history.stock, history),

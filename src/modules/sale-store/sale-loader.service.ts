@@ -138,6 +138,9 @@ export class SaleLoader {
       // One DEL per bucket: a cluster refuses a DEL whose keys are in different slots.
       await this.redis.del(...names);
     }
+    // A queue sale's waiting room stays, but is no longer taken as the journal's: it is written
+    // back from MySQL before the sale opens again (QueueRestoreService).
+    await this.redis.hdel(queueKeys(goodsId).state, 'journal');
   }
 
   /** Goods ids that were ever preheated on this Redis (the sweepers walk these). */

@@ -11,7 +11,8 @@ const BUSY_RETRIES = 3;
 const BUSY_RETRY_MS = 100;
 
 /** The paths that wipe or load a sale's Redis keys, as the busy-lock metric names them. */
-export type SaleStatePath = 'preheat' | 'fallback-return' | 'repair' | 'survivor-wipe';
+export type SaleStatePath =
+  'preheat' | 'fallback-return' | 'repair' | 'survivor-wipe' | 'queue-restore';
 
 declare const heldBrand: unique symbol;
 

@@ -1,8 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { randomBytes } from 'node:crypto';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
+import { PurchaseAvailability } from '../availability/purchase-availability.service.js';
 import { GoodsService } from '../goods/goods.service.js';
+import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
+import { RoomJournalService } from '../queue-journal/room-journal.service.js';
 import { ADMIT_BATCH, QueueScripts } from './queue-scripts.js';
 import { isQueueSale, type QueueSale } from './waiting-room.service.js';
 
@@ -16,6 +18,8 @@ const SALES_REFRESH_MS = 1_000;
  */
 const GAP_TICKS = 10;
 const GAP_MIN_MS = 2_000;
+/** The seed is asked of MySQL from this long before the start (Redis's clock may run ahead). */
+const SEED_LEAD_MS = 1_000;
 
 /**
  * Each tick, every open queue one step on (lua/queue-tick.lua): the shuffle's seed at startAt,
@@ -32,6 +36,9 @@ export class AdmissionPacer {
   constructor(
     private readonly goods: GoodsService,
     private readonly scripts: QueueScripts,
+    private readonly journal: RoomJournalService,
+    private readonly restore: QueueRestoreService,
+    private readonly availability: PurchaseAvailability,
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
   ) {}
 
@@ -61,8 +68,14 @@ export class AdmissionPacer {
   }
 
   private async step(sale: QueueSale): Promise<void> {
+    // Redis restarted and the sale is not rebuilt yet: its room may be an older copy, whose
+    // steps must not reach the journal. The rebuild restores it first.
+    if (this.availability.rebuilding(sale.id)) return;
     // Full batches (ADMIT_BATCH) are followed by another call, for up to one tick period.
     const deadline = Date.now() + this.config.tickMs;
+    // Drawn in MySQL first, from just before the start: Redis takes the seed MySQL keeps.
+    const seed =
+      Date.now() >= sale.startAt.getTime() - SEED_LEAD_MS ? await this.journal.seed(sale.id) : '';
     let admitted = 0;
     let lapsed = 0;
     for (;;) {
@@ -72,16 +85,27 @@ export class AdmissionPacer {
         admitPerSecond: sale.admitPerSecond,
         admissionTtlMs: sale.admissionTtlSeconds * 1_000,
         stockFactor: this.config.admitStockFactor,
-        // Only the first candidate after startAt is kept (HSETNX): drawn here, never by a client.
-        // 128 bits, so that a round of the shuffle (lua/lib/queue-order.lua) hashes one SHA1 block.
-        seedCandidate: randomBytes(16).toString('hex'),
+        seed,
         paused: sale.admissionPaused,
         gapMs: Math.max(GAP_MIN_MS, GAP_TICKS * this.config.tickMs),
       });
+      if (result.restoring) {
+        void this.restore.ensure(sale.id);
+        return;
+      }
       if (result.drawn) this.logger.log(`queue order drawn: goods=${sale.id}`);
       this.noteClock(sale.id, result.stopped);
       admitted += result.admitted;
       lapsed += result.lapsed;
+      if (Date.now() >= sale.startAt.getTime()) {
+        // What the step did, in MySQL (kept for the next step's write when it fails).
+        await this.journal.record(sale.id, {
+          head: result.head,
+          roomMs: result.roomMs,
+          preSize: result.drawn ? result.preSize : undefined,
+          admissions: result.users.map((userId) => ({ userId, untilMs: result.untilMs })),
+        });
+      }
       if (result.admitted < ADMIT_BATCH || Date.now() >= deadline) break;
     }
     if (admitted > 0 || lapsed > 0) {

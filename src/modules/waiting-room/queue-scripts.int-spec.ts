@@ -27,6 +27,15 @@ describe("the waiting room's scripts (real Redis)", () => {
     ledger = new LedgerScripts(lua);
   });
 
+  /** A standing, the room being the journal's (as the restore leaves it). */
+  const standing = async (goods: number, userId: number, endAt: number) => {
+    const read = await queue.status(goods, userId, endAt);
+    if (read === null) throw new Error('the room is not the journal’s');
+    return read;
+  };
+  /** The room as a restore (or the first one, of an empty journal) leaves it: the journal's. */
+  const journalRoom = () => redis.hset(queueKeys(goodsId).state, 'journal', 1);
+
   /** Redis's clock (ms), which every script judges by. */
   const redisNow = async () => {
     const [seconds, micros] = await redis.time();
@@ -48,6 +57,7 @@ describe("the waiting room's scripts (real Redis)", () => {
       perUserLimit: 1,
       admission: 'queue',
     });
+    await journalRoom();
     for (const userId of buyers) {
       await queue.join(goodsId, userId, { opensAt: 0, startAt: far, endAt: far + HOUR });
     }
@@ -59,7 +69,7 @@ describe("the waiting room's scripts (real Redis)", () => {
       admitPerSecond: 100_000,
       admissionTtlMs: HOUR,
       stockFactor: 1,
-      seedCandidate: randomBytes(16).toString('hex'),
+      seed: randomBytes(16).toString('hex'),
       paused: false,
       gapMs: HOUR,
       ...change,
@@ -106,9 +116,10 @@ describe("the waiting room's scripts (real Redis)", () => {
       perUserLimit: 1,
       admission: 'queue',
     });
+    await journalRoom();
     const joined = await Promise.all(buyers.map((userId) => queue.join(goodsId, userId, window)));
-    expect(joined.every((code) => code === JoinCode.Joined)).toBe(true);
-    expect((await queue.status(goodsId, buyers[0], far + HOUR)).ahead).toBeNull();
+    expect(joined.every(({ code }) => code === JoinCode.Joined)).toBe(true);
+    expect((await standing(goodsId, buyers[0], far + HOUR)).ahead).toBeNull();
 
     // The start, as the ticking instance sees it; paused, the tick draws the seed and admits none.
     const startAt = Date.now() - 1;
@@ -118,21 +129,22 @@ describe("the waiting room's scripts (real Redis)", () => {
       admitPerSecond: 100_000,
       admissionTtlMs: HOUR,
       stockFactor: 1,
-      seedCandidate: randomBytes(16).toString('hex'),
+      seed: randomBytes(16).toString('hex'),
       paused,
       gapMs: HOUR,
     });
-    expect(await queue.tick(goodsId, params(true))).toEqual({
+    expect(await queue.tick(goodsId, params(true))).toMatchObject({
       admitted: 0,
       lapsed: 0,
       drawn: true,
       stopped: true,
+      preSize: buyers.length,
     });
     const places = new Map<number, number>();
     for (const userId of buyers) {
-      const standing = await queue.status(goodsId, userId, startAt + HOUR);
-      expect(standing.state).toBe('WAITING');
-      places.set(userId, standing.ahead!);
+      const read = await standing(goodsId, userId, startAt + HOUR);
+      expect(read.state).toBe('WAITING');
+      places.set(userId, read.ahead!);
     }
     expect([...places.values()].sort((a, b) => a - b)).toEqual(buyers.map((_, i) => i));
     // Not the join order (a chance of 1 in 2,500! otherwise).
@@ -151,21 +163,25 @@ describe("the waiting room's scripts (real Redis)", () => {
     expect((await queue.tick(goodsId, params(false))).admitted).toBe(0);
 
     // A buyer who joins now goes behind the whole pre-queue, and is admitted next.
-    expect(await queue.join(goodsId, 99, { ...window, startAt })).toBe(JoinCode.Joined);
+    expect(await queue.join(goodsId, 99, { ...window, startAt })).toEqual({
+      code: JoinCode.Joined,
+      line: 1,
+      position: 1,
+    });
     expect((await queue.room(goodsId, startAt + HOUR)).waiting).toBe(1);
-    expect((await queue.status(goodsId, 99, startAt + HOUR)).ahead).toBe(0);
+    expect((await standing(goodsId, 99, startAt + HOUR)).ahead).toBe(0);
   });
 
   it("should keep an admission's time to buy while the sale is paused, and spend it only once it runs again", async () => {
     const { endAt, params } = await startedSale([1, 2]);
     expect((await queue.tick(goodsId, params({ admissionTtlMs: 400 }))).admitted).toBe(2);
-    const { admittedUntil } = await queue.status(goodsId, 1, endAt);
+    const { admittedUntil } = await standing(goodsId, 1, endAt);
 
     // Paused: the clock stops, and Redis's clock runs past the admission's end.
     expect((await queue.tick(goodsId, params({ paused: true }))).stopped).toBe(true);
     await untilRedisPasses(admittedUntil! + 200);
     expect(await queue.tick(goodsId, params({ paused: true }))).toMatchObject({ lapsed: 0 });
-    const paused = await queue.status(goodsId, 1, endAt);
+    const paused = await standing(goodsId, 1, endAt);
     expect(paused).toMatchObject({ state: 'ADMITTED', stopped: true });
     expect(paused.admittedUntil! - (await redisNow())).toBeGreaterThan(200);
     // The deduct reads the same clock: the admission is in force for buyer 1.
@@ -173,23 +189,23 @@ describe("the waiting room's scripts (real Redis)", () => {
 
     // Running again: buyer 2's time left goes on from where it stopped, then lapses.
     expect((await queue.tick(goodsId, params())).stopped).toBe(false);
-    const running = await queue.status(goodsId, 2, endAt);
+    const running = await standing(goodsId, 2, endAt);
     expect(running).toMatchObject({ state: 'ADMITTED', stopped: false });
     await untilRedisPasses(running.admittedUntil! + 1);
     expect((await queue.tick(goodsId, params())).lapsed).toBe(1);
-    expect((await queue.status(goodsId, 2, endAt)).state).toBe('EXPIRED');
+    expect((await standing(goodsId, 2, endAt)).state).toBe('EXPIRED');
     expect((await buy(2)).code).toBe(DeductCode.NotAdmitted);
   });
 
   it('should stop the clock while the sale is not in Redis and across a gap between two steps', async () => {
     const { endAt, params } = await startedSale([1, 2]);
     await queue.tick(goodsId, params({ admissionTtlMs: 400, gapMs: 300 }));
-    const { admittedUntil } = await queue.status(goodsId, 1, endAt);
+    const { admittedUntil } = await standing(goodsId, 1, endAt);
 
     // No step for longer than the gap bound (every instance cut from Redis): the room reads
     // stopped since its last step, and the next step counts the gap as a stop.
     await untilRedisPasses(admittedUntil! + 200);
-    expect(await queue.status(goodsId, 1, endAt)).toMatchObject({
+    expect(await standing(goodsId, 1, endAt)).toMatchObject({
       state: 'ADMITTED',
       stopped: true,
     });
@@ -198,36 +214,36 @@ describe("the waiting room's scripts (real Redis)", () => {
       lapsed: 0,
       stopped: false,
     });
-    expect((await queue.status(goodsId, 2, endAt)).state).toBe('ADMITTED');
+    expect((await standing(goodsId, 2, endAt)).state).toBe('ADMITTED');
 
     // The stock gone from Redis (a restart's rebuild): stopped until it is back.
     const stock = await redis.get(saleKeys(goodsId).stock);
     await redis.del(saleKeys(goodsId).stock);
     expect((await queue.tick(goodsId, params({ gapMs: 300 }))).stopped).toBe(true);
-    const before = (await queue.status(goodsId, 2, endAt)).admittedUntil! - (await redisNow());
+    const before = (await standing(goodsId, 2, endAt)).admittedUntil! - (await redisNow());
     await untilRedisPasses((await redisNow()) + before + 100);
     expect((await queue.tick(goodsId, params({ gapMs: 300 }))).lapsed).toBe(0);
     await redis.set(saleKeys(goodsId).stock, stock!);
     expect((await queue.tick(goodsId, params({ gapMs: 300 }))).stopped).toBe(false);
-    expect((await queue.status(goodsId, 2, endAt)).state).toBe('ADMITTED');
+    expect((await standing(goodsId, 2, endAt)).state).toBe('ADMITTED');
   });
 
   it('should end no admission after endAt, and make every standing final at the end', async () => {
     const { endAt, params } = await startedSale([1, 2, 3], { stock: 1, endInMs: 600 });
     // An hour to buy, given 600 ms before the end: it lasts until the end.
     expect((await queue.tick(goodsId, params())).admitted).toBe(1);
-    const standings = await Promise.all([1, 2, 3].map((u) => queue.status(goodsId, u, endAt)));
+    const standings = await Promise.all([1, 2, 3].map((u) => standing(goodsId, u, endAt)));
     const first = [1, 2, 3][standings.findIndex((standing) => standing.state === 'ADMITTED')];
     // Redis's clock and this process's may differ by a millisecond or two.
     const until = standings.find((standing) => standing.state === 'ADMITTED')!.admittedUntil!;
     expect(until).toBeLessThanOrEqual(endAt + 5);
     await untilRedisPasses(endAt);
     for (const userId of [1, 2, 3]) {
-      const standing = await queue.status(goodsId, userId, endAt);
-      expect(standing.ended).toBe(true);
-      expect(standing.state).toBe(userId === first ? 'EXPIRED' : 'SOLD_OUT');
+      const read = await standing(goodsId, userId, endAt);
+      expect(read.ended).toBe(true);
+      expect(read.state).toBe(userId === first ? 'EXPIRED' : 'SOLD_OUT');
     }
-    expect((await queue.status(goodsId, 4, endAt)).state).toBe('NOT_JOINED');
+    expect((await standing(goodsId, 4, endAt)).state).toBe('NOT_JOINED');
     expect((await queue.room(goodsId, endAt)).ended).toBe(true);
   });
 
@@ -240,7 +256,7 @@ describe("the waiting room's scripts (real Redis)", () => {
     expect(await ledger.release(saleKeys(goodsId), requestId, false, 'UNAVAILABLE', 1)).toBe(
       ReleaseCode.Released,
     );
-    expect((await queue.status(goodsId, 1, endAt)).state).toBe('ADMITTED');
+    expect((await standing(goodsId, 1, endAt)).state).toBe('ADMITTED');
     const orderNo = `SK${requestId.replace(/-/g, '').slice(0, 20)}`;
     const { retaken } = await ledger.complete(saleKeys(goodsId), [
       { requestId, userId: 1, orderNo, quantity: 1 },

@@ -15,6 +15,16 @@ export enum JoinCode {
   Kept = 1,
   NotOpen = 2,
   Ended = 3,
+  /** The room is not the journal's (Redis lost or outdated it): it is being restored. */
+  Restoring = 4,
+}
+
+/** A join's answer: where the buyer stands (Joined, Kept). */
+export interface JoinResult {
+  code: JoinCode;
+  /** 0: the pre-queue (position: join index), 1: behind it (position: arrival number). */
+  line: 0 | 1;
+  position: number;
 }
 
 /** lua/queue-status.lua's states, in its order. */
@@ -68,6 +78,8 @@ export interface RoomState {
   ended: boolean;
   /** The room's clock is stopped: the sale cannot sell now. */
   stopped: boolean;
+  /** The room is not the journal's (Redis lost or outdated it): it is being restored. */
+  restoring: boolean;
 }
 
 export interface TickParams {
@@ -76,7 +88,8 @@ export interface TickParams {
   admitPerSecond: number;
   admissionTtlMs: number;
   stockFactor: number;
-  seedCandidate: string;
+  /** The seed, drawn in MySQL first (RoomJournalService): Redis takes it at the draw. */
+  seed: string;
   paused: boolean;
   /** Two steps further apart than this stop the room's clock for the gap (nobody reached it). */
   gapMs: number;
@@ -89,6 +102,18 @@ export interface TickResult {
   drawn: boolean;
   /** The room's clock is stopped: nobody lapses, nobody is admitted. */
   stopped: boolean;
+  /** The room is not the journal's: nothing was done, it must be restored. */
+  restoring: boolean;
+  /** Places admitted so far, after this call. */
+  head: number;
+  /** The room's clock at this call. */
+  roomMs: number;
+  /** The admissions' end (room's clock), for `users`. */
+  untilMs: number;
+  /** The pre-queue's size the seed orders (0 before the draw). */
+  preSize: number;
+  /** The buyers this call admitted. */
+  users: number[];
 }
 
 /** The waiting room's keys in the order lua/queue-tick.lua and queue-status.lua take them. */
@@ -106,9 +131,9 @@ export class QueueScripts {
     goodsId: number,
     userId: number,
     window: { opensAt: number; startAt: number; endAt: number },
-  ): Promise<JoinCode> {
+  ): Promise<JoinResult> {
     const keys = queueKeys(goodsId);
-    return (await this.lua.run(
+    const [code, line, position] = (await this.lua.run(
       'queueJoin',
       keys.state,
       keys.pre,
@@ -119,30 +144,46 @@ export class QueueScripts {
       window.endAt,
       // A queue sale keeps its stock in one bucket.
       resultChannel(goodsId, userId, 1),
-    )) as JoinCode;
+    )) as [JoinCode, number, number];
+    return { code, line: line === 1 ? 1 : 0, position };
   }
 
   async tick(goodsId: number, params: TickParams): Promise<TickResult> {
-    const [admitted, lapsed, drawn, stopped] = (await this.lua.run(
-      'queueTick',
-      ...roomKeys(goodsId),
-      saleKeys(goodsId).stock,
-      queueKeys(goodsId).clock,
-      params.startAt,
-      params.endAt,
-      params.admitPerSecond,
-      params.admissionTtlMs,
-      params.stockFactor,
-      params.seedCandidate,
-      params.paused ? '1' : '0',
-      ADMIT_BATCH,
-      params.gapMs,
-    )) as [number, number, number, number];
-    return { admitted, lapsed, drawn: drawn === 1, stopped: stopped === 1 };
+    const [admitted, lapsed, drawn, stopped, head, roomMs, untilMs, preSize, users] =
+      (await this.lua.run(
+        'queueTick',
+        ...roomKeys(goodsId),
+        saleKeys(goodsId).stock,
+        queueKeys(goodsId).clock,
+        params.startAt,
+        params.endAt,
+        params.admitPerSecond,
+        params.admissionTtlMs,
+        params.stockFactor,
+        params.seed,
+        params.paused ? '1' : '0',
+        ADMIT_BATCH,
+        params.gapMs,
+      )) as [number, number, number, number, number, number, number, number, string[]];
+    return {
+      admitted,
+      lapsed,
+      drawn: drawn === 1,
+      stopped: stopped !== 0,
+      restoring: stopped === -1,
+      head,
+      roomMs,
+      untilMs,
+      preSize,
+      users: users.map(Number),
+    };
   }
 
-  /** `endAt` (ms): the sale's end, judged by Redis's clock. */
-  async status(goodsId: number, userId: number, endAt: number): Promise<QueueStanding> {
+  /**
+   * `endAt` (ms): the sale's end, judged by Redis's clock. Null while the room is being
+   * restored (not the journal's).
+   */
+  async status(goodsId: number, userId: number, endAt: number): Promise<QueueStanding | null> {
     const sale = saleKeys(goodsId);
     const [
       state,
@@ -166,6 +207,7 @@ export class QueueScripts {
       userId,
       endAt,
     )) as number[];
+    if (state === -1) return null;
     const name = QUEUE_STATES[state];
     if (name === undefined) throw new Error(`queue-status answered an unknown state ${state}`);
     const inLine = name === 'WAITING' || name === 'SOLD_OUT';
@@ -198,6 +240,7 @@ export class QueueScripts {
       expired,
       ended,
       stopped,
+      restoring,
     ] = (await this.lua.run(
       'queueRoom',
       keys.state,
@@ -222,6 +265,7 @@ export class QueueScripts {
       expired,
       ended: ended === 1,
       stopped: stopped === 1,
+      restoring: restoring === 1,
     };
   }
 }

@@ -50,6 +50,9 @@ class QueueFollower {
   }
 
   roomRead(room: RoomView): void {
+    // Being restored: what the stream said may no longer be true. It ends; the page reconnects
+    // and is told 503 with Retry-After until the room is back, then the truth.
+    if (room.restoring) return this.feed.end();
     const { state, ahead, head } = this.standing;
     const place = ahead === null ? null : head + ahead;
     const inLine = (state === 'WAITING' || state === 'SOLD_OUT') && place !== null;

@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { GoodsModule } from '../goods/goods.module.js';
 import { OrderRepositoryModule } from '../orders/order-repository.module.js';
+import { QueueJournalModule } from '../queue-journal/queue-journal.module.js';
+import { AvailabilityModule } from '../availability/availability.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ChallengeModule } from '../seckill/challenge.module.js';
@@ -18,7 +20,15 @@ import { WaitingRoom } from './waiting-room.service.js';
  * a buyer is admitted (WaitingRoom.requireAdmission).
  */
 @Module({
-  imports: [GoodsModule, ChallengeModule, SaleStoreModule, MetricsModule, OrderRepositoryModule],
+  imports: [
+    GoodsModule,
+    ChallengeModule,
+    SaleStoreModule,
+    MetricsModule,
+    OrderRepositoryModule,
+    QueueJournalModule,
+    AvailabilityModule,
+  ],
   providers: [
     QueueScripts,
     WaitingRoom,

@@ -1,11 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
+import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { ChallengeService } from '../seckill/challenge.service.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
+import { PurchaseAvailability } from '../availability/purchase-availability.service.js';
+import { JoinJournalService } from '../queue-journal/join-journal.service.js';
+import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
 import { JoinCode, QueueScripts, type QueueStanding, type QueueState } from './queue-scripts.js';
 import { ReturnsOutlookService } from './returns-outlook.service.js';
 
@@ -34,6 +37,9 @@ export interface StandingOutlook {
   unitsMayReturn: boolean;
 }
 
+/** A restore takes a few seconds (the journal's write timeout, then the reads and writes). */
+const RESTORING_RETRY_SECONDS = 2;
+
 /** A queue sale's row, with the waiting-room columns a queue sale always has. */
 export type QueueSale = GoodsEntity & {
   queueOpensAt: Date;
@@ -55,6 +61,9 @@ export class WaitingRoom {
     private readonly scripts: QueueScripts,
     private readonly challenges: ChallengeService,
     private readonly returns: ReturnsOutlookService,
+    private readonly journal: JoinJournalService,
+    private readonly restore: QueueRestoreService,
+    private readonly availability: PurchaseAvailability,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
   ) {}
@@ -66,20 +75,30 @@ export class WaitingRoom {
     // Judged here first so that a solved challenge is not burnt on a join that cannot be had.
     if (now < sale.queueOpensAt.getTime()) throw notOpenYet(sale);
     if (now >= sale.endAt.getTime()) throw new DomainError('SALE_ENDED', 'The sale has ended');
+    this.refuseWhileRebuilt(goodsId);
     if (this.seckill.requireChallenge) {
       await this.challenges.redeem(goodsId, userId, challenge);
     }
-    const code = await orUnavailable('Redis', () =>
-      this.scripts.join(goodsId, userId, {
-        opensAt: sale.queueOpensAt.getTime(),
-        startAt: sale.startAt.getTime(),
-        endAt: sale.endAt.getTime(),
-      }),
+    const placed = () =>
+      orUnavailable('Redis', () =>
+        this.scripts.join(goodsId, userId, {
+          opensAt: sale.queueOpensAt.getTime(),
+          startAt: sale.startAt.getTime(),
+          endAt: sale.endAt.getTime(),
+        }),
+      );
+    const { code, line, position } = await this.restoredFirst(goodsId, placed, (result) =>
+      result.code === JoinCode.Restoring ? null : result,
     );
     if (code === JoinCode.NotOpen) throw notOpenYet(sale);
     if (code === JoinCode.Ended) throw new DomainError('SALE_ENDED', 'The sale has ended');
+    // Answered once MySQL holds it (a kept place too: its first write may have failed), so that
+    // no join the buyer was told of is lost with Redis.
+    await this.journal.record({ goodsId, userId, line, position, address: null });
     if (code === JoinCode.Joined) {
-      this.logger.debug(`queue joined: goods=${goodsId} user=${userId}`);
+      this.logger.debug(
+        `queue joined: goods=${goodsId} user=${userId} line=${line} position=${position}`,
+      );
     }
     return this.status(goodsId, userId);
   }
@@ -89,9 +108,51 @@ export class WaitingRoom {
     return this.answer(sale, await this.standing(sale, userId));
   }
 
-  /** The buyer's standing, read from Redis (503 UNAVAILABLE when it cannot be). */
-  standing(sale: QueueSale, userId: number): Promise<QueueStanding> {
-    return orUnavailable('Redis', () => this.scripts.status(sale.id, userId, sale.endAt.getTime()));
+  /**
+   * The buyer's standing, read from Redis: 503 UNAVAILABLE when it cannot be, and with
+   * Retry-After while the room is being restored (after a Redis restart, or found not the
+   * journal's), so that nobody is told a place that may no longer be true.
+   */
+  async standing(sale: QueueSale, userId: number): Promise<QueueStanding> {
+    this.refuseWhileRebuilt(sale.id);
+    return this.restoredFirst(
+      sale.id,
+      () =>
+        orUnavailable('Redis', () => this.scripts.status(sale.id, userId, sale.endAt.getTime())),
+      (standing) => standing,
+    );
+  }
+
+  /**
+   * Reads the room; where it is not the journal's (a new room, or one Redis lost), restores it
+   * (QueueRestoreService, once for every caller) and reads again: still not, 503 with
+   * Retry-After, so that nobody is told a place MySQL does not hold.
+   */
+  private async restoredFirst<R, T>(
+    goodsId: number,
+    read: () => Promise<R>,
+    usable: (result: R) => T | null,
+  ): Promise<T> {
+    const first = usable(await read());
+    if (first !== null) return first;
+    await this.restore.ensure(goodsId);
+    const again = usable(await read());
+    if (again !== null) return again;
+    throw new UnavailableError(
+      'The waiting room is being restored; ask again after Retry-After',
+      undefined,
+      { retryAfterSeconds: RESTORING_RETRY_SECONDS },
+    );
+  }
+
+  /** Redis restarted and this sale is not rebuilt yet (its room with it): 503 with Retry-After. */
+  private refuseWhileRebuilt(goodsId: number): void {
+    if (!this.availability.rebuilding(goodsId)) return;
+    throw new UnavailableError(
+      'Redis restarted: the waiting room is being restored; ask again after Retry-After',
+      undefined,
+      { retryAfterSeconds: RESTORING_RETRY_SECONDS },
+    );
   }
 
   /** The standing as the buyer reads it; MySQL is asked only of a SOLD_OUT before the end. */
@@ -112,9 +173,8 @@ export class WaitingRoom {
    */
   async requireAdmission(goods: GoodsEntity, userId: number): Promise<void> {
     if (goods.admission !== 'queue') return;
-    const { state } = await orUnavailable('Redis', () =>
-      this.scripts.status(goods.id, userId, goods.endAt.getTime()),
-    );
+    if (!isQueueSale(goods)) return;
+    const { state } = await this.standing(goods, userId);
     if (state !== 'ADMITTED') {
       throw new DomainError(
         'NOT_ADMITTED',

@@ -1,0 +1,142 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LuaScripts } from '../../infra/redis/lua-scripts.js';
+import { queueKeys } from '../../infra/redis/seckill-keys.js';
+import { SaleStateLock, type SaleStateHold } from '../sale-store/sale-state-lock.js';
+import { WRITE_TIMEOUT_MS } from './join-journal.service.js';
+import { QueueJournalRepository, type JoinRow } from './queue-journal.repository.js';
+
+/** Joins read from MySQL, and members written to Redis, per round trip. */
+const PAGE = 5_000;
+
+/** The waiting room's keys in the order lua/queue-restore.lua takes them. */
+function restoreKeys(goodsId: number): string[] {
+  const keys = queueKeys(goodsId);
+  return [keys.state, keys.pre, keys.line, keys.admitted, keys.expired, keys.admits, keys.clock];
+}
+
+/**
+ * Writes a queue sale's waiting room back into Redis from its MySQL journal (lua/queue-restore.lua):
+ * every join at its place, the seed and the pre-queue's size it orders, how far admission went,
+ * each admission (used where the buyer has an order, lapsed where its time had run out) and the
+ * room's clock stopped where the journal last had it. While it runs the room is not the
+ * journal's: joins, standings and streams answer 503 with Retry-After, admission waits.
+ *
+ * Run by a rebuild (PreheatService: Redis lost the sale or holds an older copy) and on demand,
+ * where a route or the admission job finds the room not the journal's (a new room, or one Redis
+ * lost without a restart being noticed). Always under the goods' sale-state lock.
+ */
+@Injectable()
+export class QueueRestoreService {
+  private readonly logger = new Logger(QueueRestoreService.name);
+  private readonly running = new Map<number, Promise<void>>();
+
+  constructor(
+    private readonly journal: QueueJournalRepository,
+    private readonly lua: LuaScripts,
+    private readonly saleLock: SaleStateLock,
+  ) {}
+
+  /**
+   * The room found not the journal's: restored under the lock, once per goods at a time on this
+   * instance (every caller shares the one under way). Failures are logged; the next finding
+   * tries again.
+   */
+  ensure(goodsId: number): Promise<void> {
+    let run = this.running.get(goodsId);
+    if (!run) {
+      run = this.saleLock
+        .hold(goodsId, 'queue-restore', async (held) => {
+          // Read under the lock: another instance may have restored it meanwhile.
+          if ((await this.step(goodsId, 'journal')) === 1) return;
+          await this.restoreHeld(held);
+        })
+        .catch((error: Error) => {
+          this.logger.warn(`queue restore not done: goods=${goodsId} ${error.message}`);
+        })
+        .finally(() => this.running.delete(goodsId));
+      this.running.set(goodsId, run);
+    }
+    return run;
+  }
+
+  /**
+   * The restore itself, for a caller that holds the goods' sale-state lock. `quietSince`
+   * (monotonic ms): since when the room takes no join (a rebuild's wipe dropped it as the
+   * journal's); the joins are read once every join placed before it is written or refused.
+   */
+  async restoreHeld(held: SaleStateHold, quietSince = performance.now()): Promise<void> {
+    const goodsId = held.goodsId;
+    const started = performance.now();
+    await this.step(goodsId, 'drop');
+    const room = await this.journal.room(goodsId);
+    const firstPre = await this.journal.joins(goodsId, 0, -1, 1);
+    const firstLine = await this.journal.joins(goodsId, 1, -1, 1);
+    const readAt = quietSince + WRITE_TIMEOUT_MS + 100;
+    if ((room || firstPre.length > 0 || firstLine.length > 0) && performance.now() < readAt) {
+      // A join placed on the room before it was dropped (or lost) is written to MySQL, or
+      // answered 503, within the journal's write timeout: read the joins after it.
+      await sleep(readAt - performance.now());
+    }
+    const kept = await this.journal.room(goodsId);
+    const pre = await this.allJoins(goodsId, 0);
+    const line = await this.allJoins(goodsId, 1);
+    const preSeq = Math.max(
+      pre.length === 0 ? 0 : pre[pre.length - 1].position + 1,
+      kept?.preSize ?? 0,
+    );
+    const seq = line.length === 0 ? 0 : line[line.length - 1].position;
+    await this.step(
+      goodsId,
+      'begin',
+      kept?.seed ?? '',
+      kept?.seed ? (kept.preSize ?? preSeq) : '',
+      kept?.head ?? 0,
+      preSeq,
+      seq,
+      kept?.roomMs ?? '',
+    );
+    await this.writeMembers(goodsId, 'pre', pre);
+    await this.writeMembers(goodsId, 'line', line);
+    const used = await this.journal.buyersWithOrders(goodsId);
+    const admissions = await this.journal.admissions(goodsId);
+    for (let from = 0; from < admissions.length; from += PAGE) {
+      await this.step(
+        goodsId,
+        'admitted',
+        kept?.roomMs ?? '',
+        ...admissions
+          .slice(from, from + PAGE)
+          .flatMap((a) => [a.userId, a.untilMs, used.has(a.userId) ? '1' : '0']),
+      );
+    }
+    await this.step(goodsId, 'open');
+    this.logger.warn(
+      `queue restored from mysql: goods=${goodsId} joins=${pre.length + line.length} admissions=${admissions.length} head=${kept?.head ?? 0} ms=${Math.round(performance.now() - started)}`,
+    );
+  }
+
+  private async allJoins(goodsId: number, line: 0 | 1): Promise<JoinRow[]> {
+    const rows: JoinRow[] = [];
+    for (let after = -1; ;) {
+      const page = await this.journal.joins(goodsId, line, after, PAGE);
+      rows.push(...page);
+      if (page.length < PAGE) return rows;
+      after = page[page.length - 1].position;
+    }
+  }
+
+  private async writeMembers(goodsId: number, step: 'pre' | 'line', rows: JoinRow[]) {
+    for (let from = 0; from < rows.length; from += PAGE) {
+      await this.step(
+        goodsId,
+        step,
+        ...rows.slice(from, from + PAGE).flatMap((row) => [row.position, row.userId]),
+      );
+    }
+  }
+
+  private async step(goodsId: number, ...args: (string | number)[]): Promise<number> {
+    return (await this.lua.run('queueRestore', ...restoreKeys(goodsId), ...args)) as number;
+  }
+}

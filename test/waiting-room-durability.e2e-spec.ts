@@ -1,0 +1,195 @@
+import { Redis } from 'ioredis';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueKeys } from '../src/infra/redis/seckill-keys.js';
+import { EventStreamClient } from './support/event-stream.js';
+import { bearer, createSale, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
+import { PrivateRedis } from './support/private-redis.js';
+import { baseUrlOf } from './support/sse.js';
+
+interface QueueAnswer {
+  state: string;
+  position: number | null;
+  admittedUntil?: string;
+  final: boolean;
+}
+
+describe('the waiting room outlives Redis: restarted empty or from an old snapshot', () => {
+  let redis: PrivateRedis;
+  let t: TestApp;
+  const stores = new Stores();
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start({ dir: mkdtempSync(join(tmpdir(), 'seckill-queue-')) });
+    t = await startApp({
+      REDIS_URL: redis.url,
+      REDIS_WATCH_INTERVAL_MS: '200',
+      THROTTLE_ENABLED: 'false',
+      QUEUE_TICK_MS: '50',
+      PUBLISH_CONFIRM_TIMEOUT_MS: '1000',
+    });
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await redis.kill();
+    await stores.close();
+  });
+
+  const joinQueue = (goodsId: number, userId: number) =>
+    t.http.post(`/api/v1/seckill/${goodsId}/queue`).set('Authorization', bearer(userId));
+  const read = (goodsId: number, userId: number) =>
+    t.http.get(`/api/v1/seckill/${goodsId}/queue`).set('Authorization', bearer(userId));
+  const standings = async (goodsId: number, users: number[]) =>
+    Promise.all(
+      users.map(async (userId) => (await read(goodsId, userId).expect(200)).body as QueueAnswer),
+    );
+  const seedIn = async (goodsId: number) => {
+    const direct = new Redis(redis.url);
+    try {
+      return await direct.hget(queueKeys(goodsId).state, 'seed');
+    } finally {
+      direct.disconnect();
+    }
+  };
+
+  /** A queue sale of 2 units, 6 buyers joined before its start, 2 admitted, one of them bought. */
+  const admittedSale = async (from: number) => {
+    const goodsId = await createSale(t.http, {
+      stock: 2,
+      startsInMs: 1_500,
+      queue: { admitPerSecond: 1_000, admissionTtlSeconds: 60 },
+    });
+    const buyers = Array.from({ length: 6 }, (_, i) => from + i);
+    for (const userId of buyers) await joinQueue(goodsId, userId).expect(200);
+    const before = await waitFor(
+      async () => {
+        const now = await standings(goodsId, buyers);
+        // Two admitted, the rest placed (each read after the shuffle).
+        return now.filter((s) => s.state === 'ADMITTED').length === 2 &&
+          now.every((s) => s.state === 'ADMITTED' || s.position !== null)
+          ? now
+          : null;
+      },
+      { what: 'two admitted' },
+    );
+    const admitted = buyers.filter((_, i) => before[i].state === 'ADMITTED');
+    await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(admitted[0]))
+      .expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 1, { what: 'the order' });
+    return { goodsId, buyers, admitted, before, seed: await seedIn(goodsId) };
+  };
+
+  /** Until the standing answers again: 503 with Retry-After meanwhile, never a wrong state. */
+  const untilAnswered = async (goodsId: number, userId: number) => {
+    const refusals: string[] = [];
+    const answer = await waitFor(
+      async () => {
+        const response = await read(goodsId, userId);
+        if (response.status === 200) return response.body as QueueAnswer;
+        refusals.push(
+          `${response.status} ${response.body.code} ${response.headers['retry-after']}`,
+        );
+        return null;
+      },
+      { timeoutMs: 30_000, intervalMs: 100, what: 'the standing to answer again' },
+    );
+    for (const refusal of refusals) expect(refusal).toMatch(/^503 UNAVAILABLE( \d+)?$/);
+    expect(refusals.some((refusal) => /^503 UNAVAILABLE \d+$/.test(refusal))).toBe(true);
+    return answer;
+  };
+
+  const expectSameRoom = async (sale: Awaited<ReturnType<typeof admittedSale>>, lostAt: number) => {
+    const { goodsId, buyers, admitted, before, seed } = sale;
+    const after = await standings(goodsId, buyers);
+    // Every waiting buyer in the same place, the seed never drawn again.
+    for (const [i, userId] of buyers.entries()) {
+      if (admitted.includes(userId)) continue;
+      expect(after[i]).toMatchObject({ state: 'WAITING', position: before[i].position });
+    }
+    expect(await seedIn(goodsId)).toBe(seed);
+    // The buyer kept its purchase; the undecided one its admission, with the time it had left.
+    expect(after[buyers.indexOf(admitted[0])].state).toBe('PURCHASED');
+    const undecided = buyers.indexOf(admitted[1]);
+    expect(after[undecided].state).toBe('ADMITTED');
+    const leftBefore = Date.parse(before[undecided].admittedUntil!) - lostAt;
+    expect(Date.parse(after[undecided].admittedUntil!) - Date.now()).toBeGreaterThan(
+      leftBefore - 3_000,
+    );
+    // A buyer who joins now goes behind everyone who joined before.
+    await joinQueue(goodsId, buyers[0] + 100).expect(200);
+    expect((await standings(goodsId, [buyers[0] + 100]))[0].position).toBe(5);
+    // The undecided buyer can still buy with the admission it kept.
+    await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(admitted[1]))
+      .expect(202);
+  };
+
+  it('should keep every join, the seed, the admissions and their time after Redis restarts empty, answering 503 with Retry-After meanwhile', async () => {
+    const sale = await admittedSale(31_000);
+    const waiting = sale.buyers.find((userId) => !sale.admitted.includes(userId))!;
+    const stream = await EventStreamClient.open(
+      `${baseUrlOf(t.app)}/api/v1/seckill/${sale.goodsId}/queue/stream`,
+      bearer(waiting),
+    );
+    await stream.snapshot<QueueAnswer>((s) => s.state === 'WAITING', 'a first status');
+
+    redis.forgetSnapshot();
+    await redis.kill();
+    const lostAt = Date.now();
+    await redis.up(); // empty: the waiting room, its seed and its admissions are gone
+    // The open stream is told to read anew: it ends, rather than show a place kept in memory.
+    await waitFor(() => stream.ended, { what: 'the open stream to end' });
+    await untilAnswered(sale.goodsId, waiting);
+    await expectSameRoom(sale, lostAt);
+  });
+
+  it('should restore the room MySQL holds over an older snapshot: no seed drawn again, no used admission unused', async () => {
+    const goodsId = await createSale(t.http, {
+      stock: 2,
+      startsInMs: 2_000,
+      queue: { admitPerSecond: 1_000, admissionTtlSeconds: 60 },
+    });
+    // The snapshot holds a pre-queue of three, before the seed and before any admission.
+    const direct = new Redis(redis.url);
+    for (const userId of [32_000, 32_001, 32_002]) await joinQueue(goodsId, userId).expect(200);
+    await direct.save();
+    direct.disconnect();
+    const buyers = [32_000, 32_001, 32_002, 32_003, 32_004, 32_005];
+    for (const userId of buyers.slice(3)) await joinQueue(goodsId, userId).expect(200);
+    const before = await waitFor(
+      async () => {
+        const now = await standings(goodsId, buyers);
+        // Two admitted, the rest placed (each read after the shuffle).
+        return now.filter((s) => s.state === 'ADMITTED').length === 2 &&
+          now.every((s) => s.state === 'ADMITTED' || s.position !== null)
+          ? now
+          : null;
+      },
+      { what: 'two admitted' },
+    );
+    const admitted = buyers.filter((_, i) => before[i].state === 'ADMITTED');
+    await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(admitted[0]))
+      .expect(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 1, { what: 'the order' });
+    const sale = { goodsId, buyers, admitted, before, seed: await seedIn(goodsId) };
+
+    await redis.kill();
+    const lostAt = Date.now();
+    await redis.up(); // from the snapshot: three joins, no seed, nobody admitted
+    await untilAnswered(goodsId, buyers[5]);
+    await expectSameRoom(sale, lostAt);
+    // The used admission stays used: the buyer who bought cannot buy again.
+    const again = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(admitted[0]));
+    expect(again.status).toBe(409);
+  });
+});
