@@ -2,6 +2,7 @@
 // stores hold? Pure: a history and a snapshot in, each invariant's verdict out, every violation
 // named with the request ids it is about.
 import type { HistoryEntry } from './history.js';
+import { checkQueues, type QueueFacts } from './queue-checks.js';
 
 export type OrderStatus = 'PENDING_PAYMENT' | 'PAID' | 'CANCELLED';
 
@@ -47,6 +48,8 @@ export interface SaleSnapshot {
   restocked: string[];
   /** The reconcile route's answer (no repair run before it); null when it could not be read. */
   reconcile: { consistent: boolean } | null;
+  /** The sale's endAt had passed when the stores were read. */
+  ended?: boolean;
 }
 
 export interface StoreSnapshot {
@@ -88,6 +91,8 @@ export interface CheckInput {
   /** The wall clock at the run's start: order numbers carry their acceptance time on it. */
   startedAtEpochMs: number;
   writtenPoints: readonly OrdersWrittenPoint[];
+  /** The queue sales' times, admissions log and rooms (scripts/chaos/queue-checks.ts). */
+  queue?: QueueFacts;
 }
 
 export const INVARIANTS = {
@@ -104,6 +109,14 @@ export const INVARIANTS = {
   'no-oversell': "a sale's active orders hold at most its stock",
   'no-sale-around-the-queue':
     'a queue sale sells to nobody who never joined its waiting room (no 202, no order)',
+  'queue-admitted-purchase':
+    'a queue sale accepts (202) only a buyer it admitted: the last standing read before said ADMITTED, or the room holds an admission given before the answer',
+  'queue-final-at-end':
+    "at a queue sale's end every buyer who joined is told a final standing within 5 s (plus the faults held then); after it no standing is ADMITTED or otherwise not final, no purchase is accepted, and no admission read before it lasts past it",
+  'queue-pace':
+    "no 1,000 ms holds more than a queue sale's admitPerSecond admissions (its admissions log, sampled)",
+  'every-waiting-told':
+    'once a queue sale ended or sold out for good, every buyer who joined and bought nothing was told a final standing by the end of the settle phase',
   'one-active-order-per-buyer': 'no buyer holds two active orders of one sale',
   'mysql-stock-balances': 'MySQL stock + active quantity = total stock',
   'redis-matches-mysql':
@@ -185,6 +198,18 @@ export function check(input: CheckInput): CheckReport {
   for (const sale of input.snapshot.sales) checkSale(sale, tally);
   checkOrderActions(input, tally);
   checkQueueOutsiders(input, tally);
+  if (input.queue) {
+    checkQueues(
+      {
+        history: input.history,
+        queue: input.queue,
+        sales: input.snapshot.sales,
+        quietReached: input.snapshot.quiet.reached,
+        startedAtEpochMs: input.startedAtEpochMs,
+      },
+      tally,
+    );
+  }
   checkWrittenPoints(input, tally);
   checkLiveness(input, tally);
   checkChannels(input, tally);
@@ -239,6 +264,17 @@ function checkPurchases(input: CheckInput, tally: Tally): CheckReport['unknown']
       atMs: entry.sentMs,
     });
   }
+  // A 202 whose result was read SUCCESS is one that did not end FAILED (a FAILED result is
+  // judged below).
+  const readFinal = new Set(
+    input.history
+      .filter((e) => e.op === 'result' && e.requestId && e.resultStatus === 'SUCCESS')
+      .map((e) => e.requestId),
+  );
+  tally.checked(
+    'accepted-never-failed',
+    [...promised.keys()].filter((requestId) => readFinal.has(requestId)).length,
+  );
   for (const entry of input.history) {
     if (entry.op !== 'result' || !entry.requestId) continue;
     const order = orders.get(entry.requestId)?.[0];
@@ -360,6 +396,10 @@ function checkSale(sale: SaleSnapshot, tally: Tally): void {
       requestIds: [],
     });
   }
+
+  // A sale over is not loaded again into a Redis restarted after its end (a rebuild loads the
+  // sales still on): with no copy in Redis, only its MySQL side is judged.
+  if (sale.ended && sale.redisStock === null) return;
 
   tally.checked('redis-matches-mysql');
   if (sale.redisStock !== sale.mysqlStock) {

@@ -40,6 +40,12 @@ export interface HistoryEntry {
   probe?: true;
   /** A queue standing's `state` (NOT_JOINED, WAITING, ADMITTED, …). */
   queueState?: string;
+  /** A queue standing's `final` (the state can no longer change). */
+  final?: boolean;
+  /** An ADMITTED standing's `admittedUntil`, on the wall clock (ms since the epoch). */
+  admittedUntilEpochMs?: number;
+  /** A purchase's quantity, when above 1. */
+  quantity?: number;
   /** A purchase in a queue sale by a buyer who never joined its waiting room. */
   outsider?: true;
 }

@@ -24,7 +24,9 @@ export const USAGE = `usage: npm run chaos -- --random [options]
   --help             show this help
 
 Needs MariaDB/MySQL on 127.0.0.1:3306 (root), RabbitMQ on 127.0.0.1:5672 with rabbitmqctl, and
-redis-server on PATH; it makes its own database, vhost and Redis server, and removes them after.`;
+redis-server on PATH; it makes its own database, vhost and Redis server, and removes them after.
+The database, the vhost and the queues' prefix are named CHAOS_STORE_NAME (lower case, with
+"chaos" in it; default seckill_chaos_<pid>): give each run at once on one machine its own.`;
 
 export interface ChaosOptions {
   /** The schedule given to replay; otherwise drawn from seed, minutes and instances. */

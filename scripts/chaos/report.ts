@@ -127,9 +127,25 @@ function violationRows(check: CheckReport, all: readonly Span[]): string[][] {
   );
 }
 
+/** VIOLATED, or OK only for what the run checked at least once: the rest was not exercised. */
+export function invariantVerdict(invariant: CheckReport['invariants'][number]): string {
+  if (invariant.violations.length > 0) return 'VIOLATED';
+  return invariant.checked === 0 ? 'not exercised' : 'OK';
+}
+
+/** Which invariants the run checked at least once, and which it never reached. */
+export function exercisedLines(check: CheckReport): string[] {
+  const exercised = check.invariants.filter((i) => i.checked > 0).map((i) => i.name);
+  const not = check.invariants.filter((i) => i.checked === 0).map((i) => i.name);
+  return [
+    `exercised (${exercised.length} of ${check.invariants.length}): ${exercised.join(', ') || 'none'}`,
+    `not exercised: ${not.join(', ') || 'none'}`,
+  ];
+}
+
 function invariantRows(check: CheckReport): string[][] {
   return check.invariants.map((i) => [
-    i.violations.length === 0 ? 'OK' : 'VIOLATED',
+    invariantVerdict(i),
     i.name,
     String(i.checked),
     String(i.violations.length),
@@ -192,7 +208,7 @@ export function terminalSummary(record: RunRecord): string {
   const invariants = new Table({ head: ['', 'invariant', 'checked', 'violations'], style });
   invariants.push(...invariantRows(record.check).map((row) => row.slice(0, 4)));
   const all = spans(record.nemesis);
-  const lines = [...headline(record), '', invariants.toString()];
+  const lines = [...headline(record), '', invariants.toString(), ...exercisedLines(record.check)];
   for (const row of violationRows(record.check, all)) {
     lines.push(
       `VIOLATION ${row[0]}: ${row[1]}`,
@@ -214,6 +230,7 @@ export function buildReport(record: RunRecord): string {
 <div class="charts">${answersChart(record, all)}</div>
 <h2>Invariants</h2>
 ${htmlTable(['', 'invariant', 'checked', 'violations', 'what it says'], invariantRows(record.check))}
+<p>${escapeXml(exercisedLines(record.check).join('; '))}</p>
 <h2>Violations</h2>
 ${violations.length === 0 ? '<p>None.</p>' : htmlTable(['invariant', 'what', 'request ids', 'history entries', `faults within ${AROUND_MS / 1000} s`], violations)}
 <h2>Reopen after the heal</h2>

@@ -7,31 +7,61 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { rabbitUrl } from '../../bench/lib/stores.js';
 import { onCleanup } from '../lib/cleanup.js';
+import { UsageError } from '../lib/errors.js';
 import { signToken } from '../lib/jwt.js';
 import { readWrittenPoints } from './app-logs.js';
 import { check } from './checker.js';
-import { describeFault } from './faults.js';
+import { describeFault, type Fault } from './faults.js';
 import { History } from './history.js';
 import { generateSchedule, startNemesis } from './nemesis.js';
 import type { ChaosOptions } from './options.js';
 import { Rng } from './random.js';
-import { buildReport, terminalSummary, type RunRecord } from './report.js';
-import { queueDepths, readSale, type Stores } from './snapshot.js';
+import type { FaultSpan, QueueFacts } from './queue-checks.js';
+import { buildReport, spans, terminalSummary, type RunRecord } from './report.js';
+import { queueDepths, readQueueRoom, readSale, sampleAdmissions, type Stores } from './snapshot.js';
 import { measureReopen, REOPEN_BOUND_MS, waitQuiet } from './settle.js';
 import { ChaosSystem } from './system.js';
 import { openSales, saleProfiles, Workload } from './workload.js';
 
 const PAYMENT_TIMEOUT_MS = 10_000;
-const PREFIX = 'seckill_chaos';
+/**
+ * The run's database, vhost and queue prefix: CHAOS_STORE_NAME (it must contain "chaos"), so that
+ * two runs at once on one machine can be told apart by name; else seckill_chaos_<pid>.
+ */
+/** Whether a fault may stop a queue room's admission clock (see FaultSpan.stopsClock). */
+function stopsClock(fault: Fault | undefined): boolean {
+  if (fault === undefined) return true;
+  if (fault.kind.startsWith('redis-') || fault.service === 'redis') return true;
+  return ['reopen-then-restart', 'channel-flap', 'app-kill', 'app-pause', 'slow-steps'].includes(
+    fault.kind,
+  );
+}
+
+function storeName(): string {
+  const given = process.env.CHAOS_STORE_NAME;
+  if (given === undefined || given === '') return `seckill_chaos_${process.pid}`;
+  if (!/^[a-z0-9_]*chaos[a-z0-9_]*$/.test(given)) {
+    throw new UsageError(
+      `CHAOS_STORE_NAME must be lower-case letters, digits and _ and contain "chaos", got ${given}`,
+    );
+  }
+  return given;
+}
 const LANES_PER_SERVING_INSTANCE = 6;
 const REPAIR_EVERY_MS: readonly [number, number] = [15_000, 40_000];
+/** The faults after which Redis holds another waiting room than before (empty, or a snapshot's). */
+const REDIS_DATA_FAULTS: ReadonlySet<string> = new Set([
+  'redis-kill',
+  'redis-restart',
+  'reopen-then-restart',
+  'channel-flap',
+]);
 
 /** Every instance's settings: short timers, so that expiries and sweeps happen during faults. */
 const APP_ENV: Record<string, string> = {
   NODE_ENV: 'development',
   LOG_LEVEL: 'log',
   LOG_FORMAT: 'json',
-  RABBITMQ_PREFIX: PREFIX,
   ORDER_PAYMENT_TIMEOUT_MS: String(PAYMENT_TIMEOUT_MS),
   EXPIRY_SWEEP_INTERVAL_MS: '5000',
   EXPIRY_SWEEP_GRACE_MS: '5000',
@@ -68,7 +98,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
   let zero = performance.now();
   const now = () => performance.now() - zero;
   const jwtSecret = `chaos-${options.seed}-${process.pid}`;
-  const name = `seckill_chaos_${process.pid}`;
+  const name = storeName();
   const system = await ChaosSystem.start({
     repoRoot,
     outDir,
@@ -78,6 +108,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     now,
     env: {
       ...APP_ENV,
+      RABBITMQ_PREFIX: name,
       REDIS_DOWN_MODE: schedule.redisDownMode,
       ...(schedule.slowSteps.length > 0 ? { FAULT_DELAYS: schedule.slowSteps.join(',') } : {}),
       ...(schedule.consumer
@@ -97,11 +128,16 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     saleProfiles(schedule.durationMs / 60_000, new Rng(schedule.seed).fork('sales')),
   );
   progress(`sales: ${sales.map((sale) => `${sale.name} ${sale.stock}`).join(', ')}`);
+  for (const sale of sales.filter((s) => s.queue)) {
+    progress(
+      `queue sale ${sale.name}: opens now, starts +${((sale.startAtEpochMs - Date.now()) / 1000).toFixed(1)} s, ${sale.queue?.endInMs == null ? 'ends after the run' : `ends +${((sale.endAtEpochMs - Date.now()) / 1000).toFixed(1)} s`}`,
+    );
+  }
   const stores: Stores = {
     mysql: system.mysql,
     redis: system.redisClient,
     rabbitUrl: rabbitUrl(name),
-    prefix: PREFIX,
+    prefix: name,
     paymentTimeoutMs: PAYMENT_TIMEOUT_MS,
   };
 
@@ -115,7 +151,10 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     rng: new Rng(schedule.seed).fork('workload'),
     history,
     now,
+    startedAtEpochMs: startedAt.getTime(),
   });
+  const queueSales = sales.filter((sale) => sale.queue);
+  const admissions = sampleAdmissions(stores.redis, queueSales);
   const load = workload.run(LANES_PER_SERVING_INSTANCE * endpoints.length, REPAIR_EVERY_MS);
   const nemesis = startNemesis(system, schedule, now);
   const ticker = setInterval(() => {
@@ -137,12 +176,45 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
   progress(`${(now() / 1000).toFixed(0)} s: reopened; waiting for the sales to be quiet`);
   const quietFrom = now();
   const quiet = await waitQuiet(stores, sales);
+  // Every queue buyer who joined and was told nothing final yet is asked once more (and again).
+  await workload.tellEveryone();
+  const toldMs = now();
+  const admissionLog = await admissions.stop();
   const snapshot = {
     sales: await Promise.all(sales.map((sale) => readSale(stores, sale, endpoints[0], admin))),
     deadLetters: (await queueDepths(stores))['orders.dead'] ?? 0,
     quiet,
+    rooms: await Promise.all(queueSales.map((sale) => readQueueRoom(stores.redis, sale))),
   };
   await history.close();
+  const kinds = new Map(schedule.faults.map((fault) => [fault.id, fault.kind]));
+  const faults: FaultSpan[] = spans(nemesis.events).map((span) => {
+    const kind = kinds.get(span.faultId) ?? 'unknown';
+    return {
+      from: span.from,
+      to: span.to,
+      what: span.what,
+      kind,
+      redisData: REDIS_DATA_FAULTS.has(kind),
+      stopsClock: stopsClock(schedule.faults.find((fault) => fault.id === span.faultId)),
+    };
+  });
+  const queue: QueueFacts = {
+    sales: queueSales.map((sale) => ({
+      goodsId: sale.goodsId,
+      name: sale.name,
+      startMs: sale.startAtEpochMs - startedAt.getTime(),
+      endMs: sale.endAtEpochMs - startedAt.getTime(),
+      admitPerSecond: sale.queue!.admitPerSecond,
+      admissionTtlMs: sale.queue!.admissionTtlSeconds * 1000,
+    })),
+    admissions: admissionLog,
+    rooms: snapshot.rooms,
+    faults,
+    healedMs: healedAt,
+    toldMs,
+  };
+  writeFileSync(join(outDir, 'admissions.json'), `${JSON.stringify(admissionLog)}\n`);
   const verdict = check({
     history: history.entries,
     snapshot,
@@ -150,6 +222,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     brokerCloses: system.brokerCloses,
     startedAtEpochMs: startedAt.getTime(),
     writtenPoints: readWrittenPoints(join(outDir, 'logs')),
+    queue,
   });
   const record: RunRecord = {
     seed: schedule.seed,

@@ -4,10 +4,13 @@ import amqp from 'amqplib';
 import type { Redis } from 'ioredis';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 
-import { allBucketKeys } from '../../src/infra/redis/seckill-keys.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { allBucketKeys, queueKeys } from '../../src/infra/redis/seckill-keys.js';
 import { allBuyers, bucketStocks, unsettled } from '../../test/support/stock-buckets.js';
 import { requestJson } from '../lib/http.js';
 import type { OrderRow, SaleSnapshot } from './checker.js';
+import type { AdmissionRecord, QueueRoomSnapshot } from './queue-checks.js';
 import type { Endpoint, Sale } from './workload.js';
 
 export interface Stores {
@@ -67,6 +70,7 @@ export async function readSale(
     redisBuyers: Object.fromEntries(Object.entries(buyers).map(([u, q]) => [u, Number(q)])),
     restocked,
     reconcile: reconcile?.status === 200 ? (reconcile.body as { consistent: boolean }) : null,
+    ended: Date.now() >= sale.endAtEpochMs,
   };
 }
 
@@ -105,4 +109,60 @@ export async function stillMoving(stores: Stores, sales: readonly Sale[]): Promi
   );
   if (Number(pending?.n) > 0) moving.push(`${pending?.n} orders unpaid`);
   return moving;
+}
+
+/** The admissions log keeps ten seconds: read every second, each entry is seen several times. */
+const ADMITS_SAMPLE_MS = 1_000;
+
+/**
+ * Reads every queue sale's admissions log (lua/queue-tick.lua's `admits`, "head:count" -> at)
+ * straight from Redis each second until stopped, as scripts/demo/queue-sale.ts does; a read
+ * that fails (Redis killed or paused) is skipped. Returns every entry seen.
+ */
+export function sampleAdmissions(
+  redis: Redis,
+  sales: readonly Sale[],
+): { stop: () => Promise<AdmissionRecord[]> } {
+  const seen = new Map<string, AdmissionRecord>();
+  let stopped = false;
+  const read = async () => {
+    for (const sale of sales) {
+      const flat = await redis
+        .zrange(queueKeys(sale.goodsId).admits, 0, -1, 'WITHSCORES')
+        .catch(() => [] as string[]);
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const member = flat[i];
+        const atEpochMs = Number(flat[i + 1]);
+        seen.set(`${sale.goodsId}:${member}@${atEpochMs}`, {
+          goodsId: sale.goodsId,
+          member,
+          count: Number(member.split(':')[1]),
+          atEpochMs,
+        });
+      }
+    }
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      await read();
+      await sleep(ADMITS_SAMPLE_MS);
+    }
+    await read();
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await loop;
+      return [...seen.values()].sort((a, b) => a.atEpochMs - b.atEpochMs);
+    },
+  };
+}
+
+/** A queue sale's admitted buyers (negative: used) and lapsed ones, as Redis holds them. */
+export async function readQueueRoom(redis: Redis, sale: Sale): Promise<QueueRoomSnapshot> {
+  const keys = queueKeys(sale.goodsId);
+  const flat = await redis.zrange(keys.admitted, 0, -1, 'WITHSCORES');
+  const admitted: Record<string, number> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) admitted[flat[i]] = Number(flat[i + 1]);
+  return { goodsId: sale.goodsId, admitted, expired: await redis.smembers(keys.expired) };
 }

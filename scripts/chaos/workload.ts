@@ -29,19 +29,51 @@ const RETRIES = 2;
  */
 const ARRIVALS_PER_SECOND = 6;
 const MAX_ARRIVING = 40;
-/** A queue sale's buyer asks where they stand this often, this many times at most. */
-const STANDING_POLL_MS = 250;
-const STANDING_POLLS = 60;
+/** A queue sale's buyer asks where they stand every 250–500 ms, for this long at most. */
+const STANDING_POLL_MS: readonly [number, number] = [250, 500];
+const STANDING_WAIT_MS = 60_000;
 /** The share of a queue sale's sessions that try to buy without ever joining. */
 const OUTSIDER_SHARE = 0.15;
+/** Joined buyers who try to buy before their turn (403 NOT_ADMITTED, or not started yet). */
+const EAGER_SHARE = 0.25;
+/** Admitted buyers who never buy (their admissions lapse), and who think past their admission. */
+const WALK_AWAY_SHARE = 0.2;
+const SLOW_SHARE = 0.15;
+/**
+ * A queue sale's buyers arrive in a stream of their own: each may wait most of the run for a
+ * turn, and would otherwise take the places of the lanes and of the crowd.
+ */
+const QUEUE_ARRIVALS_PER_SECOND = 2.5;
+/** After the end, most of them stay away: a few still join or buy (refused SALE_ENDED). */
+const AFTER_END_SHARE = 0.15;
+const MAX_QUEUE_ARRIVING = 60;
+/** From a queue sale's end, its joined buyers are asked this often until each standing is final. */
+const END_WATCH_POLL_MS = 500;
+/** Joins answered a little after the end: once none is untold this long after it, done. */
+const END_WATCH_SETTLED_MS = 3_000;
+/** After the heal, how long each joined buyer who was told nothing final yet is asked again. */
+const TELL_WAIT_MS = 20_000;
+const TELL_POLL_MS = 500;
+const TELLING_AT_ONCE = 8;
+
+/** A queue sale's waiting room, its times after the run's start (the queue opens at it). */
+export interface QueueProfile {
+  admitPerSecond: number;
+  admissionTtlSeconds: number;
+  startInMs: number;
+  /** null: an hour after the start, past the run. */
+  endInMs: number | null;
+}
 
 /** One kind of sale and how its buyers behave. */
 export interface SaleProfile {
   name: 'big' | 'small' | 'returning' | 'queued';
   stock: number;
   stockShards: number;
+  /** The most one buyer may buy: its buyers ask for more than one unit now and then. */
+  perUserLimit: number;
   /** A queue sale: its buyers join, wait to be admitted, then buy. */
-  queue?: { admitPerSecond: number; admissionTtlSeconds: number };
+  queue?: QueueProfile;
   /** How often a session picks this sale, against the others. */
   weight: number;
   /** What an accepted buyer does: pay, cancel, or (the rest) leave it to expire. */
@@ -51,35 +83,64 @@ export interface SaleProfile {
 
 export interface Sale extends SaleProfile {
   goodsId: number;
+  startAtEpochMs: number;
+  endAtEpochMs: number;
 }
 
 /**
  * Four sales at once: a big one, a small one that sells out early, one restocked by cancels, and
  * a queue sale whose buyers wait to be admitted (some lapse, some try to buy around the queue).
  * The big one's stock is drawn: lasting the whole run, or selling out part way (a fault near its
- * last units is where stores that disagree turn an accepted purchase into a FAILED one).
+ * last units is where stores that disagree turn an accepted purchase into a FAILED one). The
+ * queue sale opens its waiting room at the run's start and starts 20–40 % into it, among the
+ * faults, with buyers joining before and after; one seed in two it also ends inside the run
+ * (its end among the faults too), so that every standing turning final at endAt is exercised.
  */
 export function saleProfiles(minutes: number, rng: Rng): SaleProfile[] {
   const bigShare = rng.pick([0.25, 0.5, 1]);
+  const durationMs = minutes * 60_000;
+  const startInMs = Math.round(durationMs * rng.pick([0.2, 0.3, 0.4]));
+  const endInMs = rng.chance(0.5)
+    ? Math.round(startInMs + durationMs * rng.pick([0.3, 0.4, 0.45]))
+    : null;
   return [
     {
       name: 'big',
       stock: Math.round((150 + 250 * minutes) * bigShare),
       stockShards: 2,
+      perUserLimit: 2,
       weight: 6,
       pay: 0.4,
       cancel: 0.2,
     },
-    { name: 'small', stock: 12, stockShards: 1, weight: 1.5, pay: 0.9, cancel: 0.05 },
-    { name: 'returning', stock: 10, stockShards: 1, weight: 2.5, pay: 0.1, cancel: 0.6 },
+    {
+      name: 'small',
+      stock: 12,
+      stockShards: 1,
+      perUserLimit: 1,
+      weight: 1.5,
+      pay: 0.9,
+      cancel: 0.05,
+    },
+    {
+      name: 'returning',
+      stock: 10,
+      stockShards: 1,
+      perUserLimit: 2,
+      weight: 2.5,
+      pay: 0.1,
+      cancel: 0.6,
+    },
     {
       name: 'queued',
       stock: 15,
       stockShards: 1,
-      weight: 2,
+      perUserLimit: 2,
+      // Drawn by its own stream of arrivals (QUEUE_ARRIVALS_PER_SECOND), not against the others.
+      weight: 0,
       pay: 0.5,
       cancel: 0.3,
-      queue: { admitPerSecond: 4, admissionTtlSeconds: 5 },
+      queue: { admitPerSecond: 4, admissionTtlSeconds: 3, startInMs, endInMs },
     },
   ];
 }
@@ -95,6 +156,7 @@ interface HttpCall {
   path: string;
   headers: Record<string, string>;
   timeoutMs?: number;
+  body?: string;
 }
 
 interface Answer {
@@ -109,16 +171,38 @@ export async function openSales(
   profiles: SaleProfile[],
 ): Promise<Sale[]> {
   const sales: Sale[] = [];
+  // The run starts once the sales are open: a queue sale's times are counted from about then.
+  const runStart = Date.now();
   for (const profile of profiles) {
+    const { queue } = profile;
+    const startAt = new Date(queue ? runStart + queue.startInMs : Date.now() - 1_000);
+    const endAt = new Date(
+      queue?.endInMs != null ? runStart + queue.endInMs : startAt.getTime() + 3_600_000,
+    );
     const goodsId = await createGoods(endpoint.baseUrl, adminToken, {
       name: `chaos ${profile.name}`,
       price: 1,
       stock: profile.stock,
       stockShards: profile.stockShards,
-      ...(profile.queue ? { admission: 'queue' as const, ...profile.queue } : {}),
+      perUserLimit: profile.perUserLimit,
+      startAt,
+      endAt,
+      ...(queue
+        ? {
+            admission: 'queue' as const,
+            admitPerSecond: queue.admitPerSecond,
+            admissionTtlSeconds: queue.admissionTtlSeconds,
+            queueOpensAt: new Date(runStart - 1_000),
+          }
+        : {}),
     });
     await preheatGoods(endpoint.baseUrl, adminToken, goodsId);
-    sales.push({ ...profile, goodsId });
+    sales.push({
+      ...profile,
+      goodsId,
+      startAtEpochMs: startAt.getTime(),
+      endAtEpochMs: endAt.getTime(),
+    });
   }
   return sales;
 }
@@ -130,6 +214,8 @@ export interface WorkloadOptions {
   rng: Rng;
   history: History;
   now: () => number;
+  /** The wall clock at now() = 0. */
+  startedAtEpochMs: number;
 }
 
 export class Workload {
@@ -138,6 +224,9 @@ export class Workload {
   private readonly buyers = new Map<number, number[]>();
   private readonly tokens = new Map<number, string>();
   private sessions = 0;
+  /** Per queue sale: the buyers a join answered in line (not NOT_JOINED), and those told a final standing. */
+  private readonly joined = new Map<number, Set<number>>();
+  private readonly toldFinal = new Map<number, Set<number>>();
 
   constructor(private readonly options: WorkloadOptions) {}
 
@@ -146,23 +235,98 @@ export class Workload {
     const lane = async () => {
       while (!this.stopping) await this.session();
     };
+    const queued = this.options.sales.filter((sale) => sale.queue);
     await Promise.all([
       ...Array.from({ length: lanes }, lane),
-      this.arrivals(),
+      this.arrivals(ARRIVALS_PER_SECOND, MAX_ARRIVING, () => this.session()),
+      ...queued.map((sale) =>
+        this.arrivals(QUEUE_ARRIVALS_PER_SECOND, MAX_QUEUE_ARRIVING, () => this.queueSession(sale)),
+      ),
+      ...queued.map((sale) => this.watchEnd(sale)),
       this.operator(repairEveryMs),
     ]);
   }
 
-  /** New buyers at random times (a Poisson stream), up to MAX_ARRIVING at once. */
-  private async arrivals(): Promise<void> {
+  /** New sessions at random times (a Poisson stream), up to `most` at once. */
+  private async arrivals(
+    perSecond: number,
+    most: number,
+    session: () => Promise<void>,
+  ): Promise<void> {
     const arriving = new Set<Promise<void>>();
     while (!this.stopping) {
-      await sleep((-Math.log(1 - this.rng.next()) * 1000) / ARRIVALS_PER_SECOND);
-      if (this.stopping || arriving.size >= MAX_ARRIVING) continue;
-      const session = this.session().finally(() => arriving.delete(session));
-      arriving.add(session);
+      await sleep((-Math.log(1 - this.rng.next()) * 1000) / perSecond);
+      if (this.stopping || arriving.size >= most) continue;
+      const started = session().finally(() => arriving.delete(started));
+      arriving.add(started);
     }
     await Promise.all(arriving);
+  }
+
+  /** A queue sale's run-relative end, when it falls inside the run. */
+  private endInRunMs(sale: Sale): number | undefined {
+    return sale.queue?.endInMs == null
+      ? undefined
+      : sale.endAtEpochMs - this.options.startedAtEpochMs;
+  }
+
+  /**
+   * From a queue sale's end, asks every buyer who joined where they stand until each is told a
+   * final standing (the checker's queue-final-at-end judges how soon).
+   */
+  private async watchEnd(sale: Sale): Promise<void> {
+    const endMs = this.endInRunMs(sale);
+    if (endMs === undefined || !(await this.pause(endMs - this.options.now()))) return;
+    // Until the run stops: a fault may hold the standings back well past the end.
+    while (!this.stopping) {
+      const untold = await this.askUntold(sale, false);
+      if (untold === 0 && this.options.now() > endMs + END_WATCH_SETTLED_MS) return;
+      if (!(await this.pause(END_WATCH_POLL_MS))) return;
+    }
+  }
+
+  /** One standing read for each joined buyer not told a final one yet; with `rejoin`, a join for one the room lost. */
+  private async askUntold(sale: Sale, rejoin: boolean): Promise<number> {
+    const told = this.toldFinal.get(sale.goodsId) ?? new Set<number>();
+    const untold = [...(this.joined.get(sale.goodsId) ?? [])].filter((b) => !told.has(b));
+    for (let i = 0; i < untold.length; i += TELLING_AT_ONCE) {
+      await Promise.all(
+        untold.slice(i, i + TELLING_AT_ONCE).map(async (buyer) => {
+          const standing = await this.standing(sale, buyer, 'queue');
+          // A Redis restarted empty lost the room: the buyer joins again to be told.
+          if (rejoin && standing.queueState === 'NOT_JOINED' && standing.final !== true) {
+            await this.standing(sale, buyer, 'join');
+          }
+        }),
+      );
+    }
+    return untold.length;
+  }
+
+  /**
+   * After the heal and the quiet: every buyer of a queue sale who joined and was told nothing
+   * final is asked again, for a while, until told (every-waiting-told judges the sales that ended
+   * or sold out for good; a sale still selling keeps its buyers waiting).
+   */
+  async tellEveryone(): Promise<void> {
+    const until = this.options.now() + TELL_WAIT_MS;
+    await Promise.all(
+      this.options.sales
+        .filter((sale) => sale.queue)
+        .map(async (sale) => {
+          while (this.options.now() < until && (await this.askUntold(sale, true)) > 0) {
+            await sleep(TELL_POLL_MS);
+          }
+        }),
+    );
+  }
+
+  private standing(sale: Sale, buyer: number, op: 'join' | 'queue'): Promise<HistoryEntry> {
+    return this.send(op, buyer, sale.goodsId, this.endpoint(), {
+      method: op === 'join' ? 'POST' : 'GET',
+      path: `/api/v1/seckill/${sale.goodsId}/queue`,
+      headers: this.headers(buyer),
+    });
   }
 
   stop(): void {
@@ -193,27 +357,64 @@ export class Workload {
     return this.rng.pick(this.options.endpoints);
   }
 
+  /** A buyer of an open sale (the queue sale has sessions of its own: queueSession). */
   private async session(): Promise<void> {
     this.sessions++;
-    const sale = this.rng.weighted(this.options.sales.map((s) => [s, s.weight] as const));
-    if (sale.queue && this.rng.chance(OUTSIDER_SHARE)) {
+    const open = this.options.sales.filter((s) => s.weight > 0);
+    const sale = this.rng.weighted(open.map((s) => [s, s.weight] as const));
+    await this.buy(sale, this.returningOrNew(sale));
+    await sleep(this.rng.int(20, 200));
+  }
+
+  /** Now and then a buyer comes back: after a cancel to buy again, or to try a second time. */
+  private returningOrNew(sale: Sale): number {
+    const known = this.buyers.get(sale.goodsId) ?? [];
+    return known.length > 0 && this.rng.chance(0.2) ? this.rng.pick(known) : this.newBuyer(sale);
+  }
+
+  /**
+   * A queue sale's buyer: some never join and buy all the same (must never be sold to), the others
+   * join (before the start: the pre-queue; after it: the line) and wait for their turn; some try
+   * to buy before it, some walk away once admitted (the admission lapses), some think past it.
+   */
+  private async queueSession(sale: Sale): Promise<void> {
+    this.sessions++;
+    const endMs = this.endInRunMs(sale);
+    if (endMs !== undefined && this.options.now() > endMs && !this.rng.chance(AFTER_END_SHARE)) {
+      return;
+    }
+    if (this.rng.chance(OUTSIDER_SHARE)) {
       // Never joins (and is never reused by a session that does): must never be sold to.
       await this.purchase(sale, this.nextBuyer++, this.endpoint(), { outsider: true });
       return;
     }
-    const known = this.buyers.get(sale.goodsId) ?? [];
-    // Now and then a buyer comes back: after a cancel to buy again, or to try a second time.
-    const buyer =
-      known.length > 0 && this.rng.chance(0.2) ? this.rng.pick(known) : this.newBuyer(sale);
-    if (sale.queue && !(await this.waitForAdmission(sale, buyer))) return;
+    const buyer = this.returningOrNew(sale);
+    const eager = this.rng.chance(EAGER_SHARE);
+    if (!(await this.waitForAdmission(sale, buyer, eager))) return;
+    if (this.rng.chance(WALK_AWAY_SHARE)) return;
+    const ttlMs = (sale.queue?.admissionTtlSeconds ?? 0) * 1000;
+    await sleep(
+      this.rng.chance(SLOW_SHARE)
+        ? this.rng.int(ttlMs + 200, ttlMs + 2_000)
+        : this.rng.int(50, 1_200),
+    );
+    if (!this.stopping) await this.buy(sale, buyer);
+  }
+
+  /** One or two clicks, retries after a 503 or a timeout, the result polled, then pay or cancel. */
+  private async buy(sale: Sale, buyer: number): Promise<void> {
     const key = this.rng.chance(0.4) ? `chaos-${buyer}-${this.sessions}` : undefined;
+    // More than one unit now and then, where the sale allows it (the same on every retry: a key
+    // is for one purchase).
+    const quantity =
+      sale.perUserLimit > 1 && this.rng.chance(0.3) ? this.rng.int(2, sale.perUserLimit) : 1;
     const timeoutMs = this.rng.chance(IMPATIENT_SHARE) ? IMPATIENT_TIMEOUT_MS : CLIENT_TIMEOUT_MS;
     let orderNo: string | undefined;
     for (let attempt = 0; attempt <= RETRIES && !this.stopping; attempt++) {
       const clicks = this.rng.chance(0.3) ? 2 : 1;
       const answers = await Promise.all(
         Array.from({ length: clicks }, () =>
-          this.purchase(sale, buyer, this.endpoint(), { key, timeoutMs }),
+          this.purchase(sale, buyer, this.endpoint(), { key, timeoutMs, quantity }),
         ),
       );
       const taken = answers.find((answer) => answer.outcome === 'taken');
@@ -229,27 +430,34 @@ export class Workload {
       await sleep(this.rng.int(100, 500));
     }
     if (orderNo !== undefined && !this.stopping) await this.settle(sale, buyer, orderNo);
-    await sleep(this.rng.int(20, 200));
   }
 
   /**
    * Joins the queue sale's waiting room and waits to be admitted: true once ADMITTED, false on a
-   * final state (EXPIRED, SOLD_OUT, PURCHASED) or when the polls run out. A standing of
-   * NOT_JOINED after a join (the waiting room lost with a Redis restart) joins again.
+   * final standing, PURCHASED (the buyer holds one), a refused join (SALE_ENDED) or when the wait
+   * runs out; a SOLD_OUT for now stays in line. A standing of NOT_JOINED after a join (the
+   * waiting room lost with a Redis restart) joins again. An eager buyer tries to buy once or
+   * twice while waiting: the deduct must refuse it (queue-admitted-purchase).
    */
-  private async waitForAdmission(sale: Sale, buyer: number): Promise<boolean> {
+  private async waitForAdmission(sale: Sale, buyer: number, eager: boolean): Promise<boolean> {
     let joined = false;
-    for (let poll = 0; poll < STANDING_POLLS && !this.stopping; poll++) {
-      const op = joined ? 'queue' : 'join';
-      const standing = await this.send(op, buyer, sale.goodsId, this.endpoint(), {
-        method: joined ? 'GET' : 'POST',
-        path: `/api/v1/seckill/${sale.goodsId}/queue`,
-        headers: this.headers(buyer),
-      });
+    let tries = eager ? this.rng.int(1, 2) : 0;
+    const until = this.options.now() + STANDING_WAIT_MS;
+    while (!this.stopping && this.options.now() < until) {
+      const standing = await this.standing(sale, buyer, joined ? 'queue' : 'join');
       if (standing.status === 200) joined = standing.queueState !== 'NOT_JOINED';
       if (standing.queueState === 'ADMITTED') return true;
-      if (['EXPIRED', 'SOLD_OUT', 'PURCHASED'].includes(standing.queueState ?? '')) return false;
-      await sleep(STANDING_POLL_MS);
+      if (standing.final === true || standing.queueState === 'PURCHASED') return false;
+      if (standing.op === 'join' && standing.status === 409) return false;
+      // Mostly once the sale has started (before it, the answer is SALE_NOT_STARTED).
+      const started = Date.now() >= sale.startAtEpochMs;
+      if (joined && tries > 0 && this.rng.chance(started ? 0.5 : 0.1)) {
+        tries--;
+        const attempt = await this.purchase(sale, buyer, this.endpoint(), {});
+        // Admitted in between after all: it bought (the order is left to expire).
+        if (attempt.status === 202) return false;
+      }
+      await sleep(this.rng.int(...STANDING_POLL_MS));
     }
     return false;
   }
@@ -305,11 +513,13 @@ export class Workload {
       timeoutMs?: number;
       probe?: boolean;
       outsider?: boolean;
+      quantity?: number;
     },
   ): Promise<HistoryEntry> {
-    const { key, probe, outsider } = options;
+    const { key, probe, outsider, quantity = 1 } = options;
     const headers = this.headers(buyer);
     if (key !== undefined) headers['idempotency-key'] = key;
+    if (quantity > 1) headers['content-type'] = 'application/json';
     return this.send(
       'purchase',
       buyer,
@@ -320,9 +530,11 @@ export class Workload {
         path: `/api/v1/seckill/${sale.goodsId}`,
         headers,
         timeoutMs: options.timeoutMs ?? CLIENT_TIMEOUT_MS,
+        ...(quantity > 1 ? { body: JSON.stringify({ quantity }) } : {}),
       },
       (entry) => {
         if (key !== undefined) entry.idempotencyKey = key;
+        if (quantity > 1) entry.quantity = quantity;
         if (probe) entry.probe = true;
         if (outsider) entry.outsider = true;
       },
@@ -400,10 +612,22 @@ export class Workload {
     }
     if ((op === 'join' || op === 'queue') && answer.status === 200 && isRecord(answer.body)) {
       if (typeof answer.body.state === 'string') entry.queueState = answer.body.state;
+      if (typeof answer.body.final === 'boolean') entry.final = answer.body.final;
+      const until =
+        typeof answer.body.admittedUntil === 'string' ? Date.parse(answer.body.admittedUntil) : NaN;
+      if (Number.isFinite(until)) entry.admittedUntilEpochMs = until;
+      if (op === 'join' && entry.queueState !== 'NOT_JOINED') this.noteOf(this.joined, entry);
+      if (entry.final === true) this.noteOf(this.toldFinal, entry);
     }
     annotate?.(entry);
     this.options.history.record(entry);
     return entry;
+  }
+
+  private noteOf(sets: Map<number, Set<number>>, entry: HistoryEntry): void {
+    const set = sets.get(entry.goodsId) ?? new Set<number>();
+    set.add(entry.buyer);
+    sets.set(entry.goodsId, set);
   }
 }
 
@@ -412,6 +636,7 @@ async function call(endpoint: Endpoint, request: HttpCall): Promise<Answer> {
     const response = await fetch(`${endpoint.baseUrl}${request.path}`, {
       method: request.method,
       headers: request.headers,
+      ...(request.body === undefined ? {} : { body: request.body }),
       signal: AbortSignal.timeout(request.timeoutMs ?? CLIENT_TIMEOUT_MS),
     });
     const text = await response.text();

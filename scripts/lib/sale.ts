@@ -16,24 +16,34 @@ export interface SaleSpec {
   startAt?: Date;
   /** When a queue sale's waiting room opens (15 minutes before the start unless given). */
   queueOpensAt?: Date;
+  /** When the sale ends: an hour after its start unless given. */
+  endAt?: Date;
+  /** The most one buyer may buy (1 unless given). */
+  perUserLimit?: number;
 }
 
-/** Creates the goods, on sale for an hour from its start (a second ago unless given); returns its id. */
+/** Creates the goods, on sale from its start (a second ago unless given) to its end (an hour later unless given); returns its id. */
 export async function createGoods(
   baseUrl: string,
   adminToken: string,
   sale: SaleSpec,
 ): Promise<number> {
   // By default a second in the past, so the sale is already open when the load starts.
-  const { startAt = new Date(Date.now() - 1_000), queueOpensAt, ...rest } = sale;
+  const {
+    startAt = new Date(Date.now() - 1_000),
+    queueOpensAt,
+    endAt = new Date(startAt.getTime() + 3_600_000),
+    perUserLimit = 1,
+    ...rest
+  } = sale;
   const response = await requestJson('POST', `${baseUrl}/api/v1/admin/goods`, {
     token: adminToken,
     body: {
       ...rest,
       startAt: startAt.toISOString(),
-      endAt: new Date(startAt.getTime() + 3_600_000).toISOString(),
+      endAt: endAt.toISOString(),
       ...(queueOpensAt === undefined ? {} : { queueOpensAt: queueOpensAt.toISOString() }),
-      perUserLimit: 1,
+      perUserLimit,
     },
   });
   expectStatus('create goods', response, 201);
