@@ -6,6 +6,7 @@
                                                   startAt: lua/queue-tick.lua), preSeq, seq
   KEYS[2] pre    seckill:{gid}:queue:pre    zset  userId -> join index 0, 1, …: the pre-queue
   KEYS[3] line   seckill:{gid}:queue:line   zset  userId -> 1, 2, …: the later joiners
+  KEYS[4] addresses seckill:{gid}:queue:addresses hash address -> accounts it put into the room
 
   ARGV[1] userId
   ARGV[2] queueOpensAt (ms)
@@ -13,6 +14,8 @@
   ARGV[4] endAt (ms)
   ARGV[5] the user's result channel (resultChannel in src/infra/redis/seckill-keys.ts): a new
           place is announced there ("JOINED"), so that a queue stream open already re-reads
+  ARGV[6] the client address the account cap counts ("" not counted: a trusted proxy's own)
+  ARGV[7] the cap: the most accounts one address may put into the room
 
   Returns {code, line, position}:
     0 JOINED        a new place: in the pre-queue while its seed is not drawn (line 0, position
@@ -24,6 +27,8 @@
     3 ENDED         at or after endAt
     4 RESTORING     the room is not the journal's (Redis lost or outdated it: it is being
                     restored from MySQL); nothing changed
+    5 TOO_MANY_ACCOUNTS  a new join from an address that put the cap's accounts in already
+                    (one who joined already keeps the place); nothing changed
 
   A join index comes from a counter (preSeq), not the pre-queue's size, so that a place is never
   given twice even where a join was dropped (a write to MySQL that failed): the shuffle orders
@@ -50,6 +55,13 @@ end
 local seq = redis.call('ZSCORE', KEYS[3], userId)
 if seq then
   return {1, 1, tonumber(seq)}
+end
+local address = ARGV[6]
+if address ~= '' and tonumber(redis.call('HGET', KEYS[4], address) or '0') >= tonumber(ARGV[7]) then
+  return {5, 0, 0}
+end
+if address ~= '' then
+  redis.call('HINCRBY', KEYS[4], address, 1)
 end
 -- The seed, not the clock, closes the pre-queue: a join that runs after the draw goes behind
 -- the shuffled, so that nobody is shuffled in after the order is fixed. Nobody leaves the

@@ -12,6 +12,7 @@
   KEYS[5] expired   seckill:{gid}:queue:expired   set
   KEYS[6] admits    seckill:{gid}:queue:admits    zset  the last ten seconds of admissions
   KEYS[7] clock     seckill:{gid}:queue:clock     hash  the room's clock (lua/lib/room-clock.lua)
+  KEYS[8] addresses seckill:{gid}:queue:addresses hash  address -> accounts it put into the room
 
   ARGV[1] the step:
     journal   returns 1 while the room is the journal's, else 0 (nothing changed)
@@ -24,6 +25,7 @@
               admission step that finds the sale selling
     pre       ARGV[2..] pairs: join index, userId
     line      ARGV[2..] pairs: arrival number, userId
+    addresses ARGV[2..] pairs: address, accounts (the account cap's counts, from the joins)
     admitted  ARGV[2] the room's clock as in "begin" ("" none), ARGV[3..] triples: userId,
               until, used ("1": the buyer has an order, the admission is spent); an unused one
               whose time had run out is a lapse
@@ -38,7 +40,7 @@ if step == 'drop' then
   return redis.call('HDEL', KEYS[1], 'journal')
 end
 if step == 'begin' then
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
   redis.call('HSET', KEYS[1], 'head', ARGV[4], 'preSeq', ARGV[5], 'seq', ARGV[6])
   if ARGV[2] ~= '' then
     redis.call('HSET', KEYS[1], 'seed', ARGV[2])
@@ -57,6 +59,12 @@ if step == 'pre' or step == 'line' then
   local key = step == 'pre' and KEYS[2] or KEYS[3]
   for i = 2, #ARGV, 2 do
     redis.call('ZADD', key, ARGV[i], ARGV[i + 1])
+  end
+  return 1
+end
+if step == 'addresses' then
+  for i = 2, #ARGV, 2 do
+    redis.call('HSET', KEYS[8], ARGV[i], ARGV[i + 1])
   end
   return 1
 end

@@ -29,6 +29,10 @@ describe('the waiting room outlives Redis: restarted empty or from an old snapsh
       THROTTLE_ENABLED: 'false',
       QUEUE_TICK_MS: '50',
       PUBLISH_CONFIRM_TIMEOUT_MS: '1000',
+      // The tests' own requests come from the trusted proxy (counted per user only); a buyer
+      // behind it is named by X-Forwarded-For.
+      TRUSTED_PROXIES: '127.0.0.1',
+      QUEUE_MAX_ACCOUNTS_PER_ADDRESS: '3',
     });
   });
 
@@ -191,5 +195,38 @@ describe('the waiting room outlives Redis: restarted empty or from an old snapsh
       .post(`/api/v1/seckill/${goodsId}`)
       .set('Authorization', bearer(admitted[0]));
     expect(again.status).toBe(409);
+  });
+
+  it('should refuse an address more accounts than QUEUE_MAX_ACCOUNTS_PER_ADDRESS with 429, counted in MySQL so that a restart forgets nothing', async () => {
+    const goodsId = await createSale(t.http, {
+      stock: 2,
+      startsInMs: 60_000,
+      queue: { admitPerSecond: 1_000, admissionTtlSeconds: 60 },
+    });
+    const joinFrom = (userId: number, address: string) =>
+      joinQueue(goodsId, userId).set('X-Forwarded-For', address);
+    for (const userId of [33_000, 33_001, 33_002]) {
+      await joinFrom(userId, '203.0.113.7').expect(200);
+    }
+    const refused = await joinFrom(33_003, '203.0.113.7').expect(429);
+    expect(refused.body.code).toBe('TOO_MANY_REQUESTS');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    // Nothing joined: neither in Redis nor in MySQL.
+    expect((await standings(goodsId, [33_003]))[0].state).toBe('NOT_JOINED');
+    const [rows] = (await stores.mysql.query(
+      'SELECT COUNT(*) AS n FROM seckill_queue_join WHERE goods_id = ? AND user_id = 33003',
+      [goodsId],
+    )) as unknown as [{ n: number }[]];
+    expect(Number(rows[0].n)).toBe(0);
+    // Another address, and one who joined already, are served.
+    await joinFrom(33_010, '198.51.100.9').expect(200);
+    await joinFrom(33_001, '203.0.113.7').expect(200);
+
+    redis.forgetSnapshot();
+    await redis.kill();
+    await redis.up(); // empty: the counts went with it, the joins did not
+    await untilAnswered(goodsId, 33_000);
+    expect((await joinFrom(33_004, '203.0.113.7').expect(429)).body.code).toBe('TOO_MANY_REQUESTS');
+    expect((await joinFrom(33_002, '203.0.113.7').expect(200)).body.state).toBe('WAITING');
   });
 });

@@ -16,6 +16,11 @@ export interface WaitingRoomConfig {
    * its share of the queue.
    */
   admitStockFactor: number;
+  /**
+   * Distinct accounts one client address (an IPv6 /64) may put into one sale's waiting room;
+   * past it a join is refused 429. Counted with the joins, so that it outlives Redis.
+   */
+  maxAccountsPerAddress: number;
   /** GET …/queue/stream: its bounds (QUEUE_STREAM_MAX_PER_USER, …), as the result stream's. */
   stream: StreamBoundsConfig & {
     /** How often an instance reads each streamed queue's state, once for all its streams. */
@@ -27,6 +32,7 @@ export const waitingRoomConfig = configNamespace('waitingRoom', (env): WaitingRo
   enabled: readBool(env, 'QUEUE_ADMISSION_ENABLED', true),
   tickMs: readInt(env, 'QUEUE_TICK_MS', 100, 10, 10_000),
   admitStockFactor: readInt(env, 'QUEUE_ADMIT_STOCK_FACTOR', 1, 1, 100),
+  maxAccountsPerAddress: readInt(env, 'QUEUE_MAX_ACCOUNTS_PER_ADDRESS', 100, 1, 1_000_000),
   stream: {
     ...readStreamBounds(env, 'QUEUE_STREAM'),
     pollMs: readInt(env, 'QUEUE_STREAM_POLL_MS', 500, 50, 10_000),

@@ -33,11 +33,11 @@ const SCRIPTS = {
   barrierTick: { file: 'barrier-tick.lua', keys: 3 },
   streamSlot: { file: 'stream-slot.lua', keys: 1 },
   blocklistPrune: { file: 'blocklist-prune.lua', keys: 1 },
-  queueJoin: { file: 'queue-join.lua', keys: 3 },
+  queueJoin: { file: 'queue-join.lua', keys: 4 },
   queueTick: { file: 'queue-tick.lua', keys: 8 },
   queueStatus: { file: 'queue-status.lua', keys: 11 },
   queueRoom: { file: 'queue-room.lua', keys: 9 },
-  queueRestore: { file: 'queue-restore.lua', keys: 7 },
+  queueRestore: { file: 'queue-restore.lua', keys: 8 },
   // The key count varies with the window: the caller passes it first.
   dashboardSale: { file: 'dashboard-sale.lua', keys: 'first-argument' },
 } as const satisfies Record<

@@ -102,6 +102,8 @@ export function queueKeys(goodsId: number) {
     expired: `${prefix}:expired`,
     /** zset: `head:count` of each admission batch -> at (ms); the last ten seconds, for the pace. */
     admits: `${prefix}:admits`,
+    /** hash: client address (an IPv6 /64) -> accounts it put into the room (the account cap). */
+    addresses: `${prefix}:addresses`,
   };
 }
 

@@ -12,7 +12,16 @@ const PAGE = 5_000;
 /** The waiting room's keys in the order lua/queue-restore.lua takes them. */
 function restoreKeys(goodsId: number): string[] {
   const keys = queueKeys(goodsId);
-  return [keys.state, keys.pre, keys.line, keys.admitted, keys.expired, keys.admits, keys.clock];
+  return [
+    keys.state,
+    keys.pre,
+    keys.line,
+    keys.admitted,
+    keys.expired,
+    keys.admits,
+    keys.clock,
+    keys.addresses,
+  ];
 }
 
 /**
@@ -98,6 +107,14 @@ export class QueueRestoreService {
     );
     await this.writeMembers(goodsId, 'pre', pre);
     await this.writeMembers(goodsId, 'line', line);
+    const accounts = new Map<string, number>();
+    for (const { address } of [...pre, ...line]) {
+      if (address !== null) accounts.set(address, (accounts.get(address) ?? 0) + 1);
+    }
+    const counted = [...accounts].flat();
+    for (let from = 0; from < counted.length; from += 2 * PAGE) {
+      await this.step(goodsId, 'addresses', ...counted.slice(from, from + 2 * PAGE));
+    }
     const used = await this.journal.buyersWithOrders(goodsId);
     const admissions = await this.journal.admissions(goodsId);
     for (let from = 0; from < admissions.length; from += PAGE) {

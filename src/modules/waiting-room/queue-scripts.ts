@@ -17,6 +17,8 @@ export enum JoinCode {
   Ended = 3,
   /** The room is not the journal's (Redis lost or outdated it): it is being restored. */
   Restoring = 4,
+  /** A new join from an address that put QUEUE_MAX_ACCOUNTS_PER_ADDRESS accounts in already. */
+  TooManyAccounts = 5,
 }
 
 /** A join's answer: where the buyer stands (Joined, Kept). */
@@ -131,6 +133,7 @@ export class QueueScripts {
     goodsId: number,
     userId: number,
     window: { opensAt: number; startAt: number; endAt: number },
+    cap: { address: string | null; maxAccounts: number } = { address: null, maxAccounts: 1 },
   ): Promise<JoinResult> {
     const keys = queueKeys(goodsId);
     const [code, line, position] = (await this.lua.run(
@@ -138,12 +141,15 @@ export class QueueScripts {
       keys.state,
       keys.pre,
       keys.line,
+      keys.addresses,
       userId,
       window.opensAt,
       window.startAt,
       window.endAt,
       // A queue sale keeps its stock in one bucket.
       resultChannel(goodsId, userId, 1),
+      cap.address ?? '',
+      cap.maxAccounts,
     )) as [JoinCode, number, number];
     return { code, line: line === 1 ? 1 : 0, position };
   }

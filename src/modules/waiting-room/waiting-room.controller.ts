@@ -77,7 +77,7 @@ export class WaitingRoomController {
   @ApiOperation({
     summary: "Join a queue sale's waiting room (joining again keeps your place)",
     description:
-      'From queueOpensAt to the end of the sale. Everyone who joins before startAt is put in a random order at startAt; later joiners queue behind in arrival order. Buyers are admitted in that order, at most admitPerSecond across the service and while those admitted and undecided stay within the remaining stock times QUEUE_ADMIT_STOCK_FACTOR; an admission lasts admissionTtlSeconds. 409 QUEUE_NOT_OPEN for a sale without a waiting room or before queueOpensAt, 409 SALE_ENDED after the end.',
+      'From queueOpensAt to the end of the sale. Everyone who joins before startAt is put in a random order at startAt; later joiners queue behind in arrival order. Buyers are admitted in that order, at most admitPerSecond across the service and while those admitted and undecided stay within the remaining stock times QUEUE_ADMIT_STOCK_FACTOR; an admission lasts admissionTtlSeconds. One client address (an IPv6 /64) may put at most QUEUE_MAX_ACCOUNTS_PER_ADDRESS accounts into the room of one sale: past it 429 TOO_MANY_REQUESTS (Retry-After: the end of the sale). 503 UNAVAILABLE with Retry-After while the room is being restored (after a Redis restart): join again then, a place you were told of is kept. 409 QUEUE_NOT_OPEN for a sale without a waiting room or before queueOpensAt, 409 SALE_ENDED after the end.',
   })
   @ApiHeader({
     name: 'X-Seckill-Challenge',
@@ -99,8 +99,9 @@ export class WaitingRoomController {
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @CurrentUser() user: AuthUser,
     @Headers('x-seckill-challenge') challenge: string | undefined,
+    @CountedAddress() clientAddress: string | null,
   ) {
-    return this.room.join(goodsId, user.userId, challenge);
+    return this.room.join(goodsId, user.userId, challenge, clientAddress);
   }
 
   @Get(':goodsId/queue')

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { addressIdentity } from '../../common/http/client-address.js';
 import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
@@ -69,7 +70,16 @@ export class WaitingRoom {
   ) {}
 
   /** Joins (or keeps the place held); with SECKILL_REQUIRE_CHALLENGE on, a solved challenge. */
-  async join(goodsId: number, userId: number, challenge?: string): Promise<QueueStatus> {
+  /**
+   * `address`: the client address the account cap counts (an IPv6 /64 as one), null for a
+   * trusted proxy's own request (counted per user only).
+   */
+  async join(
+    goodsId: number,
+    userId: number,
+    challenge?: string,
+    address: string | null = null,
+  ): Promise<QueueStatus> {
     const sale = await this.queueSale(goodsId);
     const now = Date.now();
     // Judged here first so that a solved challenge is not burnt on a join that cannot be had.
@@ -79,22 +89,37 @@ export class WaitingRoom {
     if (this.seckill.requireChallenge) {
       await this.challenges.redeem(goodsId, userId, challenge);
     }
+    const counted = address === null ? null : addressIdentity(address);
     const placed = () =>
       orUnavailable('Redis', () =>
-        this.scripts.join(goodsId, userId, {
-          opensAt: sale.queueOpensAt.getTime(),
-          startAt: sale.startAt.getTime(),
-          endAt: sale.endAt.getTime(),
-        }),
+        this.scripts.join(
+          goodsId,
+          userId,
+          {
+            opensAt: sale.queueOpensAt.getTime(),
+            startAt: sale.startAt.getTime(),
+            endAt: sale.endAt.getTime(),
+          },
+          { address: counted, maxAccounts: this.config.maxAccountsPerAddress },
+        ),
       );
     const { code, line, position } = await this.restoredFirst(goodsId, placed, (result) =>
       result.code === JoinCode.Restoring ? null : result,
     );
     if (code === JoinCode.NotOpen) throw notOpenYet(sale);
     if (code === JoinCode.Ended) throw new DomainError('SALE_ENDED', 'The sale has ended');
+    if (code === JoinCode.TooManyAccounts) {
+      this.logger.warn(`queue join refused, accounts per address: goods=${goodsId} user=${userId}`);
+      throw new DomainError(
+        'TOO_MANY_REQUESTS',
+        `This address has put ${this.config.maxAccountsPerAddress} accounts into the waiting room already (QUEUE_MAX_ACCOUNTS_PER_ADDRESS)`,
+        // The cap holds for the whole sale.
+        { retryAfterSeconds: Math.max(1, Math.ceil((sale.endAt.getTime() - Date.now()) / 1000)) },
+      );
+    }
     // Answered once MySQL holds it (a kept place too: its first write may have failed), so that
     // no join the buyer was told of is lost with Redis.
-    await this.journal.record({ goodsId, userId, line, position, address: null });
+    await this.journal.record({ goodsId, userId, line, position, address: counted });
     if (code === JoinCode.Joined) {
       this.logger.debug(
         `queue joined: goods=${goodsId} user=${userId} line=${line} position=${position}`,
