@@ -36,6 +36,8 @@
 
   Time comes from the Redis server, as in every script that judges a sale's window.
 ]]
+--!include lib/room-journal.lua
+
 local userId = ARGV[1]
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -45,7 +47,7 @@ end
 if now >= tonumber(ARGV[4]) then
   return {3, 0, 0}
 end
-if redis.call('HEXISTS', KEYS[1], 'journal') == 0 then
+if not journalRoom(KEYS[1]) then
   return {4, 0, 0}
 end
 local index = redis.call('ZSCORE', KEYS[2], userId)

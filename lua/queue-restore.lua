@@ -15,9 +15,12 @@
   KEYS[8] addresses seckill:{gid}:queue:addresses hash  address -> accounts it put into the room
 
   ARGV[1] the step:
-    journal   returns 1 while the room is the journal's, else 0 (nothing changed)
-    drop      the room is not the journal's from now on. Returns 1 when it was (joins placed on
-              it may still be on their way to MySQL: the caller waits for them), else 0
+    journal   returns 1 while the room is the journal's (lua/lib/room-journal.lua), else 0
+    drop      the room is not the journal's from now on. Returns how long ago (ms, Redis's
+              clock) it stopped taking joins: 0 when it did now (the mark was there, or a lost
+              room is first found so), else since the drop kept in `droppedAt`; a join placed
+              before then may still be on its way to MySQL, the caller waits for it. ARGV[2]
+              "marked": only a room that has the mark (a wipe's: no key written for others)
     begin     everything of the room goes; ARGV[2] seed ("" none), ARGV[3] preSize ("" none),
               ARGV[4] head, ARGV[5] preSeq, ARGV[6] seq, ARGV[7] the room's clock when the
               journal last had it ("" none): the clock stands stopped there, so that nobody's
@@ -29,15 +32,34 @@
     admitted  ARGV[2] the room's clock as in "begin" ("" none), ARGV[3..] triples: userId,
               until, used ("1": the buyer has an order, the admission is spent); an unused one
               whose time had run out is a lapse
-    open      the room is the journal's again
+    open      the room is the journal's again: marked with this server's run id
   Returns 1 (drop: see above).
 ]]
+--!include lib/room-journal.lua
+
 local step = ARGV[1]
 if step == 'journal' then
-  return redis.call('HEXISTS', KEYS[1], 'journal')
+  return journalRoom(KEYS[1]) and 1 or 0
 end
 if step == 'drop' then
-  return redis.call('HDEL', KEYS[1], 'journal')
+  local clock = redis.call('TIME')
+  local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  local dropped = redis.call('HGET', KEYS[1], 'droppedAt')
+  local marked = redis.call('HDEL', KEYS[1], 'journal') == 1
+  if ARGV[2] == 'marked' and not marked then
+    return 0
+  end
+  -- A room that placed no join since it was made the journal's has none on its way to MySQL.
+  local joins = tonumber(redis.call('HGET', KEYS[1], 'preSeq') or '0')
+    + tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
+  if marked and joins == tonumber(redis.call('HGET', KEYS[1], 'openedJoins') or '-1') then
+    return 86400000
+  end
+  if marked or not dropped then
+    redis.call('HSET', KEYS[1], 'droppedAt', now)
+    return 0
+  end
+  return now - tonumber(dropped)
 end
 if step == 'begin' then
   redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
@@ -83,7 +105,11 @@ if step == 'admitted' then
   return 1
 end
 if step == 'open' then
-  redis.call('HSET', KEYS[1], 'journal', 1)
+  local _, runId = journalRoom(KEYS[1])
+  redis.call('HSET', KEYS[1], 'journal', runId, 'openedJoins',
+    tonumber(redis.call('HGET', KEYS[1], 'preSeq') or '0')
+      + tonumber(redis.call('HGET', KEYS[1], 'seq') or '0'))
+  redis.call('HDEL', KEYS[1], 'droppedAt')
   return 1
 end
 return redis.error_reply('queue-restore: unknown step ' .. tostring(step))

@@ -24,6 +24,7 @@
   journal's (Redis lost or outdated it: it is being restored from MySQL).
 ]]
 --!include lib/room-clock.lua
+--!include lib/room-journal.lua
 
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -45,5 +46,5 @@ return {
   redis.call('SCARD', KEYS[8]),
   now >= tonumber(ARGV[1]) and 1 or 0,
   stopped and 1 or 0,
-  1 - redis.call('HEXISTS', KEYS[1], 'journal'),
+  journalRoom(KEYS[1]) and 0 or 1,
 }

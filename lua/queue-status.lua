@@ -46,13 +46,14 @@
 ]]
 --!include lib/queue-order.lua
 --!include lib/room-clock.lua
+--!include lib/room-journal.lua
 
 local userId = ARGV[1]
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local ended = now >= tonumber(ARGV[2]) and 1 or 0
 local roomTime, stopped = roomNow(KEYS[11], now)
-if redis.call('HEXISTS', KEYS[1], 'journal') == 0 then
+if not journalRoom(KEYS[1]) then
   return {-1}
 end
 

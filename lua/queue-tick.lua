@@ -51,13 +51,14 @@
 ]]
 --!include lib/queue-order.lua
 --!include lib/room-clock.lua
+--!include lib/room-journal.lua
 
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 if now < tonumber(ARGV[1]) then
   return {0, 0, 0, 0, 0, 0, 0, 0, {}}
 end
-if redis.call('HEXISTS', KEYS[1], 'journal') == 0 then
+if not journalRoom(KEYS[1]) then
   return {0, 0, 0, -1, 0, 0, 0, 0, {}}
 end
 -- No seed from the caller (MySQL did not give one yet): no draw, and nobody admitted before it.

@@ -27,7 +27,13 @@ const FINAL = new Set(['SOLD_OUT', 'ALREADY_PURCHASED', 'SALE_ENDED']);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 describe('a queue sale against scripted buyers (QUEUE_ADMIT_STOCK_FACTOR 1)', () => {
-  const t = useApp({ THROTTLE_ENABLED: 'false', SOLD_OUT_MEMO_MS: '0', QUEUE_TICK_MS: '50' });
+  // The load generator is one client address: the account cap would refuse all but 100 of them.
+  const t = useApp({
+    THROTTLE_ENABLED: 'false',
+    SOLD_OUT_MEMO_MS: '0',
+    QUEUE_TICK_MS: '50',
+    QUEUE_MAX_ACCOUNTS_PER_ADDRESS: '1000000',
+  });
   const stores = t.stores;
   const origin = () => baseUrlOf(t.app);
   const request = (method: 'GET' | 'POST', path: string, userId: number): LoadRequest => ({

@@ -156,9 +156,15 @@ describe('a queue sale: the waiting room', () => {
       .expect(400);
     expect(malformed.body.code).toBe('VALIDATION_FAILED');
 
+    // Nobody joined, in Redis nor in MySQL (the preheat may have made the room the journal's).
     for (const goodsId of [openSale, notYet, ended, joinable]) {
-      const keys = Object.values(queueKeys(goodsId));
-      expect(await stores.redis.exists(...keys)).toBe(0);
+      const keys = queueKeys(goodsId);
+      expect(await stores.redis.exists(keys.pre, keys.line, keys.addresses)).toBe(0);
+      const [rows] = (await stores.mysql.query(
+        'SELECT COUNT(*) AS n FROM seckill_queue_join WHERE goods_id = ?',
+        [goodsId],
+      )) as unknown as [{ n: number }[]];
+      expect(Number(rows[0].n)).toBe(0);
     }
     expect(await standing(notYet, 801)).toEqual({
       state: 'NOT_JOINED',

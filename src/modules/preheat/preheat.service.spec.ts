@@ -72,7 +72,10 @@ function setup({ unsold = false } = {}) {
     stock as unknown as SaleLoader,
     barrier as unknown as OrderBarrier,
     lock as unknown as SaleStateLock,
-    { restoreHeld: vi.fn(async () => undefined) } as unknown as QueueRestoreService,
+    {
+      restoreHeld: vi.fn(async () => undefined),
+      ensureHeld: vi.fn(async () => undefined),
+    } as unknown as QueueRestoreService,
     { publishConfirmTimeoutMs: CONFIRM_MS } as RabbitMqConfig,
   );
   return { state, goods, orders, stock, barrier, preheat };

@@ -71,6 +71,8 @@ export class PreheatService {
       (await this.orders.hasOrders(goods.id)) === false &&
       (await this.goods.markFirstLoad(goods.id))
     ) {
+      // Its waiting room made the journal's now, not by the first join of the crowd.
+      if (goods.admission === 'queue') await this.queueRestore.ensureHeld(held);
       return this.load(goods, goods.stock, undefined);
     }
     return this.rebuild(goods, held);
@@ -105,14 +107,16 @@ export class PreheatService {
       this.pending.set(goods.id, pending);
     }
     await this.ensureOrdersSettled(pending.wipedAt);
-    // Its barrier is spent, whatever comes next: a load cut short is wiped by the next rebuild,
-    // which waits for a barrier of its own.
-    const { wipedAt } = pending;
-    this.pending.delete(goods.id);
     // A queue sale's waiting room is suspect with the rest (lost, or an older copy): written
     // back from its journal before the sale is, so that the sale opens on the room MySQL holds.
-    // Its wipe dropped the room as the journal's: no join placed after that.
-    if (goods.admission === 'queue') await this.queueRestore.restoreHeld(held, wipedAt);
+    // Its wipe dropped the room as the journal's: no join placed after that (a restore that
+    // must wait longer for the joins defers the rebuild, its barrier kept).
+    if (goods.admission === 'queue') {
+      await this.queueRestore.restoreHeld(held);
+    }
+    // Its barrier is spent, whatever comes next: a load cut short is wiped by the next rebuild,
+    // which waits for a barrier of its own.
+    this.pending.delete(goods.id);
     const { history, result } = await this.orders.history(goods.id, async (history) => ({
       history,
       result: await this.load(goods, history.stock, history),

@@ -7,13 +7,13 @@ const MAX_BATCH = 500;
 /** How long a join waits for others to share its statement. */
 const BATCH_MS = 2;
 /** Statements on their way at once (the pool has more connections for the rest). */
-const MAX_WRITES = 4;
+const MAX_WRITES = 8;
 /**
  * A join not written by then is answered 503 (the buyer joins again and keeps the place). Well
  * inside the restore's wait after a restart (PUBLISH_CONFIRM_TIMEOUT_MS), so that a join placed
  * on the lost Redis is written, or answered 503, before the restore reads the joins.
  */
-export const WRITE_TIMEOUT_MS = 2_000;
+export const WRITE_TIMEOUT_MS = 5_000;
 
 interface Waiting {
   row: JoinRow;

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { UnavailableError } from '../../common/errors/domain-error.js';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
 import { queueKeys } from '../../infra/redis/seckill-keys.js';
 import { SaleStateLock, type SaleStateHold } from '../sale-store/sale-state-lock.js';
@@ -57,11 +57,15 @@ export class QueueRestoreService {
       run = this.saleLock
         .hold(goodsId, 'queue-restore', async (held) => {
           // Read under the lock: another instance may have restored it meanwhile.
-          if ((await this.step(goodsId, 'journal')) === 1) return;
-          await this.restoreHeld(held);
+          await this.ensureHeld(held);
         })
         .catch((error: Error) => {
-          this.logger.warn(`queue restore not done: goods=${goodsId} ${error.message}`);
+          // Waiting for the joins of the lost room is the usual first answer: not a warning.
+          if (error instanceof UnavailableError) {
+            this.logger.debug(`queue restore not done yet: goods=${goodsId} ${error.message}`);
+          } else {
+            this.logger.warn(`queue restore not done: goods=${goodsId} ${error.message}`);
+          }
         })
         .finally(() => this.running.delete(goodsId));
       this.running.set(goodsId, run);
@@ -69,23 +73,35 @@ export class QueueRestoreService {
     return run;
   }
 
+  /** As `ensure`, for a caller that holds the goods' sale-state lock (the preheat). */
+  async ensureHeld(held: SaleStateHold): Promise<void> {
+    if ((await this.step(held.goodsId, 'journal')) === 1) return;
+    await this.restoreHeld(held);
+  }
+
   /**
-   * The restore itself, for a caller that holds the goods' sale-state lock. `quietSince`
-   * (monotonic ms): since when the room takes no join (a rebuild's wipe dropped it as the
-   * journal's); the joins are read once every join placed before it is written or refused.
+   * The restore itself, for a caller that holds the goods' sale-state lock. The joins are read
+   * once every join placed on the room before it stopped taking them (Redis keeps when: the
+   * drop, a rebuild's wipe, or the first finding of a room Redis lost) is written or refused.
    */
-  async restoreHeld(held: SaleStateHold, quietSince = performance.now()): Promise<void> {
+  async restoreHeld(held: SaleStateHold): Promise<void> {
     const goodsId = held.goodsId;
     const started = performance.now();
-    await this.step(goodsId, 'drop');
+    const quietMs = await this.step(goodsId, 'drop');
     const room = await this.journal.room(goodsId);
     const firstPre = await this.journal.joins(goodsId, 0, -1, 1);
     const firstLine = await this.journal.joins(goodsId, 1, -1, 1);
-    const readAt = quietSince + WRITE_TIMEOUT_MS + 100;
-    if ((room || firstPre.length > 0 || firstLine.length > 0) && performance.now() < readAt) {
+    const waitMs = WRITE_TIMEOUT_MS + 100 - quietMs;
+    if ((room || firstPre.length > 0 || firstLine.length > 0) && waitMs > 0) {
       // A join placed on the room before it was dropped (or lost) is written to MySQL, or
-      // answered 503, within the journal's write timeout: read the joins after it.
-      await sleep(readAt - performance.now());
+      // answered 503, within the journal's write timeout: the joins are read after it. Till
+      // then the caller is told to come back (a rebuild is deferred, a route answers 503).
+      const ms = waitMs;
+      throw new UnavailableError(
+        `Waiting ${ms} ms more for the joins placed on the lost waiting room to reach MySQL`,
+        undefined,
+        { retryAfterSeconds: Math.ceil(ms / 1000) },
+      );
     }
     const kept = await this.journal.room(goodsId);
     const pre = await this.allJoins(goodsId, 0);

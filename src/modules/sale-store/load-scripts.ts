@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
-import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
+import { queueKeys, type SaleKeys } from '../../infra/redis/seckill-keys.js';
 import type { Admission } from '../../infra/database/entities/goods.entity.js';
 
 /** Fields or members per command of a load: each command stays a modest size. */
@@ -10,6 +10,27 @@ const LOAD_CHUNK = 1_000;
 @Injectable()
 export class LoadScripts {
   constructor(private readonly lua: LuaScripts) {}
+
+  /**
+   * A queue sale's waiting room is no longer taken as its MySQL journal's (lua/queue-restore.lua
+   * "drop", which keeps when): written back from MySQL before it is used again.
+   */
+  async dropQueueJournalMark(goodsId: number): Promise<void> {
+    const keys = queueKeys(goodsId);
+    await this.lua.run(
+      'queueRestore',
+      keys.state,
+      keys.pre,
+      keys.line,
+      keys.admitted,
+      keys.expired,
+      keys.admits,
+      keys.clock,
+      keys.addresses,
+      'drop',
+      'marked',
+    );
+  }
 
   /**
    * Loads one bucket in one MULTI: its buyers and restocked order numbers (a rebuild's history,

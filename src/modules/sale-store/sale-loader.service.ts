@@ -140,7 +140,7 @@ export class SaleLoader {
     }
     // A queue sale's waiting room stays, but is no longer taken as the journal's: it is written
     // back from MySQL before the sale opens again (QueueRestoreService).
-    await this.redis.hdel(queueKeys(goodsId).state, 'journal');
+    await this.scripts.dropQueueJournalMark(goodsId);
   }
 
   /** Goods ids that were ever preheated on this Redis (the sweepers walk these). */

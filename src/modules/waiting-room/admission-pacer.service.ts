@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
-import { PurchaseAvailability } from '../availability/purchase-availability.service.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
 import { RoomJournalService } from '../queue-journal/room-journal.service.js';
@@ -38,7 +37,6 @@ export class AdmissionPacer {
     private readonly scripts: QueueScripts,
     private readonly journal: RoomJournalService,
     private readonly restore: QueueRestoreService,
-    private readonly availability: PurchaseAvailability,
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
   ) {}
 
@@ -68,9 +66,6 @@ export class AdmissionPacer {
   }
 
   private async step(sale: QueueSale): Promise<void> {
-    // Redis restarted and the sale is not rebuilt yet: its room may be an older copy, whose
-    // steps must not reach the journal. The rebuild restores it first.
-    if (this.availability.rebuilding(sale.id)) return;
     // Full batches (ADMIT_BATCH) are followed by another call, for up to one tick period.
     const deadline = Date.now() + this.config.tickMs;
     // Drawn in MySQL first, from just before the start: Redis takes the seed MySQL keeps.

@@ -34,7 +34,12 @@ describe("the waiting room's scripts (real Redis)", () => {
     return read;
   };
   /** The room as a restore (or the first one, of an empty journal) leaves it: the journal's. */
-  const journalRoom = () => redis.hset(queueKeys(goodsId).state, 'journal', 1);
+  const journalRoom = async () =>
+    redis.hset(
+      queueKeys(goodsId).state,
+      'journal',
+      /run_id:(\w+)/.exec(await redis.info('server'))![1],
+    );
 
   /** Redis's clock (ms), which every script judges by. */
   const redisNow = async () => {

@@ -1,7 +1,6 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
-import { PurchaseAvailability } from '../availability/purchase-availability.service.js';
 import { QueueScripts, type RoomState } from './queue-scripts.js';
 import { ReturnsOutlookService } from './returns-outlook.service.js';
 import type { QueueSale } from './waiting-room.service.js';
@@ -32,7 +31,6 @@ export class RoomWatcher implements OnModuleDestroy {
   constructor(
     private readonly scripts: QueueScripts,
     private readonly returns: ReturnsOutlookService,
-    private readonly availability: PurchaseAvailability,
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
   ) {}
 
@@ -74,9 +72,7 @@ export class RoomWatcher implements OnModuleDestroy {
       // Unknown (MySQL not answering) counts as "may": a stream is never ended on a guess.
       const unitsMayReturn =
         soldOut && !room.ended ? await this.returns.mayReturn(sale.id).catch(() => true) : false;
-      // A restart this instance noticed and the sale not rebuilt yet: the room is suspect too.
-      const restoring = room.restoring || this.availability.rebuilding(sale.id);
-      const view: RoomView = { ...room, soldOut, unitsMayReturn, restoring };
+      const view: RoomView = { ...room, soldOut, unitsMayReturn };
       for (const listener of [...watch.listeners]) listener(view);
     } catch {
       // Skipped: the next interval reads again, and a stream's own events still re-read.

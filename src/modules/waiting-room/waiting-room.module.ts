@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 import { GoodsModule } from '../goods/goods.module.js';
 import { OrderRepositoryModule } from '../orders/order-repository.module.js';
 import { QueueJournalModule } from '../queue-journal/queue-journal.module.js';
-import { AvailabilityModule } from '../availability/availability.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ChallengeModule } from '../seckill/challenge.module.js';
@@ -27,7 +26,6 @@ import { WaitingRoom } from './waiting-room.service.js';
     MetricsModule,
     OrderRepositoryModule,
     QueueJournalModule,
-    AvailabilityModule,
   ],
   providers: [
     QueueScripts,

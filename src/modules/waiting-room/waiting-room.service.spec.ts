@@ -54,6 +54,7 @@ describe('a queue standing as the buyer reads it', () => {
   it('should be final once nothing can change it, and every state at the end', () => {
     expect(isFinal(standing({ state: 'PURCHASED', pending: true }), false)).toBe(false);
     expect(isFinal(standing({ state: 'PURCHASED' }), false)).toBe(true);
+    expect(isFinal(standing({ state: 'PURCHASED', pending: true, ended: true }), false)).toBe(true);
     expect(isFinal(standing({ state: 'EXPIRED' }), true)).toBe(true);
     expect(isFinal(standing({ state: 'SOLD_OUT' }), true)).toBe(false);
     expect(isFinal(standing({ state: 'SOLD_OUT' }), false)).toBe(true);

@@ -7,7 +7,6 @@ import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js'
 import { GoodsService } from '../goods/goods.service.js';
 import { ChallengeService } from '../seckill/challenge.service.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
-import { PurchaseAvailability } from '../availability/purchase-availability.service.js';
 import { JoinJournalService } from '../queue-journal/join-journal.service.js';
 import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
 import { JoinCode, QueueScripts, type QueueStanding, type QueueState } from './queue-scripts.js';
@@ -64,7 +63,6 @@ export class WaitingRoom {
     private readonly returns: ReturnsOutlookService,
     private readonly journal: JoinJournalService,
     private readonly restore: QueueRestoreService,
-    private readonly availability: PurchaseAvailability,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
   ) {}
@@ -85,7 +83,6 @@ export class WaitingRoom {
     // Judged here first so that a solved challenge is not burnt on a join that cannot be had.
     if (now < sale.queueOpensAt.getTime()) throw notOpenYet(sale);
     if (now >= sale.endAt.getTime()) throw new DomainError('SALE_ENDED', 'The sale has ended');
-    this.refuseWhileRebuilt(goodsId);
     if (this.seckill.requireChallenge) {
       await this.challenges.redeem(goodsId, userId, challenge);
     }
@@ -139,7 +136,6 @@ export class WaitingRoom {
    * journal's), so that nobody is told a place that may no longer be true.
    */
   async standing(sale: QueueSale, userId: number): Promise<QueueStanding> {
-    this.refuseWhileRebuilt(sale.id);
     return this.restoredFirst(
       sale.id,
       () =>
@@ -165,16 +161,6 @@ export class WaitingRoom {
     if (again !== null) return again;
     throw new UnavailableError(
       'The waiting room is being restored; ask again after Retry-After',
-      undefined,
-      { retryAfterSeconds: RESTORING_RETRY_SECONDS },
-    );
-  }
-
-  /** Redis restarted and this sale is not rebuilt yet (its room with it): 503 with Retry-After. */
-  private refuseWhileRebuilt(goodsId: number): void {
-    if (!this.availability.rebuilding(goodsId)) return;
-    throw new UnavailableError(
-      'Redis restarted: the waiting room is being restored; ask again after Retry-After',
       undefined,
       { retryAfterSeconds: RESTORING_RETRY_SECONDS },
     );
@@ -250,7 +236,7 @@ function notOpenYet(sale: QueueSale): DomainError {
 export function isFinal(standing: QueueStanding, unitsMayReturn: boolean): boolean {
   switch (standing.state) {
     case 'PURCHASED':
-      return !standing.pending;
+      return !standing.pending || standing.ended;
     case 'EXPIRED':
       return true;
     case 'SOLD_OUT':
