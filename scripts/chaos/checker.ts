@@ -117,6 +117,8 @@ export const INVARIANTS = {
     "no 1,000 ms holds more than a queue sale's admitPerSecond admissions (its admissions log, sampled)",
   'every-waiting-told':
     'once a queue sale ended or sold out for good, every buyer who joined and bought nothing was told a final standing by the end of the settle phase',
+  'queue-places-kept':
+    "no joiner's place is lost or changed, across a Redis restart too: a buyer answered 200 on a join never reads NOT_JOINED and is in the MySQL journal, the order the buyers are told never inverts and is the journal's, Redis's seed is always MySQL's, and no ADMITTED follows an EXPIRED or an order",
   'one-active-order-per-buyer': 'no buyer holds two active orders of one sale',
   'mysql-stock-balances': 'MySQL stock + active quantity = total stock',
   'redis-matches-mysql':

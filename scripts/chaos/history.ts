@@ -40,6 +40,8 @@ export interface HistoryEntry {
   probe?: true;
   /** A queue standing's `state` (NOT_JOINED, WAITING, ADMITTED, …). */
   queueState?: string;
+  /** A WAITING standing's `position` (1 for the next admitted: its place less the head). */
+  position?: number;
   /** A queue standing's `final` (the state can no longer change). */
   final?: boolean;
   /** An ADMITTED standing's `admittedUntil`, on the wall clock (ms since the epoch). */

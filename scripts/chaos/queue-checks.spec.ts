@@ -8,6 +8,7 @@ import {
   type FaultSpan,
   type QueueCheckInput,
   type QueueFacts,
+  type QueueJournalSnapshot,
 } from './queue-checks.js';
 
 const START = 1_760_000_000_000;
@@ -76,6 +77,8 @@ function facts(fields: Partial<QueueFacts> = {}): QueueFacts {
     ],
     admissions: [],
     rooms: [{ goodsId: GOODS, admitted: {}, expired: [] }],
+    roomSamples: [],
+    journals: [],
     faults: [],
     healedMs: 45_000,
     toldMs: 70_000,
@@ -379,5 +382,198 @@ describe('every-waiting-told', () => {
         'every-waiting-told',
       ),
     ).toBe(0);
+  });
+});
+
+describe('queue-places-kept', () => {
+  /** A WAITING standing that tells a position (its place less the head, from 1). */
+  const placed = (buyer: number, sentMs: number, position: number) =>
+    entry({ op: 'queue', buyer, sentMs, queueState: 'WAITING', position });
+  const loss = fault(15_000, 17_000, 'redis-kill', true);
+  const journal = (fields: Partial<QueueJournalSnapshot> = {}): QueueJournalSnapshot => ({
+    goodsId: GOODS,
+    seed: 'abc123',
+    preSize: 7,
+    joins: [],
+    ...fields,
+  });
+  // 'abc123' over 7 join indices: the places lua/lib/queue-order.lua gives (queue-order.spec.ts).
+  const PLACES = [5, 6, 0, 2, 1, 4, 3];
+  const preQueue = (buyers: number[]) =>
+    buyers.map((buyer, index) => ({ userId: buyer, line: 0 as const, position: index }));
+  const places = (fields: Partial<QueueFacts>) => (history: HistoryEntry[]) =>
+    judge({ history, queue: facts(fields) });
+
+  it('names a buyer answered 200 on a join who reads NOT_JOINED after a Redis restart', () => {
+    const lost = read(50, 18_000, 'NOT_JOINED');
+    const verdict = places({ faults: [loss] })([
+      join(50, 1_000),
+      entry({ op: 'queue', buyer: 50, sentMs: 16_000, status: 503, code: 'UNAVAILABLE' }),
+      lost,
+      join(51, 1_000),
+      read(51, 18_000, 'WAITING'),
+    ]);
+    const [violation] = verdict.of('queue-places-kept');
+    expect(violation.message).toContain('NOT_JOINED');
+    expect(violation.historyIds).toContain(lost.id);
+    // Both were asked again after the restart: each counts.
+    expect(verdict.checked('queue-places-kept')).toBe(2);
+  });
+
+  it('accepts a 503 while the room is restored, and counts nothing without a restart or a place read twice', () => {
+    const history = [
+      join(52, 1_000),
+      entry({ op: 'queue', buyer: 52, sentMs: 16_000, status: 503, code: 'UNAVAILABLE' }),
+      read(52, 18_000, 'WAITING'),
+    ];
+    expect(places({ faults: [loss] })(history).of('queue-places-kept')).toEqual([]);
+    expect(places({})(history).checked('queue-places-kept')).toBe(0);
+  });
+
+  it('names a joined buyer missing from the MySQL journal, or on another line than it joined on', () => {
+    const verdict = places({
+      faults: [loss],
+      // 53 joined before the start (5,000 ms): the pre-queue; 54 after it: behind it.
+      journals: [journal({ joins: [{ userId: 53, line: 1, position: 1 }] })],
+    })([join(53, 1_000), join(54, 8_000), join(55, 9_000)]);
+    const messages = verdict.of('queue-places-kept').map((v) => v.message);
+    expect(messages.some((m) => m.includes('not in the MySQL journal') && m.includes('54'))).toBe(
+      true,
+    );
+    expect(messages.some((m) => m.includes('another line') && m.includes('53'))).toBe(true);
+    expect(verdict.checked('queue-places-kept')).toBe(3);
+  });
+
+  it('names a buyer told two positions with no admission between, but not across one', () => {
+    const admission = (atMs: number) => ({
+      goodsId: GOODS,
+      member: '0:1',
+      count: 1,
+      atEpochMs: START + atMs,
+    });
+    const history = [placed(56, 8_000, 4), placed(56, 8_400, 3)];
+    const [moved] = places({})(history).of('queue-places-kept');
+    expect(moved.message).toContain('two positions');
+    const verdict = places({ admissions: [admission(8_200)] })(history);
+    expect(verdict.of('queue-places-kept')).toEqual([]);
+    // A place read twice at one head, with nothing to compare across the admission: one buyer.
+    expect(
+      places({})([placed(56, 8_000, 4), placed(56, 8_400, 4)]).checked('queue-places-kept'),
+    ).toBe(1);
+  });
+
+  it('does not compare positions across a head moved without an admission logged (a restore)', () => {
+    const sample = (atMs: number, head: number, journal = true) => ({
+      goodsId: GOODS,
+      atEpochMs: START + atMs,
+      seed: 'abc123',
+      head,
+      journal,
+    });
+    const history = [placed(56, 8_000, 4), placed(56, 10_500, 6)];
+    expect(places({})(history).of('queue-places-kept')).toHaveLength(1);
+    // The journal's head (2) written back at 9,000–10,000 ms, no Redis loss: another window.
+    const restored = [
+      sample(7_000, 4),
+      sample(8_500, 4),
+      sample(9_500, 4, false),
+      sample(10_000, 2),
+    ];
+    expect(places({ roomSamples: restored })(history).of('queue-places-kept')).toEqual([]);
+    // The head sampled where the log left it: one window still.
+    const logged = [sample(7_000, 0), sample(8_500, 0), sample(10_000, 0)];
+    expect(places({ roomSamples: logged })(history).of('queue-places-kept')).toHaveLength(1);
+  });
+
+  it('names two buyers told in one order before a Redis restart and in the other after', () => {
+    const before = [placed(57, 10_000, 2), placed(58, 10_100, 5)];
+    const keptOrder = places({ faults: [loss] })([
+      ...before,
+      placed(57, 30_000, 2),
+      placed(58, 30_100, 3),
+    ]);
+    expect(keptOrder.of('queue-places-kept')).toEqual([]);
+    expect(keptOrder.checked('queue-places-kept')).toBe(2);
+    const swapped = places({ faults: [loss] })([
+      ...before,
+      placed(57, 30_000, 4),
+      placed(58, 30_100, 2),
+    ]);
+    const [violation] = swapped.of('queue-places-kept');
+    expect(violation.message).toContain('in one order, then in the other');
+    // Position 1 is every place the head passed: two buyers there are no inversion, nor a tie.
+    expect(
+      places({ faults: [loss] })([...before, placed(57, 30_000, 1), placed(58, 30_100, 1)]).of(
+        'queue-places-kept',
+      ),
+    ).toEqual([]);
+  });
+
+  it("names buyers told in another order than the journal's seed gives them", () => {
+    const buyers = [60, 61, 62, 63, 64, 65, 66];
+    const kept = { journals: [journal({ joins: preQueue(buyers) })] };
+    // With the head at 0, each is told its place plus one.
+    const told = buyers.slice(0, 5).map((buyer, i) => placed(buyer, 8_000 + i * 10, PLACES[i] + 1));
+    expect(places(kept)(told).of('queue-places-kept')).toEqual([]);
+    // 60 (place 5) told ahead of 61 (place 6) is right; told behind it is another seed's order.
+    const [violation] = places(kept)([placed(60, 8_000, 8), placed(61, 8_010, 7)]).of(
+      'queue-places-kept',
+    );
+    expect(violation.message).toContain("another order than the MySQL journal's");
+  });
+
+  it('names a seed in Redis other than the one MySQL kept, and counts the samplings after a restart', () => {
+    const sample = (atMs: number, seed: string) => ({
+      goodsId: GOODS,
+      atEpochMs: START + atMs,
+      seed,
+      head: 0,
+      journal: true,
+    });
+    const kept = places({
+      faults: [loss],
+      journals: [journal()],
+      roomSamples: [sample(6_000, 'abc123'), sample(20_000, 'abc123'), sample(21_000, 'abc123')],
+    })([]);
+    expect(kept.of('queue-places-kept')).toEqual([]);
+    expect(kept.checked('queue-places-kept')).toBe(2);
+    const redrawn = places({
+      faults: [loss],
+      journals: [journal()],
+      roomSamples: [sample(6_000, 'abc123'), sample(20_000, 'ffff')],
+    })([]);
+    const [violation] = redrawn.of('queue-places-kept');
+    expect(violation.message).toContain('the seed changed');
+    expect(violation.message).toContain('ffff');
+  });
+
+  it('names an ADMITTED read after an EXPIRED, or after a PURCHASED whose order was in MySQL', () => {
+    const order = (userId: number, atMs: number) => ({
+      orderNo: `o-${userId}`,
+      requestId: `r-${userId}`,
+      userId,
+      quantity: 1,
+      status: 'PAID' as const,
+      createdAtEpochMs: START + atMs,
+    });
+    const verdict = judge({
+      history: [
+        read(70, 9_000, 'ADMITTED'),
+        read(70, 13_000, 'EXPIRED', true),
+        read(70, 19_000, 'ADMITTED'),
+        read(71, 9_000, 'ADMITTED'),
+        read(71, 10_000, 'PURCHASED', true),
+        read(71, 19_000, 'ADMITTED'),
+        // Its purchase was on its way to MySQL (no order yet), then refused: admitted again.
+        read(72, 9_000, 'PURCHASED'),
+        read(72, 9_500, 'ADMITTED'),
+      ],
+      sales: [sale({ orders: [order(71, 9_800), order(72, 12_000)] })],
+    });
+    const [violation] = verdict.of('queue-places-kept');
+    expect(violation.message).toMatch(/^queued: 2 buyers read ADMITTED/);
+    expect(violation.message).toContain('70 (');
+    expect(violation.message).toContain('71 (');
+    expect(violation.message).not.toContain('72 (');
   });
 });

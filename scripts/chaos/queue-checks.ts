@@ -3,6 +3,7 @@
 // the checker: each judgement counts what it checked only when the run exercised it.
 import type { InvariantName, SaleSnapshot, Violation } from './checker.js';
 import type { HistoryEntry } from './history.js';
+import { queueOrder } from './queue-order.js';
 
 /** A queue sale as the run opened it; times in ms after the run's start. */
 export interface QueueSaleFacts {
@@ -47,10 +48,44 @@ export interface FaultSpan {
   stopsClock: boolean;
 }
 
+/**
+ * A room's state hash in Redis (lua/queue-tick.lua's `state`), read with the admissions log each
+ * second: the seed it orders the pre-queue with, how far admission went, the journal mark.
+ */
+export interface RoomSample {
+  goodsId: number;
+  /** The wall clock when read (ms since the epoch). */
+  atEpochMs: number;
+  seed: string | null;
+  head: number | null;
+  /** The room was the journal's (not lost, not being restored). */
+  journal: boolean;
+}
+
+/** A join as MySQL kept it (seckill_queue_join): line 0 the pre-queue (join index), 1 behind it. */
+export interface JournalJoin {
+  userId: number;
+  line: 0 | 1;
+  position: number;
+}
+
+/** A queue sale's waiting room as MySQL kept it once the run was quiet (its durable copy). */
+export interface QueueJournalSnapshot {
+  goodsId: number;
+  /** seckill_queue_room's seed and pre-queue size (null: never drawn). */
+  seed: string | null;
+  preSize: number | null;
+  joins: JournalJoin[];
+}
+
 export interface QueueFacts {
   sales: QueueSaleFacts[];
   admissions: AdmissionRecord[];
   rooms: QueueRoomSnapshot[];
+  /** The rooms' state hashes, sampled each second. */
+  roomSamples: RoomSample[];
+  /** The rooms as MySQL kept them, read at the end (absent: MySQL could not be read). */
+  journals: QueueJournalSnapshot[];
   faults: FaultSpan[];
   /** When every fault had been healed. */
   healedMs: number;
@@ -81,6 +116,12 @@ const CLOCK_SLACK_MS = 50;
 /** The run reads the admissions log this often (snapshot.ts), give or take a slow read. */
 const LOG_SAMPLED_EVERY_MS = 1_000;
 const LOG_SLACK_MS = 500;
+/**
+ * After Redis is back with other data, the room may still be read as it was (an old snapshot)
+ * until the rebuild drops it and restores it from MySQL: places told meanwhile, and until then,
+ * are not compared with those told before (the head, not the places, may differ).
+ */
+const RESTORE_SLACK_MS = 10_000;
 const MAX_LISTED = 10;
 
 const isStanding = (entry: HistoryEntry) =>
@@ -121,6 +162,7 @@ export function checkQueues(input: QueueCheckInput, judge: Judge): void {
   checkPace(input, judge);
   checkFinalAtEnd(input, judge);
   checkEveryoneTold(input, judge);
+  checkPlacesKept(input, judge);
 }
 
 /**
@@ -396,5 +438,375 @@ export function checkEveryoneTold(input: QueueCheckInput, judge: Judge): void {
             .map((e) => e.id) ?? [],
       ),
     });
+  }
+}
+
+/** A buyer's place as the final MySQL journal gives it (null: not placed there, or no seed). */
+function journalPlaces(journal: QueueJournalSnapshot | undefined): Map<number, number> {
+  const places = new Map<number, number>();
+  if (!journal || journal.seed === null || journal.preSize === null) return places;
+  const order = queueOrder(journal.seed, journal.preSize);
+  const pre = journal.joins.filter((j) => j.line === 0 && j.position < journal.preSize!);
+  for (const join of pre) places.set(join.userId, order.placeOf(join.position));
+  const line = journal.joins.filter((j) => j.line === 1).sort((a, b) => a.position - b.position);
+  for (const [rank, join] of line.entries()) places.set(join.userId, journal.preSize + rank);
+  return places;
+}
+
+const listed = <T>(items: readonly T[], show: (item: T) => string) =>
+  `${items.slice(0, MAX_LISTED).map(show).join('; ')}${items.length > MAX_LISTED ? '; …' : ''}`;
+
+/**
+ * queue-places-kept: no joiner's place is lost or changed, across a Redis restart too (the room
+ * is restored from its MySQL journal). Judged from what the buyers were told and the final
+ * stores:
+ * - a buyer answered 200 on a join never reads NOT_JOINED later (a 503 is fine), and is in the
+ *   final journal, in the pre-queue if the join was answered before the start, behind it if it
+ *   was first tried after;
+ * - places: a WAITING standing's position is the place less the head (places admitted so far),
+ *   which moves only at an admission (the log, sampled) or a restore. Standings read with no
+ *   admission and no Redis loss between them share a head: one buyer is told one position
+ *   there, two buyers two positions (but 1: ahead of the head too), and the order they are
+ *   told in is the journal's (its seed's shuffle, then arrival) and never inverts in another
+ *   such window, before or after a restart;
+ * - the seed: every sampling of Redis's seed is the journal's (seckill_queue_room.seed);
+ * - an admission's state: no ADMITTED after EXPIRED (final), nor after PURCHASED once the
+ *   buyer's order was in MySQL.
+ * Counted where exercised: a joined buyer asked again after a Redis loss, one placed and read
+ * again, a seed sampled again after a loss, a lapse or an order read again.
+ */
+export function checkPlacesKept(input: QueueCheckInput, judge: Judge): void {
+  const { history, queue, startedAtEpochMs } = input;
+  const losses = queue.faults.filter((f) => f.redisData);
+  for (const sale of queue.sales) {
+    const goodsId = sale.goodsId;
+    const violate = (message: string, historyIds: number[], atMs?: number) =>
+      judge.violate({
+        invariant: 'queue-places-kept',
+        message: `${sale.name}: ${message}`,
+        goodsId,
+        requestIds: [],
+        historyIds,
+        ...(atMs === undefined ? {} : { atMs }),
+      });
+    const reads = history
+      .filter((e) => e.goodsId === goodsId && isStanding(e))
+      .sort((a, b) => a.sentMs - b.sentMs || a.id - b.id);
+    const theirs = byBuyer(reads);
+    const journal = queue.journals.find((j) => j.goodsId === goodsId);
+    const attempts = byBuyer(history.filter((e) => e.goodsId === goodsId && e.op === 'join'));
+    checkJoinsKept(sale, reads, theirs, attempts, journal, losses, judge, violate);
+    checkAdmissionStates(input, sale, theirs, judge, violate);
+    checkSeedKept(queue, sale, journal, losses, startedAtEpochMs, judge, violate);
+    checkOrderTold(input, sale, reads, journal, losses, judge, violate);
+  }
+}
+
+type Violate = (message: string, historyIds: number[], atMs?: number) => void;
+
+function checkJoinsKept(
+  sale: QueueSaleFacts,
+  reads: readonly HistoryEntry[],
+  theirs: Map<number, HistoryEntry[]>,
+  attempts: Map<number, HistoryEntry[]>,
+  journal: QueueJournalSnapshot | undefined,
+  losses: readonly FaultSpan[],
+  judge: Judge,
+  violate: Violate,
+): void {
+  const firstJoin = new Map<number, HistoryEntry>();
+  for (const e of reads) {
+    if (e.op !== 'join' || e.queueState === undefined || e.queueState === 'NOT_JOINED') continue;
+    const known = firstJoin.get(e.buyer);
+    if (!known || e.answeredMs < known.answeredMs) firstJoin.set(e.buyer, e);
+  }
+  const kept = new Map(journal?.joins.map((j) => [j.userId, j]) ?? []);
+  const lost: { buyer: number; joined: HistoryEntry; read: HistoryEntry }[] = [];
+  const missing: HistoryEntry[] = [];
+  const misplaced: string[] = [];
+  for (const [buyer, joined] of firstJoin) {
+    const later = (theirs.get(buyer) ?? []).filter((e) => e.sentMs >= joined.answeredMs);
+    const lossSince = losses.filter((f) => f.from >= joined.sentMs);
+    if (lossSince.some((f) => later.some((e) => e.sentMs >= f.from)))
+      judge.checked('queue-places-kept');
+    const read = later.find((e) => e.queueState === 'NOT_JOINED');
+    if (read) lost.push({ buyer, joined, read });
+    if (!journal) continue;
+    if (lossSince.length > 0) judge.checked('queue-places-kept');
+    const row = kept.get(buyer);
+    if (!row) {
+      missing.push(joined);
+      continue;
+    }
+    // The first attempt of any kind: a join answered 503 may have placed the buyer already.
+    const tried = Math.min(...(attempts.get(buyer) ?? [joined]).map((e) => e.sentMs));
+    const line =
+      joined.answeredMs < sale.startMs - CLOCK_SLACK_MS
+        ? 0
+        : tried > sale.startMs + CLOCK_SLACK_MS
+          ? 1
+          : undefined;
+    if (line !== undefined && row.line !== line) {
+      misplaced.push(
+        `${buyer} (joined ${describe(joined)}, the journal has line ${row.line} position ${row.position})`,
+      );
+    }
+  }
+  if (lost.length > 0) {
+    violate(
+      `${lost.length} buyers answered 200 on a join later read NOT_JOINED: ${listed(lost, (l) => `${l.buyer} (${describe(l.joined)}, then ${describe(l.read)})`)}`,
+      lost.flatMap((l) => [l.joined.id, l.read.id]),
+      lost[0].read.sentMs,
+    );
+  }
+  if (missing.length > 0) {
+    violate(
+      `${missing.length} buyers answered 200 on a join are not in the MySQL journal (seckill_queue_join): ${listed(missing, (e) => `${e.buyer} (${describe(e)})`)}`,
+      missing.map((e) => e.id),
+    );
+  }
+  if (misplaced.length > 0) {
+    violate(
+      `${misplaced.length} buyers are in the journal on another line than they joined (the pre-queue before the start at ${sale.startMs} ms, behind it after): ${listed(misplaced, (m) => m)}`,
+      [],
+    );
+  }
+}
+
+/** No ADMITTED after an EXPIRED (final), nor after a PURCHASED once the buyer's order is in MySQL. */
+function checkAdmissionStates(
+  input: QueueCheckInput,
+  sale: QueueSaleFacts,
+  theirs: Map<number, HistoryEntry[]>,
+  judge: Judge,
+  violate: Violate,
+): void {
+  const orderedAt = new Map<number, number>();
+  const snapshot = input.sales.find((s) => s.goodsId === sale.goodsId);
+  for (const order of snapshot?.orders ?? []) {
+    const at = (order.createdAtEpochMs ?? Infinity) - input.startedAtEpochMs;
+    orderedAt.set(order.userId, Math.min(at, orderedAt.get(order.userId) ?? Infinity));
+  }
+  const revived: string[] = [];
+  const ids: number[] = [];
+  for (const [buyer, own] of theirs) {
+    const ordered = orderedAt.get(buyer) ?? Infinity;
+    const settled = own.find(
+      (e) =>
+        e.queueState === 'EXPIRED' ||
+        (e.queueState === 'PURCHASED' && ordered + CLOCK_SLACK_MS <= e.sentMs),
+    );
+    if (!settled) continue;
+    const after = own.filter((e) => e.sentMs >= settled.answeredMs);
+    if (after.length > 0) judge.checked('queue-places-kept');
+    const admitted = after.find((e) => e.queueState === 'ADMITTED');
+    if (!admitted) continue;
+    revived.push(`${buyer} (${describe(settled)}, then ${describe(admitted)})`);
+    ids.push(settled.id, admitted.id);
+  }
+  if (revived.length > 0) {
+    violate(
+      `${revived.length} buyers read ADMITTED after a lapse (EXPIRED) or after their order was in MySQL (PURCHASED): ${listed(revived, (r) => r)}`,
+      ids,
+    );
+  }
+}
+
+/** Every seed Redis was sampled holding is the one MySQL drew, and it never changes. */
+function checkSeedKept(
+  queue: QueueFacts,
+  sale: QueueSaleFacts,
+  journal: QueueJournalSnapshot | undefined,
+  losses: readonly FaultSpan[],
+  startedAtEpochMs: number,
+  judge: Judge,
+  violate: Violate,
+): void {
+  const samples = queue.roomSamples.filter((s) => s.goodsId === sale.goodsId && s.seed !== null);
+  if (samples.length === 0) return;
+  const first = samples[0];
+  // Exercised by a sampling after a loss that followed a seed already drawn.
+  const again = samples.filter((s) =>
+    losses.some(
+      (f) => first.atEpochMs - startedAtEpochMs < f.from && s.atEpochMs - startedAtEpochMs > f.to,
+    ),
+  );
+  judge.checked('queue-places-kept', again.length);
+  const kept = journal?.seed ?? first.seed;
+  const other = samples.filter((s) => s.seed !== kept);
+  if (other.length === 0 && (journal === undefined || journal.seed !== null)) return;
+  const at = (s: RoomSample) => `${s.seed} at ${Math.round(s.atEpochMs - startedAtEpochMs)} ms`;
+  violate(
+    journal?.seed === null
+      ? `Redis held a seed MySQL never drew (seckill_queue_room.seed is null): ${at(first)}`
+      : `the seed changed: ${journal ? `MySQL kept ${kept}` : `first sampled ${at(first)}`}, Redis was sampled with ${other.length} other: ${listed(other, at)}`,
+    [],
+    Math.round((other[0] ?? first).atEpochMs - startedAtEpochMs),
+  );
+}
+
+/**
+ * Where the head may have moved without an admission logged: around a sampling of the room not
+ * the journal's (being restored, by a rebuild that no Redis loss needs to precede: the fallback's
+ * return), and before one whose head is not the one last known (the log's latest admission, or
+ * the sampling before: a restore wrote the journal's head, or the log lost an entry with Redis).
+ */
+function unloggedHeads(
+  queue: QueueFacts,
+  sale: QueueSaleFacts,
+  startedAtEpochMs: number,
+): { from: number; to: number }[] {
+  const log = queue.admissions
+    .filter((a) => a.goodsId === sale.goodsId)
+    .map((a) => ({ at: a.atEpochMs, head: Number(a.member.split(':')[0]) + a.count }));
+  const samples = queue.roomSamples.filter((s) => s.goodsId === sale.goodsId);
+  const cuts: { from: number; to: number }[] = [];
+  const cut = (from: number | undefined, to: number | undefined) =>
+    cuts.push({
+      from: (from ?? -Infinity) - CLOCK_SLACK_MS - startedAtEpochMs,
+      to: (to ?? Infinity) + CLOCK_SLACK_MS - startedAtEpochMs,
+    });
+  let known = { at: -Infinity, head: 0 };
+  const knownAt = (at: number) => {
+    const logged = log.filter((a) => a.at <= at).at(-1);
+    return logged && logged.at >= known.at ? logged.head : known.head;
+  };
+  for (const [i, sample] of samples.entries()) {
+    const at = sample.atEpochMs;
+    const before = samples[i - 1]?.atEpochMs;
+    if (!sample.journal) cut(before, samples[i + 1]?.atEpochMs);
+    const head = sample.head ?? 0;
+    // A tick may land while the sampling reads the room.
+    const expected = [knownAt(at - CLOCK_SLACK_MS), knownAt(at), knownAt(at + LOG_SLACK_MS)];
+    if (sample.journal && !expected.includes(head)) cut(before, at);
+    known = { at, head };
+  }
+  return cuts;
+}
+
+interface Told {
+  buyer: number;
+  position: number;
+  read: HistoryEntry;
+}
+
+/**
+ * The places told: standings that share a head (no admission logged and no Redis loss between
+ * them) tell each buyer one position and the buyers their order, which agrees with the journal's
+ * and with every other such window's.
+ */
+function checkOrderTold(
+  input: QueueCheckInput,
+  sale: QueueSaleFacts,
+  reads: readonly HistoryEntry[],
+  journal: QueueJournalSnapshot | undefined,
+  losses: readonly FaultSpan[],
+  judge: Judge,
+  violate: Violate,
+): void {
+  const { queue, startedAtEpochMs } = input;
+  const admitted = queue.admissions
+    .filter((a) => a.goodsId === sale.goodsId)
+    .map((a) => a.atEpochMs - startedAtEpochMs);
+  const cuts = [
+    ...losses.map((f) => ({
+      from: f.from - LOG_SAMPLED_EVERY_MS - LOG_SLACK_MS,
+      to: f.to + RESTORE_SLACK_MS,
+    })),
+    ...unloggedHeads(queue, sale, startedAtEpochMs),
+  ];
+  const marks = [...admitted, ...cuts.flatMap((c) => [c.from, c.to])].sort((a, b) => a - b);
+  const windows = new Map<number, Told[]>();
+  for (const read of reads) {
+    if (read.queueState !== 'WAITING' || read.position === undefined) continue;
+    const from = read.sentMs - CLOCK_SLACK_MS;
+    const to = read.answeredMs + CLOCK_SLACK_MS;
+    if (cuts.some((c) => c.from <= to && from <= c.to)) continue;
+    if (admitted.some((at) => at >= from && at <= to)) continue;
+    const key = marks.filter((at) => at < from).length;
+    windows.set(key, [
+      ...(windows.get(key) ?? []),
+      { buyer: read.buyer, position: read.position, read },
+    ]);
+  }
+  const places = journalPlaces(journal);
+  const order = new Map<string, { before: number; told: [Told, Told] }>();
+  const moved: string[] = [];
+  const shared: string[] = [];
+  const inverted: string[] = [];
+  const unlike: string[] = [];
+  const ids = new Set<number>();
+  const compared = new Set<number>();
+  for (const told of windows.values()) {
+    const byBuyer = new Map<number, Told>();
+    for (const t of told) {
+      const known = byBuyer.get(t.buyer);
+      if (!known) {
+        byBuyer.set(t.buyer, t);
+        continue;
+      }
+      compared.add(t.buyer);
+      if (known.position === t.position) continue;
+      moved.push(
+        `${t.buyer} (${describe(known.read)} position ${known.position}, then ${describe(t.read)} position ${t.position})`,
+      );
+      ids.add(known.read.id).add(t.read.id);
+    }
+    const line = [...byBuyer.values()].sort((a, b) => a.position - b.position);
+    for (const [i, a] of line.entries()) {
+      for (const b of line.slice(i + 1)) {
+        // Position 1 is also every place the head passed (ahead is never below 0).
+        if (b.position === 1) continue;
+        if (a.position === b.position) {
+          shared.push(
+            `${a.buyer} and ${b.buyer} both at position ${a.position} (${describe(a.read)}; ${describe(b.read)})`,
+          );
+          ids.add(a.read.id).add(b.read.id);
+          continue;
+        }
+        const [low, high] = a.buyer < b.buyer ? [a, b] : [b, a];
+        const key = `${low.buyer}:${high.buyer}`;
+        const before = a === low ? 1 : -1;
+        const seen = order.get(key);
+        if (!seen) {
+          order.set(key, { before, told: [a, b] });
+        } else {
+          compared.add(a.buyer).add(b.buyer);
+          if (seen.before !== before) {
+            inverted.push(
+              `${seen.told[0].buyer} before ${seen.told[1].buyer} (positions ${seen.told[0].position} and ${seen.told[1].position}, at ${seen.told[0].read.sentMs} ms), then after (positions ${b.position} and ${a.position}, at ${a.read.sentMs} ms)`,
+            );
+            for (const t of [...seen.told, a, b]) ids.add(t.read.id);
+            // One inversion a pair: the next window compares with the newest order.
+            order.set(key, { before, told: [a, b] });
+          }
+        }
+      }
+    }
+    for (const [i, a] of line.entries()) {
+      const b = line[i + 1];
+      if (!b || b.position === 1) continue;
+      const pa = places.get(a.buyer);
+      const pb = places.get(b.buyer);
+      if (pa === undefined || pb === undefined || pa < pb) continue;
+      unlike.push(
+        `${a.buyer} told position ${a.position} ahead of ${b.buyer} at ${b.position} (${describe(a.read)}), the journal places them ${pa} and ${pb}`,
+      );
+      ids.add(a.read.id).add(b.read.id);
+    }
+  }
+  judge.checked('queue-places-kept', compared.size);
+  const problems = [
+    [moved, 'buyers told two positions with no admission and no restore between'],
+    [shared, 'pairs of buyers told one position at once'],
+    [inverted, 'pairs of buyers told in one order, then in the other'],
+    [
+      unlike,
+      "pairs of buyers told in another order than the MySQL journal's (its seed's shuffle, then arrival)",
+    ],
+  ] as const;
+  for (const [found, what] of problems) {
+    if (found.length === 0) continue;
+    violate(`${found.length} ${what}: ${listed(found, (f) => f)}`, [...ids]);
   }
 }

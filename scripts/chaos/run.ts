@@ -18,7 +18,14 @@ import type { ChaosOptions } from './options.js';
 import { Rng } from './random.js';
 import type { FaultSpan, QueueFacts } from './queue-checks.js';
 import { buildReport, spans, terminalSummary, type RunRecord } from './report.js';
-import { queueDepths, readQueueRoom, readSale, sampleAdmissions, type Stores } from './snapshot.js';
+import {
+  queueDepths,
+  readQueueJournal,
+  readQueueRoom,
+  readSale,
+  sampleAdmissions,
+  type Stores,
+} from './snapshot.js';
 import { measureReopen, REOPEN_BOUND_MS, waitQuiet } from './settle.js';
 import { ChaosSystem } from './system.js';
 import { openSales, saleProfiles, Workload } from './workload.js';
@@ -171,20 +178,24 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
   progress(`${(healedAt / 1000).toFixed(0)} s: healed; stopping the buyers, probing every sale`);
   workload.stop();
   await load;
+  // Within the quiet's wait: the queue buyers still waiting are asked once their room answers.
+  const askedAfterHeal = workload.askAfterHeal();
 
   const reopens = await measureReopen(workload, sales, endpoints, now, healedAt);
   progress(`${(now() / 1000).toFixed(0)} s: reopened; waiting for the sales to be quiet`);
   const quietFrom = now();
   const quiet = await waitQuiet(stores, sales);
+  await askedAfterHeal;
   // Every queue buyer who joined and was told nothing final yet is asked once more (and again).
   await workload.tellEveryone();
   const toldMs = now();
-  const admissionLog = await admissions.stop();
+  const { admissions: admissionLog, rooms: roomSamples } = await admissions.stop();
   const snapshot = {
     sales: await Promise.all(sales.map((sale) => readSale(stores, sale, endpoints[0], admin))),
     deadLetters: (await queueDepths(stores))['orders.dead'] ?? 0,
     quiet,
     rooms: await Promise.all(queueSales.map((sale) => readQueueRoom(stores.redis, sale))),
+    journals: await Promise.all(queueSales.map((sale) => readQueueJournal(stores.mysql, sale))),
   };
   await history.close();
   const kinds = new Map(schedule.faults.map((fault) => [fault.id, fault.kind]));
@@ -210,11 +221,14 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     })),
     admissions: admissionLog,
     rooms: snapshot.rooms,
+    roomSamples,
+    journals: snapshot.journals,
     faults,
     healedMs: healedAt,
     toldMs,
   };
   writeFileSync(join(outDir, 'admissions.json'), `${JSON.stringify(admissionLog)}\n`);
+  writeFileSync(join(outDir, 'room-samples.json'), `${JSON.stringify(roomSamples)}\n`);
   const verdict = check({
     history: history.entries,
     snapshot,

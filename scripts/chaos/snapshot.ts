@@ -10,7 +10,12 @@ import { allBucketKeys, queueKeys } from '../../src/infra/redis/seckill-keys.js'
 import { allBuyers, bucketStocks, unsettled } from '../../test/support/stock-buckets.js';
 import { requestJson } from '../lib/http.js';
 import type { OrderRow, SaleSnapshot } from './checker.js';
-import type { AdmissionRecord, QueueRoomSnapshot } from './queue-checks.js';
+import type {
+  AdmissionRecord,
+  QueueJournalSnapshot,
+  QueueRoomSnapshot,
+  RoomSample,
+} from './queue-checks.js';
 import type { Endpoint, Sale } from './workload.js';
 
 export interface Stores {
@@ -116,17 +121,33 @@ const ADMITS_SAMPLE_MS = 1_000;
 
 /**
  * Reads every queue sale's admissions log (lua/queue-tick.lua's `admits`, "head:count" -> at)
- * straight from Redis each second until stopped, as scripts/demo/queue-sale.ts does; a read
- * that fails (Redis killed or paused) is skipped. Returns every entry seen.
+ * straight from Redis each second until stopped, as scripts/demo/queue-sale.ts does, and with it
+ * the room's seed, head and journal mark; a read that fails (Redis killed or paused) is skipped.
+ * Returns every entry seen, and every sampling of the room.
  */
 export function sampleAdmissions(
   redis: Redis,
   sales: readonly Sale[],
-): { stop: () => Promise<AdmissionRecord[]> } {
+): { stop: () => Promise<{ admissions: AdmissionRecord[]; rooms: RoomSample[] }> } {
   const seen = new Map<string, AdmissionRecord>();
+  const rooms: RoomSample[] = [];
   let stopped = false;
   const read = async () => {
     for (const sale of sales) {
+      const atEpochMs = Date.now();
+      const state = await redis
+        .hmget(queueKeys(sale.goodsId).state, 'seed', 'head', 'journal')
+        .catch(() => undefined);
+      if (state) {
+        const [seed, head, journal] = state;
+        rooms.push({
+          goodsId: sale.goodsId,
+          atEpochMs,
+          seed: seed ?? null,
+          head: head === null ? null : Number(head),
+          journal: journal !== null,
+        });
+      }
       const flat = await redis
         .zrange(queueKeys(sale.goodsId).admits, 0, -1, 'WITHSCORES')
         .catch(() => [] as string[]);
@@ -153,7 +174,10 @@ export function sampleAdmissions(
     stop: async () => {
       stopped = true;
       await loop;
-      return [...seen.values()].sort((a, b) => a.atEpochMs - b.atEpochMs);
+      return {
+        admissions: [...seen.values()].sort((a, b) => a.atEpochMs - b.atEpochMs),
+        rooms,
+      };
     },
   };
 }
@@ -165,4 +189,26 @@ export async function readQueueRoom(redis: Redis, sale: Sale): Promise<QueueRoom
   const admitted: Record<string, number> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) admitted[flat[i]] = Number(flat[i + 1]);
   return { goodsId: sale.goodsId, admitted, expired: await redis.smembers(keys.expired) };
+}
+
+/** A queue sale's waiting room as MySQL kept it (seckill_queue_join, seckill_queue_room). */
+export async function readQueueJournal(mysql: Pool, sale: Sale): Promise<QueueJournalSnapshot> {
+  const [[room]] = await mysql.query<RowDataPacket[]>(
+    'SELECT seed, pre_size FROM seckill_queue_room WHERE goods_id = ?',
+    [sale.goodsId],
+  );
+  const [joins] = await mysql.query<RowDataPacket[]>(
+    'SELECT user_id, line, position FROM seckill_queue_join WHERE goods_id = ?',
+    [sale.goodsId],
+  );
+  return {
+    goodsId: sale.goodsId,
+    seed: room?.seed == null ? null : String(room.seed),
+    preSize: room?.pre_size == null ? null : Number(room.pre_size),
+    joins: joins.map((row) => ({
+      userId: Number(row.user_id),
+      line: Number(row.line) === 1 ? 1 : 0,
+      position: Number(row.position),
+    })),
+  };
 }

@@ -55,6 +55,12 @@ const END_WATCH_SETTLED_MS = 3_000;
 const TELL_WAIT_MS = 20_000;
 const TELL_POLL_MS = 500;
 const TELLING_AT_ONCE = 8;
+/**
+ * From the heal, for this long at most (within the quiet's wait, which takes longer), each joined
+ * buyer still waiting is asked until answered once: a room Redis lost is restored by then, and
+ * the places it tells are compared with those told before the loss (queue-places-kept).
+ */
+const AFTER_HEAL_WAIT_MS = 10_000;
 
 /** A queue sale's waiting room, its times after the run's start (the queue opens at it). */
 export interface QueueProfile {
@@ -315,6 +321,38 @@ export class Workload {
         .filter((sale) => sale.queue)
         .map(async (sale) => {
           while (this.options.now() < until && (await this.askUntold(sale, true)) > 0) {
+            await sleep(TELL_POLL_MS);
+          }
+        }),
+    );
+  }
+
+  /**
+   * From the heal, alongside the reopen's probes and the quiet's wait: every buyer of a queue sale
+   * who joined and was told nothing final is asked where they stand until answered once (a room
+   * being restored answers 503), for AFTER_HEAL_WAIT_MS at most.
+   */
+  async askAfterHeal(): Promise<void> {
+    const until = this.options.now() + AFTER_HEAL_WAIT_MS;
+    await Promise.all(
+      this.options.sales
+        .filter((sale) => sale.queue)
+        .map(async (sale) => {
+          const answered = new Set<number>();
+          while (this.options.now() < until) {
+            const told = this.toldFinal.get(sale.goodsId) ?? new Set<number>();
+            const left = [...(this.joined.get(sale.goodsId) ?? [])].filter(
+              (buyer) => !told.has(buyer) && !answered.has(buyer),
+            );
+            if (left.length === 0) return;
+            for (let i = 0; i < left.length && this.options.now() < until; i += TELLING_AT_ONCE) {
+              await Promise.all(
+                left.slice(i, i + TELLING_AT_ONCE).map(async (buyer) => {
+                  const standing = await this.standing(sale, buyer, 'queue');
+                  if (standing.status === 200) answered.add(buyer);
+                }),
+              );
+            }
             await sleep(TELL_POLL_MS);
           }
         }),
@@ -613,6 +651,7 @@ export class Workload {
     if ((op === 'join' || op === 'queue') && answer.status === 200 && isRecord(answer.body)) {
       if (typeof answer.body.state === 'string') entry.queueState = answer.body.state;
       if (typeof answer.body.final === 'boolean') entry.final = answer.body.final;
+      if (typeof answer.body.position === 'number') entry.position = answer.body.position;
       const until =
         typeof answer.body.admittedUntil === 'string' ? Date.parse(answer.body.admittedUntil) : NaN;
       if (Number.isFinite(until)) entry.admittedUntilEpochMs = until;
