@@ -109,6 +109,21 @@ export function queueKeys(goodsId: number) {
 
 export type QueueKeys = ReturnType<typeof queueKeys>;
 
+/** The waiting room's keys in the order lua/queue-restore.lua takes them. */
+export function queueRestoreKeys(goodsId: number): string[] {
+  const keys = queueKeys(goodsId);
+  return [
+    keys.state,
+    keys.pre,
+    keys.line,
+    keys.admitted,
+    keys.expired,
+    keys.admits,
+    keys.clock,
+    keys.addresses,
+  ];
+}
+
 /**
  * Pub/sub channel on which the Lua scripts that write a user's result (deduct, complete, release)
  * announce it changed: the results hash's name and the user id. It carries the sale's hash tag,

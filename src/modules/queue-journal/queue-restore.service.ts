@@ -1,28 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
-import { queueKeys } from '../../infra/redis/seckill-keys.js';
+import { queueRestoreKeys } from '../../infra/redis/seckill-keys.js';
 import { SaleStateLock, type SaleStateHold } from '../sale-store/sale-state-lock.js';
 import { WRITE_TIMEOUT_MS } from './join-journal.service.js';
 import { QueueJournalRepository, type JoinRow } from './queue-journal.repository.js';
 
 /** Joins read from MySQL, and members written to Redis, per round trip. */
 const PAGE = 5_000;
-
-/** The waiting room's keys in the order lua/queue-restore.lua takes them. */
-function restoreKeys(goodsId: number): string[] {
-  const keys = queueKeys(goodsId);
-  return [
-    keys.state,
-    keys.pre,
-    keys.line,
-    keys.admitted,
-    keys.expired,
-    keys.admits,
-    keys.clock,
-    keys.addresses,
-  ];
-}
 
 /**
  * Writes a queue sale's waiting room back into Redis from its MySQL journal (lua/queue-restore.lua):
@@ -170,6 +155,6 @@ export class QueueRestoreService {
   }
 
   private async step(goodsId: number, ...args: (string | number)[]): Promise<number> {
-    return (await this.lua.run('queueRestore', ...restoreKeys(goodsId), ...args)) as number;
+    return (await this.lua.run('queueRestore', ...queueRestoreKeys(goodsId), ...args)) as number;
   }
 }

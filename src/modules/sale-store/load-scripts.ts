@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { LuaScripts } from '../../infra/redis/lua-scripts.js';
-import { queueKeys, type SaleKeys } from '../../infra/redis/seckill-keys.js';
+import { queueRestoreKeys, type SaleKeys } from '../../infra/redis/seckill-keys.js';
 import type { Admission } from '../../infra/database/entities/goods.entity.js';
 
 /** Fields or members per command of a load: each command stays a modest size. */
@@ -16,20 +16,7 @@ export class LoadScripts {
    * "drop", which keeps when): written back from MySQL before it is used again.
    */
   async dropQueueJournalMark(goodsId: number): Promise<void> {
-    const keys = queueKeys(goodsId);
-    await this.lua.run(
-      'queueRestore',
-      keys.state,
-      keys.pre,
-      keys.line,
-      keys.admitted,
-      keys.expired,
-      keys.admits,
-      keys.clock,
-      keys.addresses,
-      'drop',
-      'marked',
-    );
+    await this.lua.run('queueRestore', ...queueRestoreKeys(goodsId), 'drop', 'marked');
   }
 
   /**
