@@ -53,6 +53,7 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
       quantity: 1,
       status: 'PAID',
       createdAtEpochMs: START + 1_100,
+      updatedAtEpochMs: START + 1_100,
     },
     {
       orderNo: orderNo(1_020, 'B2'),
@@ -61,6 +62,7 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
       quantity: 1,
       status: 'CANCELLED',
       createdAtEpochMs: START + 1_100,
+      updatedAtEpochMs: START + 3_050,
     },
     {
       orderNo: orderNo(2_500, 'C3'),
@@ -69,6 +71,16 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
       quantity: 1,
       status: 'CANCELLED',
       createdAtEpochMs: START + 2_600,
+      updatedAtEpochMs: START + 32_600,
+    },
+    {
+      orderNo: orderNo(60_010, 'D4'),
+      requestId: 'r-17',
+      userId: 17,
+      quantity: 1,
+      status: 'PAID',
+      createdAtEpochMs: START + 60_100,
+      updatedAtEpochMs: START + 60_400,
     },
   ];
   const history: HistoryEntry[] = [
@@ -123,6 +135,29 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
       outcome: 'refused',
       outsider: true,
     }),
+    // The operator's repair found nothing to correct.
+    entry({ op: 'repair', buyer: 1, sentMs: 20_000, answeredMs: 20_400, drifted: false }),
+    // Once quiet: buyer 15's purchase, left unknown, is read again (FAILED, no order), and a new
+    // buyer 17 buys one of the two units both stores still had, and pays.
+    entry({
+      op: 'result',
+      buyer: 15,
+      sentMs: 59_000,
+      resultStatus: 'FAILED',
+      requestId: 'r-15',
+      reason: 'UNAVAILABLE',
+      truthFor: 'r-15',
+    }),
+    entry({
+      op: 'purchase',
+      buyer: 17,
+      sentMs: 60_000,
+      answeredMs: 60_020,
+      status: 202,
+      requestId: 'r-17',
+      undersell: { mysqlStock: 2, redisStock: 2 },
+    }),
+    entry({ op: 'pay', buyer: 17, orderNo: orderNo(60_010, 'D4'), sentMs: 60_300 }),
   ];
   return {
     history,
@@ -151,10 +186,10 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
           goodsId: GOODS,
           name: 'small',
           totalStock: 3,
-          mysqlStock: 2,
+          mysqlStock: 1,
           orders,
-          redisStock: 2,
-          redisBuyers: { '11': 1 },
+          redisStock: 1,
+          redisBuyers: { '11': 1, '17': 1 },
           restocked: [orders[1].orderNo, orders[2].orderNo],
           reconcile: { consistent: true },
         },
@@ -181,11 +216,12 @@ describe('the chaos checker', () => {
     expect(violated(cleanRun())).toEqual([]);
     expect(report.ok).toBe(true);
     expect(report.unknown).toEqual({ total: 2, taken: 1, notTaken: 1 });
-    // The waiting room's own five are judged only with the queue facts (queue-checks.spec.ts).
+    // The waiting room's own six are judged only with the queue facts (queue-checks.spec.ts).
     const queueOnly = new Set([
       'queue-admitted-purchase',
       'queue-final-at-end',
       'queue-pace',
+      'queue-admission-order',
       'every-waiting-told',
       'queue-places-kept',
     ]);
@@ -266,6 +302,7 @@ describe('the chaos checker', () => {
       quantity: 1,
       status: 'CANCELLED',
       createdAtEpochMs: START + 1_100,
+      updatedAtEpochMs: START + 1_100,
     };
     sale(input).orders.push(order);
     sale(input).restocked.push(order.orderNo);
@@ -285,6 +322,7 @@ describe('the chaos checker', () => {
       quantity: 1,
       status: 'CANCELLED',
       createdAtEpochMs: START + acceptedMs + 100,
+      updatedAtEpochMs: START + acceptedMs + 100,
     };
     if (first) sale(input).orders.unshift(order);
     else sale(input).orders.push(order);
@@ -352,14 +390,174 @@ describe('the chaos checker', () => {
     expect(violated(input)).toContain('no-oversell');
   });
 
+  it('should flag units told taken beyond the stock at a moment, though cancels balanced the end', () => {
+    const input = cleanRun();
+    // Buyers 18 and 19 were both answered 202 at 1,200 ms while the three units were held (11,
+    // 12, 13); both orders were cancelled later, so the end looks balanced.
+    for (const buyer of [18, 19]) {
+      input.history.push(
+        entry({
+          op: 'purchase',
+          buyer,
+          sentMs: 1_150,
+          answeredMs: 1_200,
+          status: 202,
+          requestId: `r-${buyer}`,
+        }),
+      );
+      sale(input).orders.push({
+        orderNo: orderNo(1_190, `O${buyer}`),
+        requestId: `r-${buyer}`,
+        userId: buyer,
+        quantity: 1,
+        status: 'CANCELLED',
+        createdAtEpochMs: START + 1_250,
+        updatedAtEpochMs: START + 9_000,
+      });
+      sale(input).restocked.push(orderNo(1_190, `O${buyer}`));
+    }
+    const [over] = violationsOf(input, 'no-oversell');
+    expect(over.message).toContain(
+      '5 units were held by buyers told 202 (and orders) at 2600 ms, of a stock of 3',
+    );
+    // Once the first holders' units were back, the same answers are fine.
+    for (const order of sale(input).orders.slice(0, 3)) order.status = 'CANCELLED';
+    sale(input).orders[0].updatedAtEpochMs = START + 1_120;
+    sale(input).orders[1].updatedAtEpochMs = START + 1_130;
+    sale(input).orders[2].updatedAtEpochMs = START + 1_140;
+    expect(violationsOf(input, 'no-oversell')).toEqual([]);
+  });
+
+  it('should flag a 202 to a buyer who held an active order then, even when the order was refused later', () => {
+    const input = cleanRun();
+    // Buyer 11 held its paid order r-11 and was answered 202 again at 5 s; that second order was
+    // cancelled since, so the stores alone show one active order.
+    input.history.push(
+      entry({
+        op: 'purchase',
+        buyer: 11,
+        sentMs: 5_000,
+        answeredMs: 5_050,
+        status: 202,
+        requestId: 'r-11b',
+      }),
+    );
+    sale(input).orders.push({
+      orderNo: orderNo(5_010, 'X1'),
+      requestId: 'r-11b',
+      userId: 11,
+      quantity: 1,
+      status: 'CANCELLED',
+      createdAtEpochMs: START + 5_100,
+      updatedAtEpochMs: START + 5_200,
+    });
+    sale(input).restocked.push(orderNo(5_010, 'X1'));
+    const [twice] = violationsOf(input, 'one-active-order-per-buyer');
+    expect(twice.requestIds).toEqual(['r-11b', 'r-11']);
+    expect(twice.message).toContain(`while the buyer held active order ${orderNo(1_010, 'A1')}`);
+    // Bought again after the first order was cancelled (not paid, then): fine.
+    input.history.splice(
+      input.history.findIndex((e) => e.op === 'pay' && e.buyer === 11),
+      1,
+    );
+    sale(input).orders[0].status = 'CANCELLED';
+    sale(input).orders[0].updatedAtEpochMs = START + 4_000;
+    sale(input).restocked.push(orderNo(1_010, 'A1'));
+    sale(input).mysqlStock = 2;
+    sale(input).redisStock = 2;
+    sale(input).redisBuyers = { '17': 1 };
+    expect(violated(input)).toEqual([]);
+  });
+
+  it('should flag a repair that found drift no fault explains, and leave one after a Redis fault unjudged', () => {
+    const input = cleanRun();
+    const repair = input.history.find((e) => e.op === 'repair')!;
+    repair.drifted = true;
+    const [drift] = violationsOf(input, 'repairs-find-no-drift');
+    expect(drift.historyIds).toEqual([repair.id]);
+    expect(drift.atMs).toBe(20_000);
+    // A broker fault does not explain it; Redis down 10 s before does, and then it is not judged.
+    const kinds = (kind: string, service?: string) => ({
+      from: 8_000,
+      to: 10_000,
+      what: kind,
+      kind,
+      redisData: false,
+      ...(service ? { service } : {}),
+      stopsClock: false,
+    });
+    input.faults = [kinds('broker-close')];
+    expect(violated(input)).toEqual(['repairs-find-no-drift']);
+    for (const explaining of [kinds('redis-outage'), kinds('proxy-cut', 'redis')]) {
+      input.faults = [explaining];
+      const report = check(input);
+      expect(report.ok).toBe(true);
+      expect(report.invariants.find((i) => i.name === 'repairs-find-no-drift')?.checked).toBe(0);
+    }
+    // An instance killed 15 s before is too long ago to explain it.
+    input.faults = [kinds('app-kill')];
+    expect(violated(input)).toEqual(['repairs-find-no-drift']);
+  });
+
+  it('should flag a sale that did not sell a unit both stores had, once quiet', () => {
+    const input = cleanRun();
+    const probe = input.history.find((e) => e.undersell)!;
+    Object.assign(probe, { status: 409, code: 'SOLD_OUT', outcome: 'refused' });
+    delete probe.requestId;
+    sale(input).orders.pop();
+    sale(input).mysqlStock = 2;
+    sale(input).redisStock = 2;
+    sale(input).redisBuyers = { '11': 1 };
+    input.history.splice(
+      input.history.findIndex((e) => e.op === 'pay' && e.buyer === 17),
+      1,
+    );
+    const [under] = violationsOf(input, 'no-undersell');
+    expect(under.message).toContain('did not sell while MySQL held 2 and Redis 2 units');
+    expect(violated(input)).toEqual(['no-undersell']);
+  });
+
+  it('should flag a result, read once quiet for a purchase left unknown, that is not the truth', () => {
+    const queued = cleanRun();
+    const truth = queued.history.find((e) => e.truthFor)!;
+    truth.resultStatus = 'QUEUED';
+    expect(violated(queued)).toEqual(['result-tells-truth']);
+    expect(violationsOf(queued, 'result-tells-truth')[0].message).toContain(
+      'said QUEUED for it, and it has no order',
+    );
+
+    const unanswered = cleanRun();
+    Object.assign(
+      unanswered.history.find((e) => e.truthFor)!,
+      { status: 503, code: 'UNAVAILABLE' },
+    );
+    expect(violated(unanswered)).toEqual(['result-tells-truth']);
+
+    // The purchase did land: its result must name the order.
+    const landed = cleanRun();
+    sale(landed).orders[1].requestId = 'r-15';
+    const [wrong] = violationsOf(landed, 'result-tells-truth');
+    expect(wrong.message).toContain(
+      `said FAILED while order ${orderNo(1_020, 'B2')} exists for it`,
+    );
+
+    // A result about another, earlier request of the buyer's is no claim about this one.
+    const other = cleanRun();
+    Object.assign(
+      other.history.find((e) => e.truthFor)!,
+      { resultStatus: 'SUCCESS', requestId: 'r-11', orderNo: orderNo(1_010, 'A1') },
+    );
+    expect(violationsOf(other, 'result-tells-truth')).toEqual([]);
+  });
+
   it('should flag a buyer with two active orders, naming both requests', () => {
     const input = cleanRun();
     sale(input).orders[1].userId = 11;
     sale(input).orders[1].status = 'PENDING_PAYMENT';
     sale(input).restocked = [sale(input).orders[2].orderNo];
-    sale(input).mysqlStock = 1;
-    sale(input).redisStock = 1;
-    sale(input).redisBuyers = { '11': 2 };
+    sale(input).mysqlStock = 0;
+    sale(input).redisStock = 0;
+    sale(input).redisBuyers = { '11': 2, '17': 1 };
     input.history.splice(5, 1);
     const [twice] = violationsOf(input, 'one-active-order-per-buyer');
     expect(twice.requestIds).toEqual(['r-11', 'r-12']);
@@ -368,8 +566,8 @@ describe('the chaos checker', () => {
 
   it('should flag MySQL stock that does not balance the active orders', () => {
     const input = cleanRun();
-    sale(input).mysqlStock = 1;
-    sale(input).redisStock = 1;
+    sale(input).mysqlStock = 0;
+    sale(input).redisStock = 0;
     expect(violated(input)).toEqual(['mysql-stock-balances']);
   });
 
@@ -411,7 +609,7 @@ describe('the chaos checker', () => {
 
   it('should flag a sale to a buyer who never joined the waiting room, by its 202 or its order', () => {
     const answered = cleanRun();
-    answered.history.at(-1)!.status = 202;
+    answered.history.find((e) => e.outsider)!.status = 202;
     expect(violated(answered)).toContain('no-sale-around-the-queue');
 
     const ordered = cleanRun();
@@ -422,6 +620,7 @@ describe('the chaos checker', () => {
       quantity: 1,
       status: 'PAID',
       createdAtEpochMs: START + 1_100,
+      updatedAtEpochMs: START + 1_100,
     });
     const [sold] = violationsOf(ordered, 'no-sale-around-the-queue');
     expect(sold.message).toContain('never joined');

@@ -2,7 +2,7 @@
 // stores hold? Pure: a history and a snapshot in, each invariant's verdict out, every violation
 // named with the request ids it is about.
 import type { HistoryEntry } from './history.js';
-import { checkQueues, type QueueFacts } from './queue-checks.js';
+import { checkQueues, type FaultSpan, type QueueFacts } from './queue-checks.js';
 
 export type OrderStatus = 'PENDING_PAYMENT' | 'PAID' | 'CANCELLED';
 
@@ -14,6 +14,8 @@ export interface OrderRow {
   status: OrderStatus;
   /** When its row was written (MySQL's clock, the machine's). */
   createdAtEpochMs: number;
+  /** When its row last changed: for a CANCELLED order, when it was cancelled. */
+  updatedAtEpochMs: number;
 }
 
 /**
@@ -93,6 +95,8 @@ export interface CheckInput {
   writtenPoints: readonly OrdersWrittenPoint[];
   /** The queue sales' times, admissions log and rooms (scripts/chaos/queue-checks.ts). */
   queue?: QueueFacts;
+  /** The faults as played (ms since the start): what may explain a repair's finding. */
+  faults?: readonly FaultSpan[];
 }
 
 export const INVARIANTS = {
@@ -106,7 +110,8 @@ export const INVARIANTS = {
     'a sale opens to the database fallback only once every order it accepted before is written (its barrier passed on them)',
   'written-before-rebuild':
     'an order barrier a rebuild waits on passes only once every order accepted before it opened is written',
-  'no-oversell': "a sale's active orders hold at most its stock",
+  'no-oversell':
+    "a sale's active orders hold at most its stock, and at no moment were more units told taken (202, until the order's cancel) than its stock",
   'no-sale-around-the-queue':
     'a queue sale sells to nobody who never joined its waiting room (no 202, no order)',
   'queue-admitted-purchase':
@@ -115,15 +120,24 @@ export const INVARIANTS = {
     "at a queue sale's end every buyer who joined is told a final standing within 5 s (plus the faults held then); after it no standing is ADMITTED or otherwise not final, no purchase is accepted, and no admission read before it lasts past it",
   'queue-pace':
     "no 1,000 ms holds more than a queue sale's admitPerSecond admissions (its admissions log, sampled)",
+  'queue-admission-order':
+    "a queue sale admits its places in the drawn order: every buyer the room admitted (in force, used or lapsed) comes before, in the journal's permutation, every placed buyer it has not",
   'every-waiting-told':
     'once a queue sale ended or sold out for good, every buyer who joined and bought nothing was told a final standing by the end of the settle phase',
   'queue-places-kept':
     "no joiner's place is lost or changed, across a Redis restart too: a buyer answered 200 on a join never reads NOT_JOINED and is in the MySQL journal, the order the buyers are told never inverts and is the journal's, Redis's seed is always MySQL's, and no ADMITTED follows an EXPIRED or an order",
-  'one-active-order-per-buyer': 'no buyer holds two active orders of one sale',
+  'one-active-order-per-buyer':
+    'no buyer holds two active orders of one sale, and none is answered 202 while holding an active order of it',
   'mysql-stock-balances': 'MySQL stock + active quantity = total stock',
   'redis-matches-mysql':
     "Redis remaining = MySQL stock, and Redis's buyers are exactly the active orders' buyers",
   'reconcile-consistent': 'the reconcile route says consistent, without a repair run first',
+  'repairs-find-no-drift':
+    "an operator's repair finds Redis agreeing with MySQL (its confirmed reading, before it rewrites Redis), unless a fault on Redis or its links, or one that stops a purchase between its writes, explains the drift",
+  'no-undersell':
+    'once quiet, a sale both stores say has units sells one to a new buyer on every instance (202, never SOLD_OUT)',
+  'result-tells-truth':
+    "once quiet, the result of a buyer's latest purchase left unknown (a 503 with its request id, a 5xx) tells the truth: SUCCESS naming the order that exists, or, with no order, neither SUCCESS nor QUEUED for that request",
   'paid-stays-paid': 'an order paid (200) stays PAID; one cancelled (200) stays CANCELLED',
   'stock-back-once':
     'every cancelled or expired order is given back in Redis (once: its number marked), no active one is',
@@ -213,6 +227,9 @@ export function check(input: CheckInput): CheckReport {
     );
   }
   checkWrittenPoints(input, tally);
+  checkToldTaken(input, tally);
+  checkRepairs(input, tally);
+  checkAfterQuiet(input, tally);
   checkLiveness(input, tally);
   checkChannels(input, tally);
   const invariants = [...tally.results.values()];
@@ -606,6 +623,196 @@ function checkChannels(input: CheckInput, tally: Tally): void {
       requestIds: [],
       historyIds: [],
       atMs: close.atMs,
+    });
+  }
+}
+
+/** How long after a fault its effect may still show in a repair's reading. */
+export const REDIS_FAULT_EXPLAINS_MS = 30_000;
+const OTHER_FAULT_EXPLAINS_MS = 5_000;
+/**
+ * Faults that may leave Redis and MySQL apart for a while, legitimately: Redis lost its data, was
+ * down (the database fallback sold meanwhile) or cut off an instance; an instance killed, paused
+ * or slowed between a purchase's two writes (its order in MySQL while its in-flight record is
+ * still in Redis, until redelivery); MySQL's link cut under a commit of unknown outcome.
+ */
+function explainsDrift(fault: FaultSpan): number | undefined {
+  if (fault.redisData || fault.kind.startsWith('redis-') || fault.service === 'redis') {
+    return REDIS_FAULT_EXPLAINS_MS;
+  }
+  if (fault.kind.startsWith('app-') || fault.kind === 'slow-steps' || fault.service === 'mysql') {
+    return OTHER_FAULT_EXPLAINS_MS;
+  }
+  return undefined;
+}
+
+/**
+ * A repair rewrites Redis from MySQL, so drift it found is gone by the end: each repair's own
+ * finding is judged instead. Drift no fault explains is a path that lost or doubled a unit.
+ */
+function checkRepairs(input: CheckInput, tally: Tally): void {
+  const faults = input.faults ?? [];
+  for (const entry of input.history) {
+    if (entry.op !== 'repair' || entry.status !== 200 || entry.drifted === undefined) continue;
+    const explained = faults.find((fault) => {
+      const within = explainsDrift(fault);
+      return (
+        within !== undefined && fault.from <= entry.answeredMs && fault.to >= entry.sentMs - within
+      );
+    });
+    if (explained) continue;
+    tally.checked('repairs-find-no-drift');
+    if (!entry.drifted) continue;
+    tally.violate({
+      invariant: 'repairs-find-no-drift',
+      message: `repair ${describeAnswer(entry)} of goods ${entry.goodsId} found Redis drifted from MySQL, with no fault on Redis, its links or an instance in the time before it`,
+      requestIds: [],
+      historyIds: [entry.id],
+      goodsId: entry.goodsId,
+      atMs: entry.sentMs,
+    });
+  }
+}
+
+/**
+ * What the buyers were told against the stock, over time: a 202 holds its units from its answer
+ * until its order is cancelled (its row's last change), or for good; at no moment do the units so
+ * held exceed the stock. And no buyer is answered 202 while an order of theirs is active.
+ */
+function checkToldTaken(input: CheckInput, tally: Tally): void {
+  const start = input.startedAtEpochMs;
+  for (const sale of input.snapshot.sales) {
+    const byRequest = new Map(sale.orders.map((order) => [order.requestId, order]));
+    const told = new Map<string, HistoryEntry>();
+    for (const entry of input.history) {
+      if (entry.op !== 'purchase' || entry.goodsId !== sale.goodsId) continue;
+      if (entry.status === 202 && entry.requestId && !told.has(entry.requestId)) {
+        told.set(entry.requestId, entry);
+      }
+    }
+    // +units at a 202's answer (or an order's write, for one nobody was told of), -units at a
+    // cancel; a cancel a moment earlier than its row says, so that clocks never invent overlap.
+    const steps: { atEpochMs: number; units: number; requestId: string }[] = [];
+    for (const [requestId, entry] of told) {
+      const order = byRequest.get(requestId);
+      const units = order?.quantity ?? entry.quantity ?? 1;
+      steps.push({ atEpochMs: start + entry.answeredMs, units, requestId });
+      if (order?.status === 'CANCELLED') {
+        steps.push({
+          atEpochMs: order.updatedAtEpochMs - CLOCK_SLACK_MS,
+          units: -units,
+          requestId,
+        });
+      }
+    }
+    for (const order of sale.orders) {
+      if (told.has(order.requestId)) continue;
+      steps.push({
+        atEpochMs: order.createdAtEpochMs,
+        units: order.quantity,
+        requestId: order.requestId,
+      });
+      if (order.status === 'CANCELLED') {
+        steps.push({
+          atEpochMs: order.updatedAtEpochMs - CLOCK_SLACK_MS,
+          units: -order.quantity,
+          requestId: order.requestId,
+        });
+      }
+    }
+    steps.sort((a, b) => a.atEpochMs - b.atEpochMs || a.units - b.units);
+    let held = 0;
+    let worst: { held: number; atEpochMs: number } | undefined;
+    for (const step of steps) {
+      held += step.units;
+      if (held > sale.totalStock && (!worst || held > worst.held)) {
+        worst = { held, atEpochMs: step.atEpochMs };
+      }
+    }
+    tally.checked('no-oversell', told.size);
+    if (worst) {
+      tally.violate({
+        invariant: 'no-oversell',
+        message: `${sale.name}: ${worst.held} units were held by buyers told 202 (and orders) at ${worst.atEpochMs - start} ms, of a stock of ${sale.totalStock}`,
+        requestIds: [],
+        historyIds: [],
+        goodsId: sale.goodsId,
+        atMs: worst.atEpochMs - start,
+      });
+    }
+
+    const ordersOf = new Map<number, OrderRow[]>();
+    for (const order of sale.orders) {
+      ordersOf.set(order.userId, [...(ordersOf.get(order.userId) ?? []), order]);
+    }
+    for (const [requestId, entry] of told) {
+      tally.checked('one-active-order-per-buyer');
+      const holding = (ordersOf.get(entry.buyer) ?? []).find(
+        (order) =>
+          order.requestId !== requestId &&
+          order.createdAtEpochMs < start + entry.sentMs - CLOCK_SLACK_MS &&
+          (ACTIVE.has(order.status) ||
+            order.updatedAtEpochMs > start + entry.answeredMs + CLOCK_SLACK_MS),
+      );
+      if (!holding) continue;
+      tally.violate({
+        invariant: 'one-active-order-per-buyer',
+        message: `purchase ${describeAnswer(entry)} by buyer ${entry.buyer} in ${sale.name} was answered 202 while the buyer held active order ${holding.orderNo}`,
+        requestIds: [requestId, holding.requestId],
+        historyIds: [entry.id],
+        goodsId: sale.goodsId,
+        atMs: entry.sentMs,
+      });
+    }
+  }
+}
+
+/** The reads made once quiet: the under-sell probes and the results of unknown outcomes. */
+function checkAfterQuiet(input: CheckInput, tally: Tally): void {
+  for (const entry of input.history) {
+    if (entry.op !== 'purchase' || !entry.undersell) continue;
+    tally.checked('no-undersell');
+    if (entry.status === 202) continue;
+    tally.violate({
+      invariant: 'no-undersell',
+      message: `purchase ${describeAnswer(entry)} by new buyer ${entry.buyer} of goods ${entry.goodsId} did not sell while MySQL held ${entry.undersell.mysqlStock} and Redis ${entry.undersell.redisStock} units`,
+      requestIds: entry.requestId ? [entry.requestId] : [],
+      historyIds: [entry.id],
+      goodsId: entry.goodsId,
+      atMs: entry.sentMs,
+    });
+  }
+  const orders = new Map(
+    input.snapshot.sales.flatMap((sale) => sale.orders.map((order) => [order.requestId, order])),
+  );
+  const lastRead = new Map<string, HistoryEntry>();
+  for (const entry of input.history) {
+    if (entry.op === 'result' && entry.truthFor) lastRead.set(entry.truthFor, entry);
+  }
+  for (const [requestId, read] of lastRead) {
+    tally.checked('result-tells-truth');
+    const order = orders.get(requestId);
+    const aboutIt = read.requestId === requestId;
+    const told = `${read.resultStatus ?? 'no result'}${read.orderNo ? ` ${read.orderNo}` : ''}`;
+    let wrong: string | undefined;
+    if (read.status !== 200) wrong = `was never answered (last: ${describeAnswer(read)})`;
+    else if (order && (read.resultStatus !== 'SUCCESS' || read.orderNo !== order.orderNo)) {
+      wrong = `said ${told} while order ${order.orderNo} exists for it`;
+    } else if (
+      !order &&
+      aboutIt &&
+      (read.resultStatus === 'SUCCESS' || read.resultStatus === 'QUEUED')
+    ) {
+      wrong = `said ${told} for it, and it has no order`;
+    }
+    if (wrong === undefined) continue;
+    tally.violate({
+      invariant: 'result-tells-truth',
+      message: `the result of buyer ${read.buyer}'s purchase ${requestId}, left unknown, ${wrong}`,
+      requestIds: [requestId],
+      historyIds: [read.id],
+      goodsId: read.goodsId,
+      atMs: read.sentMs,
     });
   }
 }

@@ -50,6 +50,12 @@ export interface HistoryEntry {
   quantity?: number;
   /** A purchase in a queue sale by a buyer who never joined its waiting room. */
   outsider?: true;
+  /** A repair's answer: the reading it found had drifted, unexplained by restocks under way. */
+  drifted?: boolean;
+  /** A purchase after the quiet, by a buyer of its own, of a sale both stores say has units. */
+  undersell?: { mysqlStock: number; redisStock: number };
+  /** A result read after the quiet for the buyer's latest purchase, left unknown: its request id. */
+  truthFor?: string;
 }
 
 /** Reads what a purchase answer says was taken. */

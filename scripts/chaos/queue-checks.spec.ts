@@ -10,6 +10,7 @@ import {
   type QueueFacts,
   type QueueJournalSnapshot,
 } from './queue-checks.js';
+import { queueOrder } from './queue-order.js';
 
 const START = 1_760_000_000_000;
 const GOODS = 9;
@@ -359,6 +360,7 @@ describe('every-waiting-told', () => {
               quantity: 1,
               status: 'PAID',
               createdAtEpochMs: START,
+              updatedAtEpochMs: START,
             },
           ],
         }),
@@ -555,6 +557,7 @@ describe('queue-places-kept', () => {
       quantity: 1,
       status: 'PAID' as const,
       createdAtEpochMs: START + atMs,
+      updatedAtEpochMs: START + atMs,
     });
     const verdict = judge({
       history: [
@@ -575,5 +578,63 @@ describe('queue-places-kept', () => {
     expect(violation.message).toContain('70 (');
     expect(violation.message).toContain('71 (');
     expect(violation.message).not.toContain('72 (');
+  });
+});
+
+describe('queue-admission-order', () => {
+  // Four buyers in the pre-queue (join indices 0-3) and one behind it: their places by the seed.
+  const seed = 'order-seed';
+  const journal: QueueJournalSnapshot = {
+    goodsId: GOODS,
+    seed,
+    preSize: 4,
+    joins: [
+      ...[31, 32, 33, 34].map((userId, position) => ({ userId, line: 0 as const, position })),
+      { userId: 35, line: 1, position: 0 },
+    ],
+  };
+  const order = queueOrder(seed, 4);
+  const byPlace = [31, 32, 33, 34].sort((a, b) => order.placeOf(a - 31) - order.placeOf(b - 31));
+  const room = (admitted: number[], expired: number[] = []) => ({
+    goodsId: GOODS,
+    admitted: Object.fromEntries(admitted.map((buyer) => [String(buyer), START + 9_000])),
+    expired: expired.map(String),
+  });
+
+  it('accepts a room that admitted the first places of the permutation, lapsed ones included', () => {
+    const verdict = judge({
+      history: [],
+      queue: facts({ journals: [journal], rooms: [room([byPlace[0]], [byPlace[1]])] }),
+    });
+    expect(verdict.of('queue-admission-order')).toEqual([]);
+    expect(verdict.checked('queue-admission-order')).toBe(2);
+  });
+
+  it('names a buyer passed over: admitted after it in the permutation while it still waits', () => {
+    const verdict = judge({
+      history: [],
+      queue: facts({ journals: [journal], rooms: [room([byPlace[0], byPlace[2]])] }),
+    });
+    const [violation] = verdict.of('queue-admission-order');
+    expect(violation.message).toContain(`buyer ${byPlace[1]} at place 1 was never admitted`);
+    expect(violation.message).toContain(`${byPlace[2]} at 2`);
+  });
+
+  it('names a buyer of the line admitted before the pre-queue is through', () => {
+    const verdict = judge({
+      history: [],
+      queue: facts({ journals: [journal], rooms: [room([byPlace[0], 35])] }),
+    });
+    expect(verdict.of('queue-admission-order')[0]?.message).toContain('35 at 4');
+  });
+
+  it('checks nothing when the room admitted nobody, or everybody', () => {
+    for (const admitted of [[], [31, 32, 33, 34, 35]]) {
+      const verdict = judge({
+        history: [],
+        queue: facts({ journals: [journal], rooms: [room(admitted)] }),
+      });
+      expect(verdict.checked('queue-admission-order')).toBe(0);
+    }
   });
 });

@@ -41,6 +41,8 @@ export interface FaultSpan {
   kind: string;
   /** Redis lost (or went back on) its data: the waiting room with it. */
   redisData: boolean;
+  /** The service whose links it acts on (a proxy fault), if any. */
+  service?: string;
   /**
    * It may stop a room's admission clock (lua/lib/room-clock.lua): Redis or a link to it down,
    * stalled or slow, a rebuild's stock out of Redis, an instance that ticks killed or paused.
@@ -163,6 +165,39 @@ export function checkQueues(input: QueueCheckInput, judge: Judge): void {
   checkFinalAtEnd(input, judge);
   checkEveryoneTold(input, judge);
   checkPlacesKept(input, judge);
+  checkAdmissionOrder(input, judge);
+}
+
+/**
+ * queue-admission-order: the room admits places in order, so the buyers it admitted (the
+ * admissions in force or used, and those lapsed) are exactly the first places of the final
+ * journal's order (the seed's permutation of the pre-queue, then the line by arrival). Judged
+ * once quiet, from the room Redis holds and the journal MySQL holds; counted per admitted buyer,
+ * where somebody placed was still waiting (a room that admitted everyone proves no order).
+ */
+export function checkAdmissionOrder(input: QueueCheckInput, judge: Judge): void {
+  const { queue } = input;
+  for (const sale of queue.sales) {
+    const room = queue.rooms.find((r) => r.goodsId === sale.goodsId);
+    const places = journalPlaces(queue.journals.find((j) => j.goodsId === sale.goodsId));
+    if (!room || places.size === 0) continue;
+    const admitted = new Set([...Object.keys(room.admitted), ...room.expired].map(Number));
+    const placed = [...places.entries()].sort((a, b) => a[1] - b[1]);
+    const waiting = placed.filter(([buyer]) => !admitted.has(buyer));
+    const ahead = placed.filter(([buyer]) => admitted.has(buyer));
+    if (waiting.length === 0 || ahead.length === 0) continue;
+    judge.checked('queue-admission-order', ahead.length);
+    const [firstWaiting, firstPlace] = waiting[0];
+    const passed = ahead.filter(([, place]) => place > firstPlace);
+    if (passed.length === 0) continue;
+    judge.violate({
+      invariant: 'queue-admission-order',
+      message: `${sale.name}: buyer ${firstWaiting} at place ${firstPlace} was never admitted, while ${passed.length} buyers placed after it were: ${listed(passed, ([buyer, place]) => `${buyer} at ${place}`)}`,
+      goodsId: sale.goodsId,
+      requestIds: [],
+      historyIds: [],
+    });
+  }
 }
 
 /**

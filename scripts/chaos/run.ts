@@ -10,7 +10,7 @@ import { onCleanup } from '../lib/cleanup.js';
 import { UsageError } from '../lib/errors.js';
 import { signToken } from '../lib/jwt.js';
 import { readWrittenPoints } from './app-logs.js';
-import { check } from './checker.js';
+import { check, REDIS_FAULT_EXPLAINS_MS } from './checker.js';
 import { describeFault, type Fault } from './faults.js';
 import { History } from './history.js';
 import { generateSchedule, startNemesis } from './nemesis.js';
@@ -26,7 +26,7 @@ import {
   sampleAdmissions,
   type Stores,
 } from './snapshot.js';
-import { measureReopen, REOPEN_BOUND_MS, waitQuiet } from './settle.js';
+import { measureReopen, probeUndersell, REOPEN_BOUND_MS, waitQuiet } from './settle.js';
 import { ChaosSystem } from './system.js';
 import { openSales, saleProfiles, Workload } from './workload.js';
 
@@ -63,6 +63,9 @@ const REDIS_DATA_FAULTS: ReadonlySet<string> = new Set([
   'reopen-then-restart',
   'channel-flap',
 ]);
+
+/** The final repairs wait this long after the heal: past the checker's window for a fault. */
+const FINAL_REPAIR_AFTER_HEAL_MS = REDIS_FAULT_EXPLAINS_MS + 1_000;
 
 /** Every instance's settings: short timers, so that expiries and sweeps happen during faults. */
 const APP_ENV: Record<string, string> = {
@@ -190,24 +193,38 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
   await workload.tellEveryone();
   const toldMs = now();
   const { admissions: admissionLog, rooms: roomSamples } = await admissions.stop();
+  // Nothing moves now: every purchase left unknown is told by its result (result-tells-truth),
+  // and a sale both stores say has units sells one (no-undersell); then quiet again.
+  const unknownRead = await workload.readUnknownOutcomes();
+  const underProbes = await probeUndersell(workload, stores, sales, endpoints);
+  progress(
+    `${(now() / 1000).toFixed(0)} s: ${unknownRead} unknown outcomes read, ${underProbes} under-sell probes; waiting for quiet again`,
+  );
+  const quietAgain = await waitQuiet(stores, sales);
   const snapshot = {
     sales: await Promise.all(sales.map((sale) => readSale(stores, sale, endpoints[0], admin))),
     deadLetters: (await queueDepths(stores))['orders.dead'] ?? 0,
-    quiet,
+    quiet: quiet.reached ? quietAgain : quiet,
     rooms: await Promise.all(queueSales.map((sale) => readQueueRoom(stores.redis, sale))),
     journals: await Promise.all(queueSales.map((sale) => readQueueJournal(stores.mysql, sale))),
   };
+  // After the stores were read (a repair rewrites Redis): one more repair of every sale, late
+  // enough after the heal that no fault explains what it finds.
+  await sleep(Math.max(0, healedAt + FINAL_REPAIR_AFTER_HEAL_MS - now()));
+  await workload.repairEverySale();
   await history.close();
   const kinds = new Map(schedule.faults.map((fault) => [fault.id, fault.kind]));
   const faults: FaultSpan[] = spans(nemesis.events).map((span) => {
     const kind = kinds.get(span.faultId) ?? 'unknown';
+    const fault = schedule.faults.find((f) => f.id === span.faultId);
     return {
       from: span.from,
       to: span.to,
       what: span.what,
       kind,
       redisData: REDIS_DATA_FAULTS.has(kind),
-      stopsClock: stopsClock(schedule.faults.find((fault) => fault.id === span.faultId)),
+      ...(fault?.service === undefined ? {} : { service: fault.service }),
+      stopsClock: stopsClock(fault),
     };
   });
   const queue: QueueFacts = {
@@ -237,6 +254,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     startedAtEpochMs: startedAt.getTime(),
     writtenPoints: readWrittenPoints(join(outDir, 'logs')),
     queue,
+    faults,
   });
   const record: RunRecord = {
     seed: schedule.seed,

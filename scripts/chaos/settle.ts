@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { Reopen, StoreSnapshot } from './checker.js';
 import type { HistoryEntry } from './history.js';
-import { stillMoving, type Stores } from './snapshot.js';
+import { stillMoving, unitsLeft, type Stores } from './snapshot.js';
 import type { Endpoint, Sale, Workload } from './workload.js';
 
 /** The bound stated for liveness: every sale answers again within this of the heal. */
@@ -52,6 +52,37 @@ export async function measureReopen(
   };
   return Promise.all(sales.flatMap((sale) => endpoints.map((endpoint) => probe(sale, endpoint))));
 }
+
+/**
+ * Once quiet: every open sale that both stores say still has units is bought from once on each
+ * serving instance, one after the other (each reading the units again), by buyers of their own.
+ * A sale with units must sell them: no-undersell judges the answers. Queue sales sell only to
+ * whom they admit and are left out; so are sales past their end. Returns the probes made.
+ */
+export async function probeUndersell(
+  workload: Workload,
+  stores: Stores,
+  sales: readonly Sale[],
+  endpoints: readonly Endpoint[],
+): Promise<number> {
+  let probes = 0;
+  for (const sale of sales.filter((s) => !s.queue)) {
+    for (const endpoint of endpoints) {
+      if (Date.now() >= sale.endAtEpochMs - UNDERSELL_END_MARGIN_MS) break;
+      const units = await unitsLeft(stores, sale);
+      if (units.redisStock === null || units.redisStock <= 0 || units.mysqlStock <= 0) break;
+      await workload.undersellProbe(sale, endpoint, {
+        mysqlStock: units.mysqlStock,
+        redisStock: units.redisStock,
+      });
+      probes++;
+    }
+  }
+  return probes;
+}
+
+/** A sale this close to its end is not probed for under-selling: the end may refuse the probe. */
+const UNDERSELL_END_MARGIN_MS = 30_000;
 
 /** Waits until nothing moves for a few readings in a row, or gives up after a while. */
 export async function waitQuiet(

@@ -40,7 +40,8 @@ export async function readSale(
   const [rows] = await stores.mysql.query<RowDataPacket[]>(
     // created_at as ms since the epoch: the app writes DATETIMEs as UTC (utc-sessions.ts).
     `SELECT order_no, request_id, user_id, quantity, status,
-            TIMESTAMPDIFF(MICROSECOND, '1970-01-01', created_at) DIV 1000 AS created_ms
+            TIMESTAMPDIFF(MICROSECOND, '1970-01-01', created_at) DIV 1000 AS created_ms,
+            TIMESTAMPDIFF(MICROSECOND, '1970-01-01', updated_at) DIV 1000 AS updated_ms
        FROM seckill_order WHERE goods_id = ? ORDER BY id`,
     [sale.goodsId],
   );
@@ -51,6 +52,7 @@ export async function readSale(
     quantity: Number(row.quantity),
     status: row.status as OrderRow['status'],
     createdAtEpochMs: Number(row.created_ms),
+    updatedAtEpochMs: Number(row.updated_ms),
   }));
   const stocks = await bucketStocks(stores.redis, sale.goodsId, sale.stockShards);
   const buyers = await allBuyers(stores.redis, sale.goodsId, sale.stockShards);
@@ -76,6 +78,24 @@ export async function readSale(
     restocked,
     reconcile: reconcile?.status === 200 ? (reconcile.body as { consistent: boolean }) : null,
     ended: Date.now() >= sale.endAtEpochMs,
+  };
+}
+
+/** What each store says is left of a sale (Redis over every bucket; null when it lacks one). */
+export async function unitsLeft(
+  stores: Stores,
+  sale: Sale,
+): Promise<{ mysqlStock: number; redisStock: number | null }> {
+  const [[goods]] = await stores.mysql.query<RowDataPacket[]>(
+    'SELECT stock FROM seckill_goods WHERE id = ?',
+    [sale.goodsId],
+  );
+  const stocks = await bucketStocks(stores.redis, sale.goodsId, sale.stockShards);
+  return {
+    mysqlStock: Number(goods?.stock),
+    redisStock: stocks.some((stock) => stock === null)
+      ? null
+      : stocks.reduce((sum: number, stock) => sum + (stock ?? 0), 0),
   };
 }
 

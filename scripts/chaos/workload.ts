@@ -61,6 +61,9 @@ const TELLING_AT_ONCE = 8;
  * the places it tells are compared with those told before the loss (queue-places-kept).
  */
 const AFTER_HEAL_WAIT_MS = 10_000;
+/** After the quiet, a purchase or a result read is tried this often while it answers 503. */
+const UNDERSELL_TRIES = 5;
+const UNDERSELL_RETRY_MS = 500;
 
 /** A queue sale's waiting room, its times after the run's start (the queue opens at it). */
 export interface QueueProfile {
@@ -379,6 +382,94 @@ export class Workload {
     return this.purchase(sale, this.newBuyer(sale), endpoint, { probe: true });
   }
 
+  /**
+   * After the quiet: a buyer of its own tries a sale both stores say has units (an open sale:
+   * a queue sale sells only to the admitted), once per instance, retrying a 503 or no answer a
+   * few times; what it bought is paid (no unit goes back to move the stores again).
+   */
+  async undersellProbe(
+    sale: Sale,
+    endpoint: Endpoint,
+    units: { mysqlStock: number; redisStock: number },
+  ): Promise<HistoryEntry> {
+    const buyer = this.newBuyer(sale);
+    let answer: HistoryEntry | undefined;
+    for (let attempt = 0; attempt < UNDERSELL_TRIES; attempt++) {
+      answer = await this.purchase(sale, buyer, endpoint, { undersell: units });
+      if (answer.status !== 503 && answer.status !== 0) break;
+      await sleep(UNDERSELL_RETRY_MS);
+    }
+    if (answer?.outcome !== 'refused') {
+      const result = await this.pollResult(sale, buyer, false);
+      if (result?.resultStatus === 'SUCCESS' && result.orderNo) {
+        await this.orderAction('pay', sale, buyer, result.orderNo);
+      }
+    }
+    return answer!;
+  }
+
+  /**
+   * After the quiet: for each buyer whose latest purchase of a sale was left unknown with a
+   * request id (a 503 that said so, a 5xx), the result is read until it answers (a few tries):
+   * the checker's result-tells-truth judges it against the orders.
+   */
+  async readUnknownOutcomes(): Promise<number> {
+    // The result tells of the latest purchase the stores heard of: one answered 202 or left
+    // unknown with its id (a refusal never reached them).
+    const latest = new Map<string, HistoryEntry>();
+    for (const entry of this.options.history.entries) {
+      if (entry.op === 'purchase' && entry.requestId && entry.outcome !== 'refused') {
+        latest.set(`${entry.goodsId}:${entry.buyer}`, entry);
+      }
+    }
+    const unknown = [...latest.values()].filter(
+      (entry) => entry.outcome === 'unknown' && entry.requestId !== undefined,
+    );
+    for (let i = 0; i < unknown.length; i += TELLING_AT_ONCE) {
+      await Promise.all(
+        unknown.slice(i, i + TELLING_AT_ONCE).map(async (purchase) => {
+          for (let attempt = 0; attempt < UNDERSELL_TRIES; attempt++) {
+            const read = await this.send(
+              'result',
+              purchase.buyer,
+              purchase.goodsId,
+              this.endpoint(),
+              {
+                method: 'GET',
+                path: `/api/v1/seckill/${purchase.goodsId}/result`,
+                headers: this.headers(purchase.buyer),
+              },
+              (entry) => (entry.truthFor = purchase.requestId),
+            );
+            if (read.status === 200) return;
+            await sleep(UNDERSELL_RETRY_MS);
+          }
+        }),
+      );
+    }
+    return unknown.length;
+  }
+
+  /**
+   * Once the stores were read: the operator repairs every sale once more. Redis and MySQL agree
+   * by then unless a path lost or doubled a unit (repairs-find-no-drift judges what it found).
+   */
+  async repairEverySale(): Promise<void> {
+    for (const sale of this.options.sales) await this.repair(sale);
+  }
+
+  private repair(sale: Sale): Promise<HistoryEntry> {
+    return this.send('repair', 1, sale.goodsId, this.endpoint(), {
+      method: 'POST',
+      path: `/api/v1/admin/goods/${sale.goodsId}/reconcile/repair`,
+      headers: { authorization: `Bearer ${this.adminToken}` },
+    });
+  }
+
+  private get adminToken(): string {
+    return signToken({ userId: 1, admin: true, secret: this.options.jwtSecret });
+  }
+
   private get rng(): Rng {
     return this.options.rng;
   }
@@ -513,15 +604,9 @@ export class Workload {
   }
 
   private async operator(everyMs: readonly [number, number]): Promise<void> {
-    const admin = signToken({ userId: 1, admin: true, secret: this.options.jwtSecret });
     while (!this.stopping) {
       if (!(await this.pause(this.rng.int(...everyMs)))) return;
-      const sale = this.rng.pick(this.options.sales);
-      await this.send('repair', 1, sale.goodsId, this.endpoint(), {
-        method: 'POST',
-        path: `/api/v1/admin/goods/${sale.goodsId}/reconcile/repair`,
-        headers: { authorization: `Bearer ${admin}` },
-      });
+      await this.repair(this.rng.pick(this.options.sales));
     }
   }
 
@@ -552,9 +637,10 @@ export class Workload {
       probe?: boolean;
       outsider?: boolean;
       quantity?: number;
+      undersell?: { mysqlStock: number; redisStock: number };
     },
   ): Promise<HistoryEntry> {
-    const { key, probe, outsider, quantity = 1 } = options;
+    const { key, probe, outsider, undersell, quantity = 1 } = options;
     const headers = this.headers(buyer);
     if (key !== undefined) headers['idempotency-key'] = key;
     if (quantity > 1) headers['content-type'] = 'application/json';
@@ -575,14 +661,19 @@ export class Workload {
         if (quantity > 1) entry.quantity = quantity;
         if (probe) entry.probe = true;
         if (outsider) entry.outsider = true;
+        if (undersell) entry.undersell = undersell;
       },
     );
   }
 
   /** Polls the buyer's result until it is final (SUCCESS or FAILED) or the polls run out. */
-  private async pollResult(sale: Sale, buyer: number): Promise<HistoryEntry | undefined> {
+  private async pollResult(
+    sale: Sale,
+    buyer: number,
+    untilStopped = true,
+  ): Promise<HistoryEntry | undefined> {
     let last: HistoryEntry | undefined;
-    for (let poll = 0; poll < RESULT_POLLS && !this.stopping; poll++) {
+    for (let poll = 0; poll < RESULT_POLLS && !(untilStopped && this.stopping); poll++) {
       last = await this.send('result', buyer, sale.goodsId, this.endpoint(), {
         method: 'GET',
         path: `/api/v1/seckill/${sale.goodsId}/result`,
@@ -647,6 +738,10 @@ export class Workload {
       if (typeof answer.body.status === 'string') entry.resultStatus = answer.body.status;
       if (typeof answer.body.orderNo === 'string') entry.orderNo = answer.body.orderNo;
       if (typeof answer.body.reason === 'string') entry.reason = answer.body.reason;
+    }
+    if (op === 'repair' && answer.status === 200 && isRecord(answer.body)) {
+      const found = answer.body.found;
+      if (isRecord(found) && typeof found.drifted === 'boolean') entry.drifted = found.drifted;
     }
     if ((op === 'join' || op === 'queue') && answer.status === 200 && isRecord(answer.body)) {
       if (typeof answer.body.state === 'string') entry.queueState = answer.body.state;

@@ -26,17 +26,19 @@ export class ReconcileRepair {
    * flight (see lua/seckill-rebuild.lua: safe while the sale runs). A goods split over several
    * buckets answers 503 to its purchases for the moment its buckets are rebuilt
    * (SaleRepair.rebuild). Under the goods' sale-state lock: 503 while a rebuild, a wipe or the
-   * fallback's return of the sale holds it.
+   * fallback's return of the sale holds it. What it found is read under the lock too, confirmed
+   * as the reconcile job confirms it, so that the report (and the log line) tells drift that was
+   * there from a reading caught between an order's two writes.
    */
   async repair(goodsId: number): Promise<RepairReport> {
-    const before = await this.reconcile.reconcile(goodsId);
-    const rebuilt = await this.saleLock.hold(goodsId, 'repair', async (held) => {
+    const outcome = await this.saleLock.hold(goodsId, 'repair', async (held) => {
       const goods = await this.goods.findOrThrow(goodsId);
+      const found = await this.reconcile.confirmedReading(goodsId);
       // Makes sure the window and limit are in Redis (and the stock, if Redis lost the sale),
       // under the lock the rebuild below needs too: no wipe or rebuild runs in between.
       await this.preheat.preheatHeld(held);
       const since = await this.store.serverTimeMs(goodsId);
-      return this.orders.history(goodsId, (history) =>
+      const rebuilt = await this.orders.history(goodsId, (history) =>
         this.store.rebuild(
           goodsId,
           goods.totalStock,
@@ -45,13 +47,27 @@ export class ReconcileRepair {
           history.cancelledOrderNos,
         ),
       );
+      return rebuilt ? { rebuilt, found } : undefined;
     });
-    if (!rebuilt) throw new DomainError('NOT_PREHEATED', 'The sale could not be loaded into Redis');
-    this.logger.warn(
-      `redis rebuilt from mysql: goods=${goodsId} stock ${String(before.redisStock)} -> ${rebuilt.stock} buyers=${rebuilt.buyerCount}`,
-    );
+    if (!outcome) throw new DomainError('NOT_PREHEATED', 'The sale could not be loaded into Redis');
+    const { rebuilt, found } = outcome;
+    const { report: before, settling } = found;
+    const drifted = before.redisState === 'LOADED' && !before.consistent && !settling;
+    const line = `redis rebuilt from mysql: goods=${goodsId} stock ${String(before.redisStock)} -> ${rebuilt.stock} buyers=${rebuilt.buyerCount}`;
+    if (drifted) {
+      this.logger.error(
+        `${line}; it had drifted: redisDrift=${String(before.drift.redis)} dbDrift=${before.drift.db}`,
+      );
+    } else {
+      this.logger.warn(line);
+    }
     // The verdict before the repair no longer holds; the dashboard's next tick refreshes it.
     await this.reconcile.forgetVerdict(goodsId);
-    return { goodsId, before, after: await this.reconcile.reconcile(goodsId) };
+    return {
+      goodsId,
+      before,
+      found: { drifted, settling },
+      after: await this.reconcile.reconcile(goodsId),
+    };
   }
 }

@@ -43,9 +43,26 @@ class ReconcileReportDto {
   @ApiProperty({ type: DriftDto }) drift: DriftDto;
 }
 
+class RepairFoundDto {
+  @ApiProperty({
+    description:
+      'Redis held the sale and its reading before the repair drifted, unexplained by restocks under way',
+  })
+  drifted: boolean;
+  @ApiProperty({
+    description: "Cancels whose Redis restock is under way explain the reading's gap",
+  })
+  settling: boolean;
+}
+
 class RepairReportDto {
   @ApiProperty() goodsId: number;
-  @ApiProperty({ type: ReconcileReportDto }) before: ReconcileReportDto;
+  @ApiProperty({
+    type: ReconcileReportDto,
+    description: 'The reading found under the lock (read again while it drifts)',
+  })
+  before: ReconcileReportDto;
+  @ApiProperty({ type: RepairFoundDto }) found: RepairFoundDto;
   @ApiProperty({ type: ReconcileReportDto }) after: ReconcileReportDto;
 }
 

@@ -26,7 +26,13 @@ export interface ReconcileReport {
 
 export interface RepairReport {
   goodsId: number;
+  /** The reading the repair found, under the goods' lock, read again while it showed drift. */
   before: ReconcileReport;
+  /**
+   * What that reading means: `settling` when cancels whose Redis restock is under way explain
+   * its gap; `drifted` when Redis held the sale and nothing explains it (the repair corrected it).
+   */
+  found: { drifted: boolean; settling: boolean };
   after: ReconcileReport;
 }
 
