@@ -146,7 +146,7 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
       resultStatus: 'FAILED',
       requestId: 'r-15',
       reason: 'UNAVAILABLE',
-      truthFor: 'r-15',
+      truthOf: 9,
     }),
     entry({
       op: 'purchase',
@@ -519,32 +519,41 @@ describe('the chaos checker', () => {
 
   it('should flag a result, read once quiet for a purchase left unknown, that is not the truth', () => {
     const queued = cleanRun();
-    const truth = queued.history.find((e) => e.truthFor)!;
+    const truth = queued.history.find((e) => e.truthOf !== undefined)!;
     truth.resultStatus = 'QUEUED';
     expect(violated(queued)).toEqual(['result-tells-truth']);
     expect(violationsOf(queued, 'result-tells-truth')[0].message).toContain(
-      'said QUEUED for it, and it has no order',
+      'said QUEUED once nothing was in flight',
     );
 
     const unanswered = cleanRun();
     Object.assign(
-      unanswered.history.find((e) => e.truthFor)!,
+      unanswered.history.find((e) => e.truthOf !== undefined)!,
       { status: 503, code: 'UNAVAILABLE' },
     );
     expect(violated(unanswered)).toEqual(['result-tells-truth']);
 
     // The purchase did land: its result must name the order.
     const landed = cleanRun();
-    sale(landed).orders[1].requestId = 'r-15';
+    Object.assign(sale(landed).orders[1], { requestId: 'r-15', userId: 15 });
     const [wrong] = violationsOf(landed, 'result-tells-truth');
     expect(wrong.message).toContain(
       `said FAILED while order ${orderNo(1_020, 'B2')} exists for it`,
     );
 
+    // No answer at all (no request id): the order the buyer got after sending it is the truth.
+    const blind = cleanRun();
+    const timeout = blind.history.find((e) => e.buyer === 13 && e.op === 'purchase')!;
+    blind.history.push(
+      entry({ op: 'result', buyer: 13, sentMs: 59_000, resultStatus: 'NONE', truthOf: timeout.id }),
+    );
+    const [none] = violationsOf(blind, 'result-tells-truth');
+    expect(none.message).toContain(`said NONE while order ${orderNo(2_500, 'C3')} exists for it`);
+
     // A result about another, earlier request of the buyer's is no claim about this one.
     const other = cleanRun();
     Object.assign(
-      other.history.find((e) => e.truthFor)!,
+      other.history.find((e) => e.truthOf !== undefined)!,
       { resultStatus: 'SUCCESS', requestId: 'r-11', orderNo: orderNo(1_010, 'A1') },
     );
     expect(violationsOf(other, 'result-tells-truth')).toEqual([]);

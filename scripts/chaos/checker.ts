@@ -137,7 +137,7 @@ export const INVARIANTS = {
   'no-undersell':
     'once quiet, a sale both stores say has units sells one to a new buyer on every instance (202, never SOLD_OUT)',
   'result-tells-truth':
-    "once quiet, the result of a buyer's latest purchase left unknown (a 503 with its request id, a 5xx) tells the truth: SUCCESS naming the order that exists, or, with no order, neither SUCCESS nor QUEUED for that request",
+    "once quiet, the result of a buyer's latest purchase left unknown (no answer, a 503 with its request id, a 5xx) tells the truth: SUCCESS naming the order it became, or, with none, never QUEUED nor SUCCESS for its request",
   'paid-stays-paid': 'an order paid (200) stays PAID; one cancelled (200) stays CANCELLED',
   'stock-back-once':
     'every cancelled or expired order is given back in Redis (once: its number marked), no active one is',
@@ -782,35 +782,46 @@ function checkAfterQuiet(input: CheckInput, tally: Tally): void {
       atMs: entry.sentMs,
     });
   }
-  const orders = new Map(
-    input.snapshot.sales.flatMap((sale) => sale.orders.map((order) => [order.requestId, order])),
-  );
-  const lastRead = new Map<string, HistoryEntry>();
+  const byId = new Map(input.history.map((entry) => [entry.id, entry]));
+  const lastRead = new Map<number, HistoryEntry>();
   for (const entry of input.history) {
-    if (entry.op === 'result' && entry.truthFor) lastRead.set(entry.truthFor, entry);
+    if (entry.op === 'result' && entry.truthOf !== undefined) lastRead.set(entry.truthOf, entry);
   }
-  for (const [requestId, read] of lastRead) {
+  for (const [purchaseId, read] of lastRead) {
+    const purchase = byId.get(purchaseId);
+    if (!purchase) continue;
     tally.checked('result-tells-truth');
-    const order = orders.get(requestId);
-    const aboutIt = read.requestId === requestId;
+    // The order it became: by its request id, or (no answer gave one) the buyer's order of the
+    // sale written after it was sent, the latest purchase of theirs.
+    const theirs = input.snapshot.sales
+      .find((sale) => sale.goodsId === purchase.goodsId)
+      ?.orders.filter((order) => order.userId === purchase.buyer);
+    const order = purchase.requestId
+      ? theirs?.find((o) => o.requestId === purchase.requestId)
+      : theirs?.find(
+          (o) => o.createdAtEpochMs >= input.startedAtEpochMs + purchase.sentMs - CLOCK_SLACK_MS,
+        );
     const told = `${read.resultStatus ?? 'no result'}${read.orderNo ? ` ${read.orderNo}` : ''}`;
     let wrong: string | undefined;
     if (read.status !== 200) wrong = `was never answered (last: ${describeAnswer(read)})`;
     else if (order && (read.resultStatus !== 'SUCCESS' || read.orderNo !== order.orderNo)) {
       wrong = `said ${told} while order ${order.orderNo} exists for it`;
+    } else if (read.resultStatus === 'QUEUED') {
+      wrong = 'said QUEUED once nothing was in flight';
     } else if (
       !order &&
-      aboutIt &&
-      (read.resultStatus === 'SUCCESS' || read.resultStatus === 'QUEUED')
+      read.resultStatus === 'SUCCESS' &&
+      purchase.requestId !== undefined &&
+      read.requestId === purchase.requestId
     ) {
       wrong = `said ${told} for it, and it has no order`;
     }
     if (wrong === undefined) continue;
     tally.violate({
       invariant: 'result-tells-truth',
-      message: `the result of buyer ${read.buyer}'s purchase ${requestId}, left unknown, ${wrong}`,
-      requestIds: [requestId],
-      historyIds: [read.id],
+      message: `the result of buyer ${read.buyer}'s purchase #${purchase.id} (${describeAnswer(purchase)}), left unknown, ${wrong}`,
+      requestIds: purchase.requestId ? [purchase.requestId] : [],
+      historyIds: [purchase.id, read.id],
       goodsId: read.goodsId,
       atMs: read.sentMs,
     });

@@ -54,8 +54,8 @@ export interface HistoryEntry {
   drifted?: boolean;
   /** A purchase after the quiet, by a buyer of its own, of a sale both stores say has units. */
   undersell?: { mysqlStock: number; redisStock: number };
-  /** A result read after the quiet for the buyer's latest purchase, left unknown: its request id. */
-  truthFor?: string;
+  /** A result read after the quiet for the buyer's latest purchase, left unknown: its entry's id. */
+  truthOf?: number;
 }
 
 /** Reads what a purchase answer says was taken. */

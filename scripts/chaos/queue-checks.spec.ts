@@ -167,6 +167,34 @@ describe('queue-admitted-purchase', () => {
     expect(verdict.of('queue-admitted-purchase')).toHaveLength(1);
   });
 
+  it('names a 202 sent well past the admittedUntil its ADMITTED read gave, unless a fault could stop the clock', () => {
+    const admitted = entry({
+      op: 'queue',
+      buyer: 16,
+      sentMs: 6_000,
+      queueState: 'ADMITTED',
+      admittedUntilEpochMs: START + 9_000,
+    });
+    const late = bought(16, 10_500);
+    // The room still holds the admission (unswept, say): the lapse is judged all the same.
+    const rooms = [{ goodsId: GOODS, admitted: { '16': -(START + 9_000) }, expired: [] }];
+    const verdict = judge({ history: [join(16, 1_000), admitted, late], queue: facts({ rooms }) });
+    const [violation] = verdict.of('queue-admitted-purchase');
+    expect(violation.message).toContain('lapsed at 9000 ms');
+    expect(violation.historyIds).toEqual([admitted.id, late.id]);
+    // Within a second of it, or with Redis paused in between (a stopped clock), it is no lapse.
+    const inTime = judge({
+      history: [join(16, 1_000), admitted, bought(16, 9_800)],
+      queue: facts({ rooms }),
+    });
+    expect(inTime.of('queue-admitted-purchase')).toEqual([]);
+    const paused = judge({
+      history: [join(16, 1_000), admitted, late],
+      queue: facts({ rooms, faults: [fault(7_000, 8_000, 'redis-pause')] }),
+    });
+    expect(paused.of('queue-admitted-purchase')).toEqual([]);
+  });
+
   it('leaves unjudged a purchase without evidence once Redis lost the room after it', () => {
     const verdict = judge({
       history: [join(16, 1_000), read(16, 6_000, 'WAITING'), bought(16, 6_500)],

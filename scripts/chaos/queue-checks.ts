@@ -115,6 +115,11 @@ const RESTART_SLACK_MS = 10_000;
 /** The server's clock against the run's, and a standing's read of the end, may differ this much. */
 const END_SLACK_MS = 1_000;
 const CLOCK_SLACK_MS = 50;
+/**
+ * A purchase sent this long after its admission's `admittedUntil` is judged lapsed: the room's
+ * clock ticks in steps, and the client's clock reads the server's a moment late.
+ */
+const LAPSE_SLACK_MS = 1_000;
 /** The run reads the admissions log this often (snapshot.ts), give or take a slow read. */
 const LOG_SAMPLED_EVERY_MS = 1_000;
 const LOG_SLACK_MS = 500;
@@ -235,6 +240,27 @@ export function checkAdmittedPurchases(input: QueueCheckInput, judge: Judge): vo
             (e.queueState === 'ADMITTED' || e.queueState === 'EXPIRED'),
         )
         .at(-1);
+      // An ADMITTED read tells until when the admission is in force: a purchase sent well past
+      // that, with nothing around that could stop the room's clock, was sold on a lapsed one.
+      if (turn?.queueState === 'ADMITTED' && turn.admittedUntilEpochMs !== undefined) {
+        const lapsedAtMs = turn.admittedUntilEpochMs - startedAtEpochMs;
+        const stopped = queue.faults.some(
+          (f) =>
+            f.stopsClock && f.from <= purchase.answeredMs && f.to + RESTART_SLACK_MS >= turn.sentMs,
+        );
+        if (!stopped && purchase.sentMs > lapsedAtMs + LAPSE_SLACK_MS) {
+          judge.checked('queue-admitted-purchase');
+          judge.violate({
+            invariant: 'queue-admitted-purchase',
+            message: `${sale.name}: purchase #${purchase.id} by buyer ${purchase.buyer} was sent at ${purchase.sentMs} ms and answered 202, and its admission, read at ${turn.sentMs} ms (${describe(turn)}), lapsed at ${Math.round(lapsedAtMs)} ms, with no fault that could stop the room's clock`,
+            requestIds: purchase.requestId ? [purchase.requestId] : [],
+            historyIds: [turn.id, purchase.id],
+            goodsId: sale.goodsId,
+            atMs: purchase.sentMs,
+          });
+          continue;
+        }
+      }
       const score = room?.admitted[String(purchase.buyer)];
       const admittedAt =
         score === undefined ? undefined : Math.abs(score) - sale.admissionTtlMs - startedAtEpochMs;

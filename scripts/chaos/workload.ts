@@ -409,22 +409,20 @@ export class Workload {
   }
 
   /**
-   * After the quiet: for each buyer whose latest purchase of a sale was left unknown with a
-   * request id (a 503 that said so, a 5xx), the result is read until it answers (a few tries):
+   * After the quiet: for each buyer whose latest purchase of a sale was left unknown (no answer,
+   * a 503 that carried its request id, a 5xx), the result is read until it answers (a few tries):
    * the checker's result-tells-truth judges it against the orders.
    */
   async readUnknownOutcomes(): Promise<number> {
     // The result tells of the latest purchase the stores heard of: one answered 202 or left
-    // unknown with its id (a refusal never reached them).
+    // unknown (a refusal never reached them).
     const latest = new Map<string, HistoryEntry>();
     for (const entry of this.options.history.entries) {
-      if (entry.op === 'purchase' && entry.requestId && entry.outcome !== 'refused') {
+      if (entry.op === 'purchase' && entry.outcome !== 'refused' && !entry.probe) {
         latest.set(`${entry.goodsId}:${entry.buyer}`, entry);
       }
     }
-    const unknown = [...latest.values()].filter(
-      (entry) => entry.outcome === 'unknown' && entry.requestId !== undefined,
-    );
+    const unknown = [...latest.values()].filter((entry) => entry.outcome === 'unknown');
     for (let i = 0; i < unknown.length; i += TELLING_AT_ONCE) {
       await Promise.all(
         unknown.slice(i, i + TELLING_AT_ONCE).map(async (purchase) => {
@@ -439,7 +437,7 @@ export class Workload {
                 path: `/api/v1/seckill/${purchase.goodsId}/result`,
                 headers: this.headers(purchase.buyer),
               },
-              (entry) => (entry.truthFor = purchase.requestId),
+              (entry) => (entry.truthOf = purchase.id),
             );
             if (read.status === 200) return;
             await sleep(UNDERSELL_RETRY_MS);
