@@ -45,7 +45,8 @@ export interface FaultSpan {
   service?: string;
   /**
    * It may stop a room's admission clock (lua/lib/room-clock.lua): Redis or a link to it down,
-   * stalled or slow, a rebuild's stock out of Redis, an instance that ticks killed or paused.
+   * stalled or slow, a rebuild's stock out of Redis, an instance that ticks killed or paused, a
+   * MySQL link held up (the pacer writes each step to the journal before the next).
    */
   stopsClock: boolean;
 }

@@ -39,6 +39,9 @@ const PAYMENT_TIMEOUT_MS = 10_000;
 function stopsClock(fault: Fault | undefined): boolean {
   if (fault === undefined) return true;
   if (fault.kind.startsWith('redis-') || fault.service === 'redis') return true;
+  // The pacer writes each step to the room's MySQL journal before it steps again: a MySQL link
+  // held up holds the steps back, and a gap between steps stops the clock.
+  if (fault.service === 'mysql') return true;
   return ['reopen-then-restart', 'channel-flap', 'app-kill', 'app-pause', 'slow-steps'].includes(
     fault.kind,
   );
