@@ -58,11 +58,14 @@ describe('a queue sale: the waiting room', () => {
   const standings = (goodsId: number, users: number[]) =>
     Promise.all(users.map((userId) => standing(goodsId, userId)));
   /** Every buyer's standing, once exactly `count` of them are ADMITTED. */
+  // The standings are read one by one: a reading taken across the tick that draws the seed mixes
+  // places not known yet (WAITING, position null) with admissions; such a reading is taken again.
   const admittedCount = (goodsId: number, users: number[], count: number) =>
     waitFor(
       async () => {
         const now = await standings(goodsId, users);
-        return now.filter((s) => s.state === 'ADMITTED').length === count ? now : null;
+        const placed = now.every((s) => s.state !== 'WAITING' || s.position !== null);
+        return placed && now.filter((s) => s.state === 'ADMITTED').length === count ? now : null;
       },
       { what: `${count} admitted` },
     );
