@@ -690,36 +690,28 @@ function checkToldTaken(input: CheckInput, tally: Tally): void {
         told.set(entry.requestId, entry);
       }
     }
-    // +units at a 202's answer (or an order's write, for one nobody was told of), -units at a
-    // cancel; a cancel a moment earlier than its row says, so that clocks never invent overlap.
-    const steps: { atEpochMs: number; units: number; requestId: string }[] = [];
-    for (const [requestId, entry] of told) {
-      const order = byRequest.get(requestId);
-      const units = order?.quantity ?? entry.quantity ?? 1;
-      steps.push({ atEpochMs: start + entry.answeredMs, units, requestId });
-      if (order?.status === 'CANCELLED') {
-        steps.push({
-          atEpochMs: order.updatedAtEpochMs - CLOCK_SLACK_MS,
-          units: -units,
-          requestId,
-        });
-      }
-    }
-    for (const order of sale.orders) {
-      if (told.has(order.requestId)) continue;
-      steps.push({
-        atEpochMs: order.createdAtEpochMs,
-        units: order.quantity,
-        requestId: order.requestId,
-      });
-      if (order.status === 'CANCELLED') {
-        steps.push({
-          atEpochMs: order.updatedAtEpochMs - CLOCK_SLACK_MS,
-          units: -order.quantity,
-          requestId: order.requestId,
-        });
-      }
-    }
+    // Each 202 holds its units from its answer (an order nobody was told of, from its write)
+    // until its order's cancel, taken a moment earlier than its row says, so that the clocks
+    // never invent an overlap.
+    const holds = [
+      ...[...told].map(([requestId, entry]) => {
+        const order = byRequest.get(requestId);
+        return {
+          fromEpochMs: start + entry.answeredMs,
+          order,
+          units: order?.quantity ?? entry.quantity ?? 1,
+        };
+      }),
+      ...sale.orders
+        .filter((order) => !told.has(order.requestId))
+        .map((order) => ({ fromEpochMs: order.createdAtEpochMs, order, units: order.quantity })),
+    ];
+    const steps = holds.flatMap(({ fromEpochMs, order, units }) => [
+      { atEpochMs: fromEpochMs, units },
+      ...(order?.status === 'CANCELLED'
+        ? [{ atEpochMs: order.updatedAtEpochMs - CLOCK_SLACK_MS, units: -units }]
+        : []),
+    ]);
     steps.sort((a, b) => a.atEpochMs - b.atEpochMs || a.units - b.units);
     let held = 0;
     let worst: { held: number; atEpochMs: number } | undefined;

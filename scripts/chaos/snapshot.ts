@@ -71,9 +71,7 @@ export async function readSale(
     totalStock: Number(goods?.total_stock),
     mysqlStock: Number(goods?.stock),
     orders,
-    redisStock: stocks.some((stock) => stock === null)
-      ? null
-      : stocks.reduce((sum: number, stock) => sum + (stock ?? 0), 0),
+    redisStock: redisRemaining(stocks),
     redisBuyers: Object.fromEntries(Object.entries(buyers).map(([u, q]) => [u, Number(q)])),
     restocked,
     reconcile: reconcile?.status === 200 ? (reconcile.body as { consistent: boolean }) : null,
@@ -90,13 +88,17 @@ export async function unitsLeft(
     'SELECT stock FROM seckill_goods WHERE id = ?',
     [sale.goodsId],
   );
-  const stocks = await bucketStocks(stores.redis, sale.goodsId, sale.stockShards);
   return {
     mysqlStock: Number(goods?.stock),
-    redisStock: stocks.some((stock) => stock === null)
-      ? null
-      : stocks.reduce((sum: number, stock) => sum + (stock ?? 0), 0),
+    redisStock: redisRemaining(await bucketStocks(stores.redis, sale.goodsId, sale.stockShards)),
   };
+}
+
+/** A sale's Redis stock over its buckets; null when Redis lacks any of them. */
+function redisRemaining(stocks: readonly (number | null)[]): number | null {
+  return stocks.some((stock) => stock === null)
+    ? null
+    : stocks.reduce((sum: number, stock) => sum + (stock ?? 0), 0);
 }
 
 /** Ready messages in each of the service's queues (unacked ones show in Redis's in-flight). */

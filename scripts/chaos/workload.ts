@@ -62,8 +62,8 @@ const TELLING_AT_ONCE = 8;
  */
 const AFTER_HEAL_WAIT_MS = 10_000;
 /** After the quiet, a purchase or a result read is tried this often while it answers 503. */
-const UNDERSELL_TRIES = 5;
-const UNDERSELL_RETRY_MS = 500;
+const AFTER_QUIET_TRIES = 5;
+const AFTER_QUIET_RETRY_MS = 500;
 
 /** A queue sale's waiting room, its times after the run's start (the queue opens at it). */
 export interface QueueProfile {
@@ -394,10 +394,10 @@ export class Workload {
   ): Promise<HistoryEntry> {
     const buyer = this.newBuyer(sale);
     let answer: HistoryEntry | undefined;
-    for (let attempt = 0; attempt < UNDERSELL_TRIES; attempt++) {
+    for (let attempt = 0; attempt < AFTER_QUIET_TRIES; attempt++) {
       answer = await this.purchase(sale, buyer, endpoint, { undersell: units });
       if (answer.status !== 503 && answer.status !== 0) break;
-      await sleep(UNDERSELL_RETRY_MS);
+      await sleep(AFTER_QUIET_RETRY_MS);
     }
     if (answer?.outcome !== 'refused') {
       const result = await this.pollResult(sale, buyer, false);
@@ -426,7 +426,7 @@ export class Workload {
     for (let i = 0; i < unknown.length; i += TELLING_AT_ONCE) {
       await Promise.all(
         unknown.slice(i, i + TELLING_AT_ONCE).map(async (purchase) => {
-          for (let attempt = 0; attempt < UNDERSELL_TRIES; attempt++) {
+          for (let attempt = 0; attempt < AFTER_QUIET_TRIES; attempt++) {
             const read = await this.send(
               'result',
               purchase.buyer,
@@ -440,7 +440,7 @@ export class Workload {
               (entry) => (entry.truthOf = purchase.id),
             );
             if (read.status === 200) return;
-            await sleep(UNDERSELL_RETRY_MS);
+            await sleep(AFTER_QUIET_RETRY_MS);
           }
         }),
       );
