@@ -195,6 +195,33 @@ describe('queue-admitted-purchase', () => {
     expect(paused.of('queue-admitted-purchase')).toEqual([]);
   });
 
+  it('names a 202 sent after the buyer was told EXPIRED, unless Redis lost the room since', () => {
+    const admitted = read(17, 6_000, 'ADMITTED');
+    const expired = read(17, 9_500, 'EXPIRED', true);
+    const late = bought(17, 9_800);
+    // The room still holds the admission, given before the purchase: EXPIRED was final all the same.
+    const rooms = [{ goodsId: GOODS, admitted: { '17': -(START + 5_000 + TTL_MS) }, expired: [] }];
+    const history = [join(17, 1_000), admitted, expired, late];
+    const verdict = judge({
+      history,
+      queue: facts({ rooms, faults: [fault(7_000, 8_000, 'redis-pause')] }),
+    });
+    const [violation] = verdict.of('queue-admitted-purchase');
+    expect(violation.message).toContain('told its admission had lapsed');
+    expect(violation.historyIds).toEqual([expired.id, late.id]);
+    // Told EXPIRED only after the purchase was sent: no evidence against it.
+    const before = judge({
+      history: [join(17, 1_000), admitted, bought(17, 9_400), expired],
+      queue: facts({ rooms }),
+    });
+    expect(before.of('queue-admitted-purchase')).toEqual([]);
+    const lost = judge({
+      history,
+      queue: facts({ rooms, faults: [fault(9_600, 9_700, 'redis-kill', true)] }),
+    });
+    expect(lost.of('queue-admitted-purchase')).toEqual([]);
+  });
+
   it('leaves unjudged a purchase without evidence once Redis lost the room after it', () => {
     const verdict = judge({
       history: [join(16, 1_000), read(16, 6_000, 'WAITING'), bought(16, 6_500)],

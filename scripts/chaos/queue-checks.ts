@@ -241,6 +241,31 @@ export function checkAdmittedPurchases(input: QueueCheckInput, judge: Judge): vo
             (e.queueState === 'ADMITTED' || e.queueState === 'EXPIRED'),
         )
         .at(-1);
+      // EXPIRED is final: a purchase sent after the buyer was told so was sold on a lapsed
+      // admission, unless Redis lost the room since (restored from MySQL, it may be a step behind).
+      const toldExpired = theirs.find(
+        (e) => e.queueState === 'EXPIRED' && e.answeredMs <= purchase.sentMs,
+      );
+      if (
+        toldExpired &&
+        !queue.faults.some(
+          (f) =>
+            f.redisData &&
+            f.from <= purchase.answeredMs &&
+            f.to + RESTORE_SLACK_MS >= toldExpired.sentMs,
+        )
+      ) {
+        judge.checked('queue-admitted-purchase');
+        judge.violate({
+          invariant: 'queue-admitted-purchase',
+          message: `${sale.name}: purchase #${purchase.id} by buyer ${purchase.buyer} was sent at ${purchase.sentMs} ms and answered 202, after the buyer was told its admission had lapsed (${describe(toldExpired)})`,
+          requestIds: purchase.requestId ? [purchase.requestId] : [],
+          historyIds: [toldExpired.id, purchase.id],
+          goodsId: sale.goodsId,
+          atMs: purchase.sentMs,
+        });
+        continue;
+      }
       // An ADMITTED read tells until when the admission is in force: a purchase sent well past
       // that, with nothing around that could stop the room's clock, was sold on a lapsed one.
       if (turn?.queueState === 'ADMITTED' && turn.admittedUntilEpochMs !== undefined) {

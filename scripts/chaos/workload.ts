@@ -40,6 +40,12 @@ const EAGER_SHARE = 0.25;
 const WALK_AWAY_SHARE = 0.2;
 const SLOW_SHARE = 0.15;
 /**
+ * Of those who walk away, the share who come back once the admission has lapsed, this long past
+ * it: they read the standing (EXPIRED, final) and try to buy all the same, as a script would.
+ */
+const COME_BACK_SHARE = 0.5;
+const COME_BACK_AFTER_MS: readonly [number, number] = [2_000, 6_000];
+/**
  * A queue sale's buyers arrive in a stream of their own: each may wait most of the run for a
  * turn, and would otherwise take the places of the lanes and of the crowd.
  */
@@ -237,7 +243,12 @@ export class Workload {
   private readonly joined = new Map<number, Set<number>>();
   private readonly toldFinal = new Map<number, Set<number>>();
 
-  constructor(private readonly options: WorkloadOptions) {}
+  /** The come-backs' own draws (COME_BACK_SHARE), apart from the run's stream. */
+  private readonly lapseRng: Rng;
+
+  constructor(private readonly options: WorkloadOptions) {
+    this.lapseRng = options.rng.fork('come-back');
+  }
 
   /** `lanes` buyers at a time, the arriving crowd and the operator, until `stop()`. */
   async run(lanes: number, repairEveryMs: readonly [number, number]): Promise<void> {
@@ -502,7 +513,8 @@ export class Workload {
   /**
    * A queue sale's buyer: some never join and buy all the same (must never be sold to), the others
    * join (before the start: the pre-queue; after it: the line) and wait for their turn; some try
-   * to buy before it, some walk away once admitted (the admission lapses), some think past it.
+   * to buy before it, some walk away once admitted (the admission lapses; half of them come back
+   * later, read EXPIRED and try all the same), some think past it and look at the page again.
    */
   private async queueSession(sale: Sale): Promise<void> {
     this.sessions++;
@@ -518,13 +530,21 @@ export class Workload {
     const buyer = this.returningOrNew(sale);
     const eager = this.rng.chance(EAGER_SHARE);
     if (!(await this.waitForAdmission(sale, buyer, eager))) return;
-    if (this.rng.chance(WALK_AWAY_SHARE)) return;
     const ttlMs = (sale.queue?.admissionTtlSeconds ?? 0) * 1000;
-    await sleep(
-      this.rng.chance(SLOW_SHARE)
-        ? this.rng.int(ttlMs + 200, ttlMs + 2_000)
-        : this.rng.int(50, 1_200),
-    );
+    if (this.rng.chance(WALK_AWAY_SHARE)) {
+      // Drawn apart from the run's stream, so that the workload's other choices stay as they were.
+      if (!this.lapseRng.chance(COME_BACK_SHARE)) return;
+      const [from, to] = COME_BACK_AFTER_MS;
+      await sleep(this.lapseRng.int(ttlMs + from, ttlMs + to));
+      if (this.stopping) return;
+      await this.standing(sale, buyer, 'queue');
+      if (!this.stopping) await this.buy(sale, buyer);
+      return;
+    }
+    const slow = this.rng.chance(SLOW_SHARE);
+    await sleep(slow ? this.rng.int(ttlMs + 200, ttlMs + 2_000) : this.rng.int(50, 1_200));
+    // The slow look at the page again first (its countdown may have run out), and click anyway.
+    if (slow && !this.stopping) await this.standing(sale, buyer, 'queue');
     if (!this.stopping) await this.buy(sale, buyer);
   }
 
