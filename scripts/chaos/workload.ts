@@ -43,7 +43,7 @@ const SLOW_SHARE = 0.15;
  * Of those who walk away, the share who come back once the admission has lapsed, this long past
  * it: they read the standing (EXPIRED, final) and try to buy all the same, as a script would.
  */
-const COME_BACK_SHARE = 0.5;
+const COME_BACK_SHARE = 0.75;
 const COME_BACK_AFTER_MS: readonly [number, number] = [2_000, 6_000];
 /**
  * A queue sale's buyers arrive in a stream of their own: each may wait most of the run for a
@@ -513,7 +513,7 @@ export class Workload {
   /**
    * A queue sale's buyer: some never join and buy all the same (must never be sold to), the others
    * join (before the start: the pre-queue; after it: the line) and wait for their turn; some try
-   * to buy before it, some walk away once admitted (the admission lapses; half of them come back
+   * to buy before it, some walk away once admitted (the admission lapses; most of them come back
    * later, read EXPIRED and try all the same), some think past it and look at the page again.
    */
   private async queueSession(sale: Sale): Promise<void> {
