@@ -250,7 +250,7 @@ async function run(options: Options): Promise<boolean> {
   const first = await tick();
   const drawnMs = performance.now() - started;
   console.log(
-    `the start: the order of ${options.buyers.toLocaleString('en-US')} drawn and ${first.toLocaleString('en-US')} admitted by the first tick (batches of ${ADMIT_BATCH.toLocaleString('en-US')}), in ${seconds(drawnMs)}`,
+    `the start: the order of ${options.buyers.toLocaleString('en-US')} drawn and ${first.toLocaleString('en-US')} admitted by the first tick (batches of ${ADMIT_BATCH.toLocaleString('en-US')}), in ${Math.round(drawnMs)} ms`,
   );
 
   // Standings of buyers still waiting, each place worked out from the seed as the app reads it.

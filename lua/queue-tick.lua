@@ -129,13 +129,16 @@ local untilMs = roomTime + math.min(tonumber(ARGV[4]), tonumber(ARGV[2]) - now)
 local last = head + n - 1
 local users = {}
 -- A buyer is admitted once: one admitted or lapsed already (a place admitted again after a
--- restore from a journal a step behind) keeps what it had.
+-- restore from a journal a step behind) keeps what it had. One call per admission while nobody
+-- has lapsed yet (the start's thousands): the lapsed set is asked only once it holds anyone.
+local anyLapsed = redis.call('SCARD', KEYS[5]) > 0
 local function admit(userId)
-  if redis.call('ZSCORE', KEYS[4], userId) or redis.call('SISMEMBER', KEYS[5], userId) == 1 then
+  if anyLapsed and redis.call('SISMEMBER', KEYS[5], userId) == 1 then
     return
   end
-  redis.call('ZADD', KEYS[4], untilMs, userId)
-  users[#users + 1] = userId
+  if redis.call('ZADD', KEYS[4], 'NX', untilMs, userId) == 1 then
+    users[#users + 1] = userId
+  end
 end
 if head < preSize then
   local order = queueOrder(redis.call('HGET', KEYS[1], 'seed'), preSize)

@@ -247,6 +247,12 @@ describe("the waiting room's scripts (real Redis)", () => {
       const read = await standing(goodsId, userId, endAt);
       expect(read.ended).toBe(true);
       expect(read.state).toBe(userId === first ? 'EXPIRED' : 'SOLD_OUT');
+      if (userId !== first) {
+        // Its place only when asked (a queue stream follows it): the seed's walk spared otherwise.
+        expect(read.ahead).toBeNull();
+        const followed = await queue.status(goodsId, userId, endAt, { place: true });
+        expect(followed?.ahead).toEqual(expect.any(Number));
+      }
     }
     expect((await standing(goodsId, 4, endAt)).state).toBe('NOT_JOINED');
     expect((await queue.room(goodsId, endAt)).ended).toBe(true);

@@ -187,9 +187,16 @@ export class QueueScripts {
 
   /**
    * `endAt` (ms): the sale's end, judged by Redis's clock. Null while the room is being
-   * restored (not the journal's).
+   * restored (not the journal's). `place`: a SOLD_OUT buyer's place in line too (what a queue
+   * stream follows); otherwise its `ahead` is null, which spares the seed's walk when every
+   * waiting buyer asks at the last unit.
    */
-  async status(goodsId: number, userId: number, endAt: number): Promise<QueueStanding | null> {
+  async status(
+    goodsId: number,
+    userId: number,
+    endAt: number,
+    { place = false }: { place?: boolean } = {},
+  ): Promise<QueueStanding | null> {
     const sale = saleKeys(goodsId);
     const [
       state,
@@ -212,6 +219,7 @@ export class QueueScripts {
       sale.queueClock,
       userId,
       endAt,
+      place ? '1' : '',
     )) as number[];
     if (state === -1) return null;
     const name = QUEUE_STATES[state];

@@ -23,6 +23,9 @@ const QUEUE_VALUES: FeedValues<QueueStatus> = {
   isFinal: (status) => status.final,
 };
 
+/** A stream follows a buyer SOLD_OUT for now by its place: its reads work the place out. */
+const FOLLOWED = { place: true } as const;
+
 /**
  * One buyer's standing, kept up from the shared room reads: a buyer's place in the line is fixed
  * once the shuffle placed it, so its position, and whether it is still in line when the stock
@@ -138,14 +141,15 @@ export class QueueStreams implements BeforeApplicationShutdown {
       const follower: { current?: QueueFollower } = {};
       const answer = (standing: QueueStanding) => this.room.answer(sale, standing);
       const feed = new EventFeed<QueueStatus>(
-        async () => follower.current!.update(await this.room.standing(sale, userId), answer),
+        async () =>
+          follower.current!.update(await this.room.standing(sale, userId, FOLLOWED), answer),
         QUEUE_VALUES,
         this.config.stream,
         this.budget.enders,
       );
       teardown.add(await this.events.watch(goodsId, userId, () => feed.changed()));
       // After the watch: a join or a purchase from here on is heard, none falls in between.
-      const initial = await this.room.standing(sale, userId);
+      const initial = await this.room.standing(sale, userId, FOLLOWED);
       const current = new QueueFollower(sale, initial, feed, this.config.admitStockFactor);
       follower.current = current;
       const first = await answer(initial);

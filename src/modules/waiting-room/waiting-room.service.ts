@@ -133,13 +133,20 @@ export class WaitingRoom {
   /**
    * The buyer's standing, read from Redis: 503 UNAVAILABLE when it cannot be, and with
    * Retry-After while the room is being restored (after a Redis restart, or found not the
-   * journal's), so that nobody is told a place that may no longer be true.
+   * journal's), so that nobody is told a place that may no longer be true. `place`: a SOLD_OUT
+   * buyer's place in line too (QueueScripts.status).
    */
-  async standing(sale: QueueSale, userId: number): Promise<QueueStanding> {
+  async standing(
+    sale: QueueSale,
+    userId: number,
+    options: { place?: boolean } = {},
+  ): Promise<QueueStanding> {
     return this.restoredFirst(
       sale.id,
       () =>
-        orUnavailable('Redis', () => this.scripts.status(sale.id, userId, sale.endAt.getTime())),
+        orUnavailable('Redis', () =>
+          this.scripts.status(sale.id, userId, sale.endAt.getTime(), options),
+        ),
       (standing) => standing,
     );
   }
