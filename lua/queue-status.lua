@@ -78,6 +78,10 @@ if admission then
 end
 if admission and (admission < roomTime or ended == 1)
   or redis.call('SISMEMBER', KEYS[5], userId) == 1 then
+  -- Told lapsed by the clock running past the last step: a stall from here stops it no earlier.
+  if admission and admission < roomTime and not stopped then
+    roomSeen(KEYS[11], now)
+  end
   return {3, 0, 0, 0, 0, ended, 0, 0, 0, 0}
 end
 local index = redis.call('ZSCORE', KEYS[2], userId)

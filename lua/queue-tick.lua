@@ -28,7 +28,8 @@
   ARGV[8] the most this call admits (each admission of a pre-queue buyer costs the shuffle's
           inverse, about 10 µs: a batch holds Redis that long at most; the caller calls again)
   ARGV[9] the gap bound (ms): two steps further apart than this mean that nobody could reach the
-          room in between (Redis unreachable, or restarting): the gap is a stop of the clock
+          room in between (Redis unreachable, or restarting): the gap is a stop of the clock,
+          from the last lapse a reader told in it, if any (lua/lib/room-clock.lua)
 
   The clock stops while the sale cannot sell: paused by the operator, or its stock not in Redis
   (a restart's rebuild), or between two steps further apart than the gap bound; it runs again
@@ -70,12 +71,14 @@ local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
 local preSize = tonumber(redis.call('HGET', KEYS[1], 'preSize') or '0')
 
 -- The room's clock: stopped while nobody can buy, so that no admission is spent then.
-local kept = redis.call('HMGET', KEYS[8], 'lag', 'since', 'tickedAt')
+local kept = redis.call('HMGET', KEYS[8], 'lag', 'since', 'tickedAt', 'gap', 'seen')
 local lag = tonumber(kept[1] or '0')
 local since = kept[2] and tonumber(kept[2])
 local tickedAt = kept[3] and tonumber(kept[3])
-if not since and tickedAt and now - tickedAt > tonumber(ARGV[9]) then
-  lag = lag + (now - tickedAt)
+-- A gap past the bound the room was read with: stopped from the last step, or from the last
+-- lapse a reader told after it (lua/lib/room-clock.lua), whichever came later.
+if not since and tickedAt and now - tickedAt > tonumber(kept[4] or ARGV[9]) then
+  lag = lag + (now - math.max(tickedAt, tonumber(kept[5] or '0')))
 end
 local selling = ARGV[7] ~= '1' and redis.call('EXISTS', KEYS[7]) == 1
 if not selling and not since then
@@ -85,6 +88,7 @@ elseif selling and since then
   since = nil
 end
 redis.call('HSET', KEYS[8], 'lag', lag, 'tickedAt', now, 'gap', ARGV[9])
+redis.call('HDEL', KEYS[8], 'seen')
 if since then
   redis.call('HSET', KEYS[8], 'since', since)
 else

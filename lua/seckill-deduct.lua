@@ -98,7 +98,12 @@ end
 -- After the stock: a buyer the waiting room has not reached yet is told SOLD_OUT once it is.
 if meta[5] == 'queue' then
   local admittedUntil = tonumber(redis.call('ZSCORE', KEYS[9], userId) or '0')
-  if admittedUntil < roomNow(KEYS[10], now) then
+  local roomTime, stopped = roomNow(KEYS[10], now)
+  if admittedUntil < roomTime then
+    -- Refused as lapsed by the clock running past the last step: it stays lapsed.
+    if admittedUntil > 0 and not stopped then
+      roomSeen(KEYS[10], now)
+    end
     return {10, stock}
   end
   redis.call('ZADD', KEYS[9], -admittedUntil, userId)

@@ -115,7 +115,7 @@ export const INVARIANTS = {
   'no-sale-around-the-queue':
     'a queue sale sells to nobody who never joined its waiting room (no 202, no order)',
   'queue-admitted-purchase':
-    'a queue sale accepts (202) only a buyer it admitted: the last standing read before said ADMITTED, or the room holds an admission given before the answer',
+    'a queue sale accepts (202) only a buyer it admitted: the last standing read before said ADMITTED, or the room holds an admission given before the answer; none after the buyer read EXPIRED, nor well past the admittedUntil it read',
   'queue-final-at-end':
     "at a queue sale's end every buyer who joined is told a final standing within 5 s (plus the faults held then); after it no standing is ADMITTED or otherwise not final, no purchase is accepted, and no admission read before it lasts past it",
   'queue-pace':

@@ -207,8 +207,9 @@ describe("the waiting room's scripts (real Redis)", () => {
     await queue.tick(goodsId, params({ admissionTtlMs: 400, gapMs: 300 }));
     const { admittedUntil } = await standing(goodsId, 1, endAt);
 
-    // No step for longer than the gap bound (every instance cut from Redis): the room reads
-    // stopped since its last step, and the next step counts the gap as a stop.
+    // No step for longer than the gap bound (every instance cut from Redis), and nobody told a
+    // lapse meanwhile: the room reads stopped since its last step, and the next step counts the
+    // gap as a stop.
     await untilRedisPasses(admittedUntil! + 200);
     expect(await standing(goodsId, 1, endAt)).toMatchObject({
       state: 'ADMITTED',
@@ -232,6 +233,25 @@ describe("the waiting room's scripts (real Redis)", () => {
     expect((await queue.tick(goodsId, params({ gapMs: 300 }))).stopped).toBe(false);
     expect((await standing(goodsId, 2, endAt)).state).toBe('ADMITTED');
   });
+
+  it.each(['a standing', 'a refused purchase'])(
+    'should keep a lapse that %s told when the steps stall right after',
+    async (told) => {
+      const { endAt, params } = await startedSale([1]);
+      await queue.tick(goodsId, params({ admissionTtlMs: 200, gapMs: 600 }));
+      const { admittedUntil } = await standing(goodsId, 1, endAt);
+      await untilRedisPasses(admittedUntil! + 50);
+      // Past its time, within the gap bound of the last step: told lapsed (EXPIRED is final).
+      if (told === 'a standing') expect((await standing(goodsId, 1, endAt)).state).toBe('EXPIRED');
+      else expect((await buy(1)).code).toBe(DeductCode.NotAdmitted);
+      // No step since (the ticking instance paused), past the gap bound: the clock stopped no
+      // earlier than the lapse told, and the next step lapses the admission for good.
+      await untilRedisPasses(admittedUntil! + 600);
+      expect((await standing(goodsId, 1, endAt)).state).toBe('EXPIRED');
+      expect((await buy(1)).code).toBe(DeductCode.NotAdmitted);
+      expect((await queue.tick(goodsId, params({ gapMs: 600 }))).lapsed).toBe(1);
+    },
+  );
 
   it('should end no admission after endAt, and make every standing final at the end', async () => {
     const { endAt, params } = await startedSale([1, 2, 3], { stock: 1, endInMs: 600 });
