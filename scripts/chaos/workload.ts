@@ -299,14 +299,17 @@ export class Workload {
     if (endMs === undefined || !(await this.pause(endMs - this.options.now()))) return;
     // Until the run stops: a fault may hold the standings back well past the end.
     while (!this.stopping) {
-      const untold = await this.askUntold(sale, false);
+      const untold = await this.askUntold(sale);
       if (untold === 0 && this.options.now() > endMs + END_WATCH_SETTLED_MS) return;
       if (!(await this.pause(END_WATCH_POLL_MS))) return;
     }
   }
 
-  /** One standing read for each joined buyer not told a final one yet; with `rejoin`, a join for one the room lost. */
-  private async askUntold(sale: Sale, rejoin: boolean): Promise<number> {
+  /**
+   * One standing read for each joined buyer not told a final one yet; with `rejoin`, a join for
+   * one the room lost; with `buyLapsed`, a purchase by one told EXPIRED before the sale's end.
+   */
+  private async askUntold(sale: Sale, { rejoin = false, buyLapsed = false } = {}): Promise<number> {
     const told = this.toldFinal.get(sale.goodsId) ?? new Set<number>();
     const untold = [...(this.joined.get(sale.goodsId) ?? [])].filter((b) => !told.has(b));
     for (let i = 0; i < untold.length; i += TELLING_AT_ONCE) {
@@ -317,6 +320,9 @@ export class Workload {
           if (rejoin && standing.queueState === 'NOT_JOINED' && standing.final !== true) {
             await this.standing(sale, buyer, 'join');
           }
+          if (buyLapsed && standing.queueState === 'EXPIRED' && Date.now() < sale.endAtEpochMs) {
+            await this.purchase(sale, buyer, this.endpoint(), {});
+          }
         }),
       );
     }
@@ -326,7 +332,9 @@ export class Workload {
   /**
    * After the heal and the quiet: every buyer of a queue sale who joined and was told nothing
    * final is asked again, for a while, until told (every-waiting-told judges the sales that ended
-   * or sold out for good; a sale still selling keeps its buyers waiting).
+   * or sold out for good; a sale still selling keeps its buyers waiting). One told EXPIRED while
+   * the sale goes on tries to buy all the same, as a script would, with no fault left to excuse
+   * a 202 (queue-admitted-purchase).
    */
   async tellEveryone(): Promise<void> {
     const until = this.options.now() + TELL_WAIT_MS;
@@ -334,7 +342,10 @@ export class Workload {
       this.options.sales
         .filter((sale) => sale.queue)
         .map(async (sale) => {
-          while (this.options.now() < until && (await this.askUntold(sale, true)) > 0) {
+          while (
+            this.options.now() < until &&
+            (await this.askUntold(sale, { rejoin: true, buyLapsed: true })) > 0
+          ) {
             await sleep(TELL_POLL_MS);
           }
         }),
