@@ -220,6 +220,13 @@ describe('queue-admitted-purchase', () => {
       queue: facts({ rooms, faults: [fault(9_600, 9_700, 'redis-kill', true)] }),
     });
     expect(lost.of('queue-admitted-purchase')).toEqual([]);
+    // A loss healed well before the EXPIRED read excuses nothing: the room that told it was
+    // the restored one.
+    const healed = judge({
+      history,
+      queue: facts({ rooms, faults: [fault(4_000, 5_000, 'redis-kill', true)] }),
+    });
+    expect(healed.of('queue-admitted-purchase')).toHaveLength(1);
   });
 
   it('leaves unjudged a purchase without evidence once Redis lost the room after it', () => {

@@ -130,6 +130,8 @@ const LOG_SLACK_MS = 500;
  * are not compared with those told before (the head, not the places, may differ).
  */
 const RESTORE_SLACK_MS = 10_000;
+/** A read sent this close to a Redis loss's end may still have been answered by the lost room. */
+const LOSS_SLACK_MS = 1_000;
 const MAX_LISTED = 10;
 
 const isStanding = (entry: HistoryEntry) =>
@@ -242,7 +244,8 @@ export function checkAdmittedPurchases(input: QueueCheckInput, judge: Judge): vo
         )
         .at(-1);
       // EXPIRED is final: a purchase sent after the buyer was told so was sold on a lapsed
-      // admission, unless Redis lost the room since (restored from MySQL, it may be a step behind).
+      // admission, unless Redis lost the room between the two (the room restored from MySQL may
+      // be a step behind the one that told it; a room not yet restored answers 503, never EXPIRED).
       const toldExpired = theirs.find(
         (e) => e.queueState === 'EXPIRED' && e.answeredMs <= purchase.sentMs,
       );
@@ -252,7 +255,7 @@ export function checkAdmittedPurchases(input: QueueCheckInput, judge: Judge): vo
           (f) =>
             f.redisData &&
             f.from <= purchase.answeredMs &&
-            f.to + RESTORE_SLACK_MS >= toldExpired.sentMs,
+            f.to + LOSS_SLACK_MS >= toldExpired.sentMs,
         )
       ) {
         judge.checked('queue-admitted-purchase');
