@@ -28,8 +28,8 @@
            is not the journal's (Redis lost or outdated it: it is being restored from MySQL),
            nothing else is returned
     ahead  buyers waiting ahead of this one (WAITING, and SOLD_OUT while in line when asked),
-           -1 before the seed is drawn (a pre-queue buyer's place is lua/lib/queue-order.lua's placeOf its join
-           index, the later joiners' the pre-queue's size plus their rank)
+           -1 before the seed is drawn (a pre-queue buyer's place is lua/lib/queue-order.lua's
+           placeOf its join index, the later joiners' the pre-queue's size plus their rank)
     admittedUntil  (ms, Redis's clock) for ADMITTED: now plus the time left in the room's clock,
            which does not shrink while the clock is stopped; else 0
     admittedLast10s  admissions in the last ten seconds
