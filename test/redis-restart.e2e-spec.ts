@@ -22,7 +22,7 @@ import {
 } from './support/private-redis.js';
 import { bucketStocks, usersHomed } from './support/stock-buckets.js';
 import { FaultInjector } from '../src/config/fault-injector.js';
-import { bucketKeys } from '../src/infra/redis/seckill-keys.js';
+import { bucketKeys, jobLockKey } from '../src/infra/redis/seckill-keys.js';
 
 describe('faults: Redis restarts empty during a sale', () => {
   let redis: PrivateRedis;
@@ -167,6 +167,33 @@ describe('faults: Redis comes back with a stale snapshot', () => {
       accepted: 6,
       recoveredSeconds: secondsSince(healedAt),
     });
+  });
+
+  it('should not wait out a sale-state lock the snapshot kept: set before the restart, nobody holds it', async () => {
+    const goodsId = await createSale(t.http, { stock: 10 });
+    const buy = (userId: number) =>
+      t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+    expect((await buy(531)).status).toBe(202);
+    await waitFor(async () => (await stores.orders(goodsId)).length === 1, { what: 'an order' });
+    // A path held the sale's lock (30 s, as every holder sets it) when the snapshot was taken.
+    const direct = new Redis(redis.url);
+    const lock = jobLockKey(`sale-state:${goodsId}`);
+    await direct.set(lock, 'a holder the restart lost', 'PX', 30_000);
+    const expiresAt = Date.now() + 30_000;
+    await direct.save();
+    // Set well before the restart: Redis tells the start in whole seconds.
+    await waitFor(async () => (await direct.pttl(lock)) < 27_000, { what: 'the lock to age' });
+    direct.disconnect();
+    await redis.kill();
+    await redis.up();
+
+    await buyUntilReopened(buy, 532);
+    // Reopened, rebuilt under the lock, long before the snapshot's lock would have expired.
+    expect(Date.now()).toBeLessThan(expiresAt);
+    const after = new Redis(redis.url);
+    expect(await after.get(lock)).not.toBe('a holder the restart lost');
+    after.disconnect();
+    expect((await buy(531).expect(409)).body.code).toBe('ALREADY_PURCHASED');
   });
 });
 

@@ -103,6 +103,15 @@ export class RedisLocks {
     return this.tryLock(jobLockKey(job), ttlMs);
   }
 
+  /**
+   * Drops the job's lock when it was set before this Redis server started (a snapshot's, loaded
+   * at a restart: its holder worked on the data the restart lost); true when it did
+   * (lua/lock-drop-stale.lua).
+   */
+  async dropStaleJobLock(job: string, ttlMs: number): Promise<boolean> {
+    return (await this.lua.run('lockDropStale', jobLockKey(job), ttlMs)) === 1;
+  }
+
   private async tryLock(resource: string, ttlMs: number): Promise<HeldLock | null> {
     const lock = await this.acquire(resource, ttlMs);
     if (!lock) return null;

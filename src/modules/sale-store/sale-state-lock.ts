@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import { FaultInjector } from '../../config/fault-injector.js';
@@ -33,6 +33,8 @@ export interface SaleStateHold {
  */
 @Injectable()
 export class SaleStateLock {
+  private readonly logger = new Logger(SaleStateLock.name);
+
   constructor(
     private readonly locks: RedisLocks,
     private readonly faults: FaultInjector,
@@ -50,6 +52,17 @@ export class SaleStateLock {
     // finds its barrier not passed): an operator's preheat is not refused for one of those.
     for (let attempt = 1; !lock && attempt <= BUSY_RETRIES; attempt++) {
       await sleep(BUSY_RETRY_MS);
+      lock = await this.locks.tryLockJob(`sale-state:${goodsId}`, SALE_STATE_LOCK_TTL_MS);
+    }
+    // Held all along: by a path under way, or by nobody, a lock Redis loaded from a snapshot at
+    // a restart, which would hold the sale's rebuild back for the rest of its time to live.
+    if (
+      !lock &&
+      (await this.locks.dropStaleJobLock(`sale-state:${goodsId}`, SALE_STATE_LOCK_TTL_MS))
+    ) {
+      this.logger.warn(
+        `sale-state lock dropped: goods=${goodsId} it was set before this Redis server started (a snapshot's)`,
+      );
       lock = await this.locks.tryLockJob(`sale-state:${goodsId}`, SALE_STATE_LOCK_TTL_MS);
     }
     if (!lock) {
