@@ -1,27 +1,25 @@
 --[[
-  lock-drop-stale: drops a lock that this Redis server did not see taken: one loaded from a
-  snapshot at a restart, set before the server started. Its holder was working on the data the
-  restart lost (an empty restart drops every lock the same way), and nobody would release it:
-  left alone, it would hold every path that needs it for the rest of its time to live.
+  lock-drop-stale: drops a job lock that this Redis server did not set: one loaded from a snapshot
+  at a restart, or replicated before a failover. Its holder was working on the data the restart
+  or failover lost (an empty restart drops every lock the same way), and nobody would release
+  it: left alone, it would hold every path that needs it for the rest of its time to live.
 
-  KEYS[1] the lock key
-  ARGV[1] the time to live (ms) every holder sets the lock with
+  KEYS[1] the lock key  seckill:job-lock:<job>  string, "<run_id>:<token>" (lua/lock-take.lua)
 
-  Returns 1 when it dropped the lock, 0 when there is none or it may have been taken since the
-  start. A lock set at or after the start expires no earlier than start + ttl; `uptime_in_seconds`
-  is whole seconds, so the start is taken a second early, and a lock set within about two
-  seconds before the restart is left to expire.
+  Returns 1 when it dropped the lock, 0 when there is none, this server set it, or its value is
+  not stamped (set by a version of this service before the stamp: left to expire).
 ]]
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then
+local value = redis.call('GET', KEYS[1])
+if not value then
   return 0
 end
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local uptime = tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
-local startedBy = now - (uptime + 1) * 1000
-if now + ttl < startedBy + tonumber(ARGV[1]) then
-  redis.call('DEL', KEYS[1])
-  return 1
+local setBy = string.match(value, '^(%x+):')
+if not setBy then
+  return 0
 end
-return 0
+local runId = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+if setBy == runId then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+return 1

@@ -26,6 +26,8 @@ const SCRIPTS = {
   throttleHits: { file: 'throttle-hits.lua', keys: 'per-budget' },
   purchaseTokenConsume: { file: 'purchase-token-consume.lua', keys: 1 },
   purchaseUnlock: { file: 'purchase-unlock.lua', keys: 2 },
+  lockTake: { file: 'lock-take.lua', keys: 1 },
+  lockRelease: { file: 'lock-release.lua', keys: 1 },
   lockDropStale: { file: 'lock-drop-stale.lua', keys: 1 },
   idempotencyReserve: { file: 'idempotency-reserve.lua', keys: 1 },
   idempotencySettle: { file: 'idempotency-settle.lua', keys: 1 },

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LuaScripts } from './lua-scripts.js';
-import { purchaseUnlock } from './redis-locks.js';
-import { saleKeys, type SaleKeys } from './seckill-keys.js';
+import { purchaseUnlock, RedisLocks } from './redis-locks.js';
+import { jobLockKey, saleKeys, type SaleKeys } from './seckill-keys.js';
 
 describe('purchaseUnlock (real Redis)', () => {
   let redis: Redis;
@@ -66,5 +66,55 @@ describe('purchaseUnlock (real Redis)', () => {
 
     expect(result).toEqual({ unlocked: true, removedFromOutbox: false });
     expect(await redis.zrange(keys.outbox, 0, -1)).toEqual([unconfirmed]);
+  });
+});
+
+describe('job locks stamped with the Redis server that set them (real Redis)', () => {
+  let redis: Redis;
+  let locks: RedisLocks;
+  const job = `probe-stamp-${randomUUID()}`;
+
+  beforeAll(() => {
+    redis = new Redis(process.env.REDIS_URL!);
+    const lua = new LuaScripts(redis);
+    lua.onModuleInit();
+    locks = new RedisLocks(redis, lua);
+  });
+
+  afterEach(async () => {
+    await redis.del(jobLockKey(job));
+  });
+
+  afterAll(async () => {
+    await redis.quit();
+  });
+
+  it('should keep a lock this server set, even one taken a moment ago', async () => {
+    const held = await locks.tryLockJob(job, 30_000);
+    expect(held).not.toBeNull();
+
+    expect(await locks.dropStaleJobLock(job)).toBe(false);
+    expect(await locks.tryLockJob(job, 30_000)).toBeNull();
+    await held!.release();
+    expect(await redis.exists(jobLockKey(job))).toBe(0);
+  });
+
+  it('should drop a lock another server set (a snapshot or a replica brought it) and let it be taken', async () => {
+    // What a snapshot of another incarnation holds: its run id, then the holder's token.
+    await redis.set(jobLockKey(job), `${'f'.repeat(40)}:a-holder-gone`, 'PX', 30_000);
+
+    expect(await locks.dropStaleJobLock(job)).toBe(true);
+    expect(await locks.tryLockJob(job, 30_000)).not.toBeNull();
+  });
+
+  it('should leave an unstamped lock to expire, and not release one someone else took since', async () => {
+    await redis.set(jobLockKey(job), 'a redlock value', 'PX', 30_000);
+    expect(await locks.dropStaleJobLock(job)).toBe(false);
+    await redis.del(jobLockKey(job));
+
+    const held = await locks.tryLockJob(job, 30_000);
+    await redis.set(jobLockKey(job), 'a later holder', 'PX', 30_000);
+    await held!.release();
+    expect(await redis.get(jobLockKey(job))).toBe('a later holder');
   });
 });

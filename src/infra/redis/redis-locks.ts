@@ -98,29 +98,30 @@ export class RedisLocks {
     };
   }
 
-  /** A lock that lets one of many instances run a scheduled job. */
-  tryLockJob(job: string, ttlMs: number): Promise<HeldLock | null> {
-    return this.tryLock(jobLockKey(job), ttlMs);
-  }
-
   /**
-   * Drops the job's lock when it was set before this Redis server started (a snapshot's, loaded
-   * at a restart: its holder worked on the data the restart lost); true when it did
-   * (lua/lock-drop-stale.lua).
+   * A lock that lets one of many instances run a job (a scheduled one, or a path that wipes or
+   * loads a sale), or null when it is held. Its value names the Redis server that set it
+   * (lua/lock-take.lua), so that one this server did not set can be dropped (dropStaleJobLock).
    */
-  async dropStaleJobLock(job: string, ttlMs: number): Promise<boolean> {
-    return (await this.lua.run('lockDropStale', jobLockKey(job), ttlMs)) === 1;
-  }
-
-  private async tryLock(resource: string, ttlMs: number): Promise<HeldLock | null> {
-    const lock = await this.acquire(resource, ttlMs);
-    if (!lock) return null;
+  async tryLockJob(job: string, ttlMs: number): Promise<HeldLock | null> {
+    const key = jobLockKey(job);
+    const value = (await this.lua.run('lockTake', key, randomHex(16), ttlMs)) as string | null;
+    if (value === null) return null;
     return {
       release: async () => {
         // An expired lock is fine to drop: its holder's work is already done.
-        await lock.unlock().catch(() => undefined);
+        await this.lua.run('lockRelease', key, value).catch(() => undefined);
       },
     };
+  }
+
+  /**
+   * Drops the job's lock when this Redis server did not set it (a snapshot's, loaded at a
+   * restart, or a replica's before a failover: its holder worked on the data that was lost); true
+   * when it did (lua/lock-drop-stale.lua).
+   */
+  async dropStaleJobLock(job: string): Promise<boolean> {
+    return (await this.lua.run('lockDropStale', jobLockKey(job))) === 1;
   }
 
   private async acquire(resource: string, ttlMs: number): Promise<Redlock.Lock | null> {

@@ -55,13 +55,11 @@ export class SaleStateLock {
       lock = await this.locks.tryLockJob(`sale-state:${goodsId}`, SALE_STATE_LOCK_TTL_MS);
     }
     // Held all along: by a path under way, or by nobody, a lock Redis loaded from a snapshot at
-    // a restart, which would hold the sale's rebuild back for the rest of its time to live.
-    if (
-      !lock &&
-      (await this.locks.dropStaleJobLock(`sale-state:${goodsId}`, SALE_STATE_LOCK_TTL_MS))
-    ) {
+    // a restart (or a replica kept at a failover), which would hold the sale's rebuild back for
+    // the rest of its time to live.
+    if (!lock && (await this.locks.dropStaleJobLock(`sale-state:${goodsId}`))) {
       this.logger.warn(
-        `sale-state lock dropped: goods=${goodsId} it was set before this Redis server started (a snapshot's)`,
+        `sale-state lock dropped: goods=${goodsId} this Redis server did not set it (a snapshot's or a replica's)`,
       );
       lock = await this.locks.tryLockJob(`sale-state:${goodsId}`, SALE_STATE_LOCK_TTL_MS);
     }
