@@ -9,6 +9,8 @@
   Returns 1 when it dropped the lock, 0 when there is none, this server set it, or its value is
   not stamped (set by a version of this service before the stamp: left to expire).
 ]]
+--!include lib/server-run-id.lua
+
 local value = redis.call('GET', KEYS[1])
 if not value then
   return 0
@@ -17,7 +19,7 @@ local setBy = string.match(value, '^(%x+):')
 if not setBy then
   return 0
 end
-local runId = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+local runId = serverRunId()
 if setBy == runId then
   return 0
 end

@@ -10,7 +10,9 @@
 
   Returns the value set, or false when the lock is held.
 ]]
-local runId = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+--!include lib/server-run-id.lua
+
+local runId = serverRunId()
 local value = runId .. ':' .. ARGV[1]
 if redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2]) then
   return value

@@ -36,6 +36,7 @@
 
   Time comes from the Redis server, as in every script that judges a sale's window.
 ]]
+--!include lib/server-run-id.lua
 --!include lib/room-journal.lua
 
 local userId = ARGV[1]

@@ -35,6 +35,7 @@
     open      the room is the journal's again: marked with this server's run id
   Returns 1 (drop: see above).
 ]]
+--!include lib/server-run-id.lua
 --!include lib/room-journal.lua
 
 local step = ARGV[1]

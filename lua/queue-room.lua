@@ -24,6 +24,7 @@
   journal's (Redis lost or outdated it: it is being restored from MySQL).
 ]]
 --!include lib/room-clock.lua
+--!include lib/server-run-id.lua
 --!include lib/room-journal.lua
 
 local clock = redis.call('TIME')

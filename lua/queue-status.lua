@@ -50,6 +50,7 @@
 ]]
 --!include lib/queue-order.lua
 --!include lib/room-clock.lua
+--!include lib/server-run-id.lua
 --!include lib/room-journal.lua
 
 local userId = ARGV[1]

@@ -9,9 +9,10 @@
   journal's: it may be older than the truth, and nothing may be read from it or done on it until
   it is restored. A wipe before a rebuild drops the mark too.
 
-  journalRoom(stateKey) -> true while the room is the journal's, and this server's run id
+  journalRoom(stateKey) -> true while the room is the journal's, and this server's run id.
+  Needs lib/server-run-id.lua included before it.
 ]]
 local function journalRoom(stateKey)
-  local runId = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
+  local runId = serverRunId()
   return redis.call('HGET', stateKey, 'journal') == runId, runId
 end

@@ -170,7 +170,7 @@ export class QueueScripts {
         params.paused ? '1' : '0',
         ADMIT_BATCH,
         params.gapMs,
-      )) as [number, number, number, number, number, number, number, number, string[]];
+      )) as [number, number, number, number, number, number, number, number, string];
     return {
       admitted,
       lapsed,
@@ -181,7 +181,7 @@ export class QueueScripts {
       roomMs,
       untilMs,
       preSize,
-      users: users.map(Number),
+      users: users === '' ? [] : users.split(',').map(Number),
     };
   }
 
