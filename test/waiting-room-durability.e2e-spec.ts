@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queueKeys } from '../src/infra/redis/seckill-keys.js';
+import { RoomJournalService } from '../src/modules/queue-journal/room-journal.service.js';
 import { EventStreamClient } from './support/event-stream.js';
 import { bearer, createSale, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
 import { PrivateRedis } from './support/private-redis.js';
@@ -202,6 +203,34 @@ describe('the waiting room outlives Redis: restarted empty or from an old snapsh
       .post(`/api/v1/seckill/${goodsId}`)
       .set('Authorization', bearer(admitted[0]));
     expect(again.status).toBe(409);
+  });
+
+  it('should keep the pre-queue open until the start when Redis restarts in the moment MySQL has drawn the seed ahead of it', async () => {
+    const startsAt = Date.now() + 20_000;
+    const goodsId = await createSale(t.http, {
+      stock: 2,
+      startsInMs: 20_000,
+      queue: { admitPerSecond: 1_000, admissionTtlSeconds: 60 },
+    });
+    await joinQueue(goodsId, 841).expect(200);
+    // The admission job asks MySQL for the seed from a second before the start; Redis takes it
+    // only at the start. Redis restarts empty in between.
+    await t.app.get(RoomJournalService).seed(goodsId);
+    await redis.kill();
+    await redis.up();
+    expect((await untilAnswered(goodsId, 841)).state).toBe('WAITING');
+
+    await joinQueue(goodsId, 842).expect(200);
+    expect(Date.now()).toBeLessThan(startsAt);
+    const direct = new Redis(redis.url);
+    try {
+      // Joined before the start: in the pre-queue the shuffle orders, not behind it.
+      expect(await direct.zscore(queueKeys(goodsId).pre, '842')).not.toBeNull();
+      expect(await direct.zscore(queueKeys(goodsId).line, '842')).toBeNull();
+      expect(await direct.hget(queueKeys(goodsId).state, 'seed')).toBeNull();
+    } finally {
+      direct.disconnect();
+    }
   });
 
   it('should refuse an address more accounts than QUEUE_MAX_ACCOUNTS_PER_ADDRESS with 429, counted in MySQL so that a restart forgets nothing', async () => {

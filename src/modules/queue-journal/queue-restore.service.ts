@@ -96,11 +96,17 @@ export class QueueRestoreService {
       kept?.preSize ?? 0,
     );
     const seq = line.length === 0 ? 0 : line[line.length - 1].position;
+    // The seed is written back only with the pre-queue size its draw in Redis kept. One without
+    // it was drawn in MySQL alone (the admission job asks for it a moment before the start) or
+    // its draw never reached the journal: written back, it would close the pre-queue before the
+    // start, and a buyer joining then would go behind the shuffle. The tick draws it again, the
+    // same seed from MySQL, at the start.
+    const drawn = kept?.seed && kept.preSize !== null ? kept : null;
     await this.step(
       goodsId,
       'begin',
-      kept?.seed ?? '',
-      kept?.seed ? (kept.preSize ?? preSeq) : '',
+      drawn?.seed ?? '',
+      drawn?.preSize ?? '',
       kept?.head ?? 0,
       preSeq,
       seq,
