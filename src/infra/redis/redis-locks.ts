@@ -49,9 +49,9 @@ export async function purchaseUnlock(
 }
 
 /**
- * Redlock locks, for the purchase path and for scheduled jobs alike. Taken without retry: a held
- * lock means someone else is already doing the work, so the caller answers at once
- * (DUPLICATE_REQUEST) or skips the job run.
+ * The purchase path's per-buyer locks (Redlock) and the jobs' locks (lua/lock-take.lua: stamped
+ * with the Redis server that set them). Taken without retry: a held lock means someone else is
+ * already doing the work, so the caller answers at once (DUPLICATE_REQUEST) or skips the job run.
  */
 @Injectable()
 export class RedisLocks {
