@@ -1,5 +1,6 @@
 import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import house from './scripts/lint/house-rules.js';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'eslint.config.js'] },
@@ -17,6 +18,18 @@ export default tseslint.config(
       '@typescript-eslint/no-extraneous-class': 'off',
       '@typescript-eslint/unbound-method': 'off',
     },
+  },
+  {
+    // House rules (CONTRIBUTING.md): a class is named as its file's role says.
+    files: ['src/**/*.ts'],
+    ignores: ['src/**/*spec.ts', 'src/**/*.d.ts'],
+    plugins: { house },
+    rules: { 'house/class-matches-file': 'error' },
+  },
+  {
+    // The lint rules themselves: plain JavaScript modules run by ESLint in Node.
+    files: ['scripts/lint/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
   },
   {
     // The pages' browser scripts: plain JavaScript modules, no type information, browser globals.

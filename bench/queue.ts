@@ -230,7 +230,7 @@ async function run(options: Options): Promise<boolean> {
     { refresh: true },
   );
   const started = performance.now();
-  // As AdmissionPacer's tick: batches of ADMIT_BATCH until one comes back short.
+  // As AdmissionPacerService's tick: batches of ADMIT_BATCH until one comes back short.
   const tick = async () => {
     let admitted = 0;
     for (;;) {

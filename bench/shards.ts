@@ -1,6 +1,6 @@
 // One hot item on a Redis Cluster of three masters: its stock in 1 bucket (every purchase on one
 // master) against 8 buckets (spread over the three). A private cluster, the project's own scripts
-// and lock, driven by pipelined cluster clients; the purchase's Redis work is what PurchaseLedger
+// and lock, driven by pipelined cluster clients; the purchase's Redis work is what PurchaseLedgerStore
 // and PurchaseService do on the way to an accepted purchase (lock, deduct at the buyer's home
 // bucket, unlock with the outbox entry). No HTTP: on this box the app, not Redis, is the limit
 // there (see docs/scaling.md).

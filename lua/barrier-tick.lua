@@ -1,6 +1,6 @@
 --[[
   barrier-tick: the order consumers' registry and the open barriers (see
-  messaging/order-barrier.service.ts). A consumer calls it every tick with its session id (its
+  messaging/redis-barrier.store.ts). A consumer calls it every tick with its session id (its
   heartbeat); the instance rebuilding a sale calls it without one to read who consumes, or with
   a barrier id to open a barrier. Times are this server's: hosts' clocks may disagree.
 

@@ -6,7 +6,7 @@
   the writer's claim lapsed, lua/seckill-release.lua) exists all the same: its stock and buyer
   slot are taken again, once, so that exactly one of the order and the stock given back stands.
   A backstop: an exhausted copy records its void in MySQL before it releases, which refuses such
-  a late write (OrderIngest); only a release no void in MySQL preceded (a copy MySQL rejected)
+  a late write (OrderIngestService); only a release no void in MySQL preceded (a copy MySQL rejected)
   can come before an order.
   The stock may go below zero then (what the release gave back was sold again): purchases
   accepted on those units are refused by MySQL and released, which brings it back.

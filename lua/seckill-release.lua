@@ -28,7 +28,7 @@
           purchase a loan was taken for get recorded?); a recorded one is left alone (4)
   ARGV[6] "1": only ask, with a holder as force, whether this release would be refused for
           another holder's lease (2) or not (5); nothing is changed. A consumer giving up its copy
-          asks first, then records the void in MySQL, then releases (OrderIngest): so a writer
+          asks first, then records the void in MySQL, then releases (OrderIngestService): so a writer
           whose lease lapsed unseen cannot commit the order beside the stock given back
 
   Returns:

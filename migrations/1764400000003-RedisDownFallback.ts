@@ -16,7 +16,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   fallback opens a goods only with a barrier opened after it: an instance late to notice that
  *   Redis is back must not reopen what a rebuild has closed.
  * - `seckill_consumer_beat`, `seckill_fallback_barrier`, `seckill_fallback_drain`: the order
- *   barrier's registry and marks (messaging/order-barrier.service.ts), kept in MySQL for the
+ *   barrier's registry and marks (messaging/redis-barrier.store.ts), kept in MySQL for the
  *   barrier that opens the fallback, since Redis, where the others live, is down then.
  */
 export class RedisDownFallback1764400000003 implements MigrationInterface {

@@ -2,7 +2,7 @@ import { DynamicModule, Module, type Type } from '@nestjs/common';
 import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import { loggerParams } from './common/logging/logging.js';
-import { AppConfigModule } from './config/config.module.js';
+import { AppConfigModule } from './config/app-config.module.js';
 import type { AppRole } from './config/app.config.js';
 import type { AppConfig } from './config/env.validation.js';
 import { DatabaseModule } from './infra/database/database.module.js';

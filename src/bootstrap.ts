@@ -16,11 +16,11 @@ import { installRequestLogging } from './common/logging/request-logging.js';
 import { validateEnv, type AppConfig } from './config/env.validation.js';
 import { refuseBlocked } from './modules/blocklist/blocklist.hook.js';
 import { BlocklistService } from './modules/blocklist/blocklist.service.js';
-import { Authenticator } from './modules/auth/authenticator.js';
+import { AuthenticatorService } from './modules/auth/authenticator.service.js';
 import { authenticateBeforeBody } from './modules/auth/early-auth.hook.js';
 import { BUYER_PAGE_PATH } from './modules/buyer-page/buyer-page.controller.js';
 import { MetricsService } from './modules/metrics/metrics.service.js';
-import { SoldOutMemo } from './modules/sale-store/sold-out-memo.js';
+import { SoldOutMemoStore } from './modules/sale-store/sold-out-memo.store.js';
 import { answerSoldOutFromMemory } from './modules/sale-store/sold-out.hook.js';
 
 export const API_PREFIX = 'api/v1';
@@ -114,13 +114,13 @@ function configureApp(
     done();
   });
   // After the headers hook, so that its refusals carry them.
-  fastify.addHook('onRequest', authenticateBeforeBody(app.get(Authenticator)));
+  fastify.addHook('onRequest', authenticateBeforeBody(app.get(AuthenticatorService)));
   // After the token hook (the user is known) and before the sold-out memo: a blocked client is
   // refused before anything else is done for it.
   fastify.addHook('onRequest', refuseBlocked(app.get(BlocklistService), app.get(MetricsService)));
   fastify.addHook(
     'onRequest',
-    answerSoldOutFromMemory(app.get(SoldOutMemo), app.get(MetricsService)),
+    answerSoldOutFromMemory(app.get(SoldOutMemoStore), app.get(MetricsService)),
   );
   applyRouteBodyLimits(fastify, config.http.bodyLimitBytes);
   if (config.http.corsOrigins.length > 0) {

@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { existsSync } from 'node:fs';
 import { createApp } from './bootstrap.js';
 import { bootLogger } from './common/logging/logging.js';
-import { ConfigValidationError } from './config/env-readers.js';
+import { ConfigValidationError } from './config/config-validation.error.js';
 
 const logger = new Logger('Bootstrap');
 

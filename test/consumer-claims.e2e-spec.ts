@@ -1,10 +1,10 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it, vi } from 'vitest';
-import { FaultInjector } from '../src/config/fault-injector.js';
+import { FaultInjectorService } from '../src/config/fault-injector.service.js';
 import type { NewOrder } from '../src/modules/orders/order.types.js';
 import { OrdersService } from '../src/modules/orders/orders.service.js';
-import { OrderIngest } from '../src/modules/orders/order-ingest.service.js';
-import { PurchaseLedger } from '../src/modules/sale-store/purchase-ledger.service.js';
+import { OrderIngestService } from '../src/modules/orders/order-ingest.service.js';
+import { PurchaseLedgerStore } from '../src/modules/sale-store/purchase-ledger.store.js';
 import { saleKeys } from '../src/infra/redis/seckill-keys.js';
 import {
   acceptWithoutPublishing,
@@ -33,7 +33,7 @@ describe('two consumers holding copies of one purchase', () => {
 
   /** Consumer B's link to Redis is cut once it has claimed `order`: its renewals fail, silently. */
   function renewalsFailOnceClaimed(order: NewOrder) {
-    const ledger = t.app.get(PurchaseLedger);
+    const ledger = t.app.get(PurchaseLedgerStore);
     const claim = ledger.claim.bind(ledger);
     const claims = saleKeys(order.goodsId).claims;
     return vi.spyOn(ledger, 'claim').mockImplementation(async (goodsId, purchases, holder) => {
@@ -60,9 +60,9 @@ describe('two consumers holding copies of one purchase', () => {
     const goodsId = await createSale(t.http, { stock: 5 });
     const userId = 601;
     const order = await acceptWithoutPublishing(t.app, goodsId, userId);
-    const ingest = t.app.get(OrderIngest);
-    const stock = t.app.get(PurchaseLedger);
-    const hold = t.app.get(FaultInjector).holdAt('before-order-write');
+    const ingest = t.app.get(OrderIngestService);
+    const stock = t.app.get(PurchaseLedgerStore);
+    const hold = t.app.get(FaultInjectorService).holdAt('before-order-write');
     const asks = vi.spyOn(stock, 'claimedElsewhere');
     const releases = vi.spyOn(stock, 'release');
     try {
@@ -121,9 +121,9 @@ describe('two consumers holding copies of one purchase', () => {
     const goodsId = await createSale(t.http, { stock: 1 });
     const [userId, nextBuyer] = [611, 612];
     const order = await acceptWithoutPublishing(t.app, goodsId, userId);
-    const ingest = t.app.get(OrderIngest);
+    const ingest = t.app.get(OrderIngestService);
     const renewals = renewalsFailOnceClaimed(order);
-    const hold = t.app.get(FaultInjector).holdAt('before-order-write');
+    const hold = t.app.get(FaultInjectorService).holdAt('before-order-write');
     let writing: Promise<unknown> | undefined;
     try {
       // Consumer B: a copy of the purchase, claimed, its MySQL write held.
@@ -183,8 +183,8 @@ describe('two consumers holding copies of one purchase', () => {
     const goodsId = await createSale(t.http, { stock: 1 });
     const userId = 621;
     const order = await acceptWithoutPublishing(t.app, goodsId, userId);
-    const ingest = t.app.get(OrderIngest);
-    const ledger = t.app.get(PurchaseLedger);
+    const ingest = t.app.get(OrderIngestService);
+    const ledger = t.app.get(PurchaseLedgerStore);
     const renewals = renewalsFailOnceClaimed(order);
     // B's completion waits for its link to come back (its SUCCESS result is not written yet).
     let linkBack!: () => void;
@@ -197,7 +197,7 @@ describe('two consumers holding copies of one purchase', () => {
     const releases = vi.spyOn(ledger, 'release');
     // A's look for the order comes just before B's commit, which lands before A's next step.
     const lookups = vi.spyOn(t.app.get(OrdersService), 'findByRequestId');
-    const hold = t.app.get(FaultInjector).holdAt('before-order-write');
+    const hold = t.app.get(FaultInjectorService).holdAt('before-order-write');
     lookups.mockImplementationOnce(async () => {
       hold.release();
       await waitFor(async () => (await stores.orders(goodsId)).length === 1, {

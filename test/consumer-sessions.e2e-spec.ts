@@ -3,9 +3,12 @@ import amqp, { type Channel, type ChannelModel } from 'amqplib';
 import type { PoolConnection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { barrierKeys } from '../src/infra/redis/seckill-keys.js';
-import { OrderBarrier, type OpenBarrier } from '../src/modules/messaging/order-barrier.service.js';
+import {
+  RedisBarrierStore,
+  type OpenBarrier,
+} from '../src/modules/messaging/redis-barrier.store.js';
 import { MetricsService } from '../src/modules/metrics/metrics.service.js';
-import { OrderIngest } from '../src/modules/orders/order-ingest.service.js';
+import { OrderIngestService } from '../src/modules/orders/order-ingest.service.js';
 import { bearer, createSale, useApp, waitFor, type Stores } from './support/harness.js';
 
 const ordersQueue = `${process.env.RABBITMQ_PREFIX!}.orders`;
@@ -107,7 +110,7 @@ describe('consumer sessions: a channel re-opened while a batch is in flight', ()
   it("should mark a barrier drained only once the new session's own deliveries are written, whatever the old session settles late", async () => {
     const held = await createSale(t.http, { stock: 10 });
     const newer = await createSale(t.http, { stock: 10 });
-    const barriers = t.app.get(OrderBarrier);
+    const barriers = t.app.get(RedisBarrierStore);
 
     // Session 1 settles three deliveries, then holds a batch of three more (numbers 4-6): their
     // goods row is locked, so the batch's stock UPDATE waits.
@@ -190,8 +193,8 @@ describe('consumer sessions: a batch abandoned by the consumer', () => {
 
   it('should give an abandoned batch back to the queue and pass a barrier only once its order is written', async () => {
     const goodsId = await createSale(t.http, { stock: 10 });
-    const barriers = t.app.get(OrderBarrier);
-    const ingest = t.app.get(OrderIngest);
+    const barriers = t.app.get(RedisBarrierStore);
+    const ingest = t.app.get(OrderIngestService);
     const real = ingest.ingest.bind(ingest);
     // Ingest's calls for this goods: the first fails unexpectedly (a bug) once let go, the
     // second (the message given back) is held until let go.

@@ -3,10 +3,10 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import {
   MAX_FEEDS,
   MAX_FEEDS_PER_ADMIN,
-  DashboardFeed,
+  DashboardFeedService,
 } from '../src/modules/dashboard/dashboard-feed.service.js';
 import type { DashboardSnapshot, SaleFigures } from '../src/modules/dashboard/dashboard.types.js';
-import { SaleBoard } from '../src/modules/dashboard/sale-board.service.js';
+import { SaleBoardService } from '../src/modules/dashboard/sale-board.service.js';
 import { EventStreamClient } from './support/event-stream.js';
 import { portOf, sendWithoutReading } from './support/raw-http.js';
 import {
@@ -129,8 +129,10 @@ describe('the admin event feed (GET /api/v1/admin/events)', () => {
 
   it('should build one snapshot a second for any number of open feeds, and none once they close', async () => {
     closeAll();
-    await waitFor(() => t.app.get(DashboardFeed).openFeeds === 0, { what: 'feeds detached' });
-    const build = vi.spyOn(t.app.get(SaleBoard), 'build');
+    await waitFor(() => t.app.get(DashboardFeedService).openFeeds === 0, {
+      what: 'feeds detached',
+    });
+    const build = vi.spyOn(t.app.get(SaleBoardService), 'build');
     try {
       const many = await Promise.all(Array.from({ length: 8 }, (_, i) => open(adminOf(i))));
       const startedAt = Date.now();
@@ -151,7 +153,9 @@ describe('the admin event feed (GET /api/v1/admin/events)', () => {
       expect([...framesByTime.values()].every((frames) => frames.size === 1)).toBe(true);
 
       for (const feed of many) feed.close();
-      await waitFor(() => t.app.get(DashboardFeed).openFeeds === 0, { what: 'feeds detached' });
+      await waitFor(() => t.app.get(DashboardFeedService).openFeeds === 0, {
+        what: 'feeds detached',
+      });
       const builds = build.mock.calls.length;
       await sleep(2_500); // two ticks and a half: none may build
       expect(build.mock.calls.length).toBe(builds);
@@ -162,7 +166,9 @@ describe('the admin event feed (GET /api/v1/admin/events)', () => {
 
   it(`should refuse a feed beyond ${MAX_FEEDS} per instance with 429 and take one again once a feed closes`, async () => {
     closeAll();
-    await waitFor(() => t.app.get(DashboardFeed).openFeeds === 0, { what: 'feeds detached' });
+    await waitFor(() => t.app.get(DashboardFeedService).openFeeds === 0, {
+      what: 'feeds detached',
+    });
     const full = await Promise.all(Array.from({ length: MAX_FEEDS }, (_, i) => open(adminOf(i))));
     expect(full.every((feed) => feed.response.status === 200)).toBe(true);
     // An admin with no feed open yet: refused for the instance's sake.
@@ -170,7 +176,7 @@ describe('the admin event feed (GET /api/v1/admin/events)', () => {
     expect(refused.body).toMatchObject({ code: 'TOO_MANY_REQUESTS' });
     expect(refused.headers['retry-after']).toBeDefined();
     full[0].close();
-    await waitFor(() => t.app.get(DashboardFeed).openFeeds === MAX_FEEDS - 1, {
+    await waitFor(() => t.app.get(DashboardFeedService).openFeeds === MAX_FEEDS - 1, {
       what: 'one feed detached',
     });
     const again = await open(adminOf(0));
@@ -180,7 +186,9 @@ describe('the admin event feed (GET /api/v1/admin/events)', () => {
 
   it(`should refuse a feed beyond ${MAX_FEEDS_PER_ADMIN} for one admin with 429, another admin still getting one`, async () => {
     closeAll();
-    await waitFor(() => t.app.get(DashboardFeed).openFeeds === 0, { what: 'feeds detached' });
+    await waitFor(() => t.app.get(DashboardFeedService).openFeeds === 0, {
+      what: 'feeds detached',
+    });
     const admin = bearer(76_001, true);
     const mine = await Promise.all(Array.from({ length: MAX_FEEDS_PER_ADMIN }, () => open(admin)));
     expect(mine.every((feed) => feed.response.status === 200)).toBe(true);
@@ -194,17 +202,17 @@ describe('the admin event feed (GET /api/v1/admin/events)', () => {
     expect(more.response.headers.get('retry-after')).toMatch(/^[0-9]+$/);
     const other = await open(bearer(76_002, true));
     expect(other.response.status).toBe(200);
-    expect(t.app.get(DashboardFeed).openFeeds).toBe(MAX_FEEDS_PER_ADMIN + 1);
+    expect(t.app.get(DashboardFeedService).openFeeds).toBe(MAX_FEEDS_PER_ADMIN + 1);
     closeAll();
   });
 
   it('should cut the feeds of a client that never reads within seconds, freeing their slots for the same admin', async () => {
     closeAll();
-    const feeds = t.app.get(DashboardFeed);
+    const feeds = t.app.get(DashboardFeedService);
     await waitFor(() => feeds.openFeeds === 0, { what: 'feeds detached' });
     // Snapshots of a big board: the kernel's socket buffers (megabytes) fill in seconds, as
     // they would in minutes with small ones.
-    const board = t.app.get(SaleBoard);
+    const board = t.app.get(SaleBoardService);
     const build = board.build.bind(board);
     const padding = 'p'.repeat(512 * 1024);
     const spy = vi
@@ -299,7 +307,9 @@ describe('the feed across instances', () => {
         EventStreamClient.open(`${await instance.app.getUrl()}${FEED}`, adminAuth()),
       ),
     );
-    const builds = instances.map((instance) => vi.spyOn(instance.app.get(SaleBoard), 'build'));
+    const builds = instances.map((instance) =>
+      vi.spyOn(instance.app.get(SaleBoardService), 'build'),
+    );
     try {
       const startedAt = Date.now();
       await waitFor(() => feeds.every((feed) => feed.snapshots().length >= 5), {

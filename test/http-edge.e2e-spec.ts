@@ -1,7 +1,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it, vi } from 'vitest';
 import { SECURITY_HEADERS } from '../src/common/http/security-headers.js';
-import { Authenticator } from '../src/modules/auth/authenticator.js';
+import { AuthenticatorService } from '../src/modules/auth/authenticator.service.js';
 import { adminAuth, bearer, createSale, useApp, waitFor } from './support/harness.js';
 import { portOf, rawExchange, type RawAnswer } from './support/raw-http.js';
 
@@ -191,7 +191,7 @@ describe('slow and unwanted bodies', () => {
   });
 
   it('should verify the bearer token once per request', async () => {
-    const verify = vi.spyOn(t.app.get(Authenticator), 'authenticate');
+    const verify = vi.spyOn(t.app.get(AuthenticatorService), 'authenticate');
     try {
       await t.http.get('/api/v1/seckill/1/result').set('Authorization', bearer(43));
       expect(verify).toHaveBeenCalledTimes(1);

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeTimeoutMessage } from '../src/modules/messaging/timeout-message.js';
 import { OrderLifecycleService } from '../src/modules/orders/order-lifecycle.service.js';
-import { ReconcileChecks } from '../src/modules/reconcile/reconcile-checks.service.js';
+import { ReconcileChecksService } from '../src/modules/reconcile/reconcile-checks.service.js';
 import {
   counter,
   adminAuth,
@@ -321,11 +321,11 @@ describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
     await stores.mysql.query('UPDATE seckill_goods SET stock = stock + 1 WHERE id = ?', [goodsId]);
     expect(await stores.redisStock(goodsId)).toBe(1);
 
-    const report = await t.app.get(ReconcileChecks).check(goodsId);
+    const report = await t.app.get(ReconcileChecksService).check(goodsId);
     expect(report).toMatchObject({ consistent: true, redisStock: 2, dbStock: 2 });
     expect(await stores.redisBuyers(goodsId)).toEqual({});
     // Once only: a second run gives nothing back again.
-    await t.app.get(ReconcileChecks).check(goodsId);
+    await t.app.get(ReconcileChecksService).check(goodsId);
     expect(await stores.redisStock(goodsId)).toBe(2);
   });
 
@@ -441,7 +441,7 @@ describe('metrics', () => {
     } finally {
       await stores.close();
     }
-    const reports = await t.app.get(ReconcileChecks).checkActiveSales();
+    const reports = await t.app.get(ReconcileChecksService).checkActiveSales();
     expect(reports.find((report) => report.goodsId === goodsId)?.consistent).toBe(true);
 
     const metrics = (await t.http.get('/metrics').expect(200)).text;

@@ -3,10 +3,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordChaos, secondsSince } from './support/chaos-report.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
-import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.js';
+import { OutboxSweeperService } from '../src/modules/messaging/outbox-sweeper.service.js';
 import { MetricsService } from '../src/modules/metrics/metrics.service.js';
 import type { NewOrder } from '../src/modules/orders/order.types.js';
-import { ReleaseCode, PurchaseLedger } from '../src/modules/sale-store/purchase-ledger.service.js';
+import {
+  ReleaseCode,
+  PurchaseLedgerStore,
+} from '../src/modules/sale-store/purchase-ledger.store.js';
 import { AmqpFrameWatcher } from './support/amqp-frames.js';
 import { coalesceFrames } from '../src/infra/rabbitmq/rabbitmq.connection.js';
 import {
@@ -166,7 +169,7 @@ describe('messaging: confirms, redelivery, outbox', () => {
 
     // The sweep goes over every sale's outbox (earlier tests' too): this one's is read apart.
     const outbox = () => stores.redis.zcard(`seckill:{${goodsId}}:outbox`);
-    const sweeper = t.app.get(OutboxSweeper);
+    const sweeper = t.app.get(OutboxSweeperService);
     await sweeper.sweep(Date.now()); // not stale yet: its publish may be under way
     expect(await outbox()).toBe(1);
     expect(await stores.orders(goodsId)).toHaveLength(0);
@@ -410,7 +413,9 @@ describe('messaging: a batch whose timeout publish is not confirmed, with a void
     // A purchase whose publish went unconfirmed and was voided, though its message got through.
     const voided = await acceptWithoutPublishing(t.app, goodsId, 401);
     expect(
-      await t.app.get(PurchaseLedger).release(goodsId, voided.requestId, 'UNAVAILABLE', false, 401),
+      await t.app
+        .get(PurchaseLedgerStore)
+        .release(goodsId, voided.requestId, 'UNAVAILABLE', false, 401),
     ).toBe(ReleaseCode.Released);
     const valid: NewOrder[] = [];
     for (const userId of [402, 403, 404]) {

@@ -1,12 +1,12 @@
 import amqp from 'amqplib';
 import { createPool, type Pool, type RowDataPacket } from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { RabbitConnection } from '../src/infra/rabbitmq/rabbitmq.connection.js';
-import { DatabasePurchase } from '../src/modules/availability/fallback/database-purchase.service.js';
+import { RabbitMqConnection } from '../src/infra/rabbitmq/rabbitmq.connection.js';
+import { DatabasePurchaseService } from '../src/modules/availability/fallback/database-purchase.service.js';
 import { encodeTimeoutMessage } from '../src/modules/messaging/timeout-message.js';
 import { OrderLifecycleService } from '../src/modules/orders/order-lifecycle.service.js';
 import { OrdersService } from '../src/modules/orders/orders.service.js';
-import { ReconcileChecks } from '../src/modules/reconcile/reconcile-checks.service.js';
+import { ReconcileChecksService } from '../src/modules/reconcile/reconcile-checks.service.js';
 import { bearer, createSale, startApp, useApp, waitFor, type TestApp } from './support/harness.js';
 import { PrivateMysql } from './support/private-mysql.js';
 import { PrivateRedis } from './support/private-redis.js';
@@ -62,7 +62,7 @@ describe("decisions by MySQL's clock, whatever the host's says", () => {
     await t.stores.mysql.query('UPDATE seckill_goods SET fallback_open = 1 WHERE id = ?', [
       goodsId,
     ]);
-    const fallback = t.app.get(DatabasePurchase);
+    const fallback = t.app.get(DatabasePurchaseService);
 
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 60_000 });
     const answer = await fallback.purchase(goodsId, 81_001, 1).catch((error: unknown) => error);
@@ -85,7 +85,7 @@ describe("decisions by MySQL's clock, whatever the host's says", () => {
     const connection = await amqp.connect(process.env.RABBITMQ_URL!);
     const channel = await connection.createConfirmChannel();
     channel.sendToQueue(
-      t.app.get(RabbitConnection).names.timeoutQueue,
+      t.app.get(RabbitMqConnection).names.timeoutQueue,
       Buffer.from(encodeTimeoutMessage([{ orderNo: order.order_no, goodsId }])),
       { persistent: true },
     );
@@ -155,7 +155,7 @@ describe("decisions by MySQL's clock, whatever the host's says", () => {
     expect(await t.stores.redisStock(goodsId)).toBe(4);
 
     skewDateNow(-60_000);
-    await t.app.get(ReconcileChecks).check(goodsId);
+    await t.app.get(ReconcileChecksService).check(goodsId);
     vi.restoreAllMocks();
 
     expect(await t.stores.redisStock(goodsId)).toBe(5);

@@ -4,13 +4,13 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrderEntity } from '../src/infra/database/entities/order.entity.js';
 import { VoidedRequestEntity } from '../src/infra/database/entities/voided-request.entity.js';
-import { Transactions } from '../src/infra/database/transactions.js';
+import { TransactionsService } from '../src/infra/database/transactions.service.js';
 import type { NewOrder } from '../src/modules/orders/order.types.js';
 import { newOrderNo } from '../src/modules/orders/order-no.js';
 import { OrderRepository } from '../src/modules/orders/order.repository.js';
-import { OrderWriter } from '../src/modules/orders/order-writer.service.js';
+import { OrderWriterService } from '../src/modules/orders/order-writer.service.js';
 import { VoidedRequestRepository } from '../src/modules/orders/voided-request.repository.js';
-import { VoidedRequests } from '../src/modules/orders/voided-requests.service.js';
+import { VoidedRequestsService } from '../src/modules/orders/voided-requests.service.js';
 import { bearer, createSale, newPurchase, useApp, waitFor } from './support/harness.js';
 
 describe('order writer: a batch MySQL would refuse whole', () => {
@@ -47,7 +47,7 @@ describe('order writer: a batch MySQL would refuse whole', () => {
       quantity: 1,
       acceptedAt: Date.now(),
     };
-    const writing = t.app.get(OrderWriter).writeBatch(goodsId, [next]);
+    const writing = t.app.get(OrderWriterService).writeBatch(goodsId, [next]);
     await atStockRead;
 
     // Meanwhile the first order is cancelled: the cancel's transaction (OrderLifecycle's
@@ -90,12 +90,12 @@ describe('order writer and a void recorded for the same purchase (both in MySQL)
     timezone: 'Z',
     entities: [OrderEntity, VoidedRequestEntity],
   });
-  let voids: VoidedRequests;
+  let voids: VoidedRequestsService;
 
   beforeAll(async () => {
     await direct.initialize();
-    voids = new VoidedRequests(
-      new Transactions(direct),
+    voids = new VoidedRequestsService(
+      new TransactionsService(direct),
       new VoidedRequestRepository(direct.getRepository(VoidedRequestEntity)),
       new OrderRepository(direct.getRepository(OrderEntity)),
     );
@@ -109,7 +109,7 @@ describe('order writer and a void recorded for the same purchase (both in MySQL)
     const [voided, kept] = [newPurchase(goodsId, 3101), newPurchase(goodsId, 3102)];
     expect(await voids.record(voided.requestId, goodsId)).toBe('voided');
 
-    const outcomes = await t.app.get(OrderWriter).writeBatch(goodsId, [voided, kept]);
+    const outcomes = await t.app.get(OrderWriterService).writeBatch(goodsId, [voided, kept]);
 
     expect(outcomes).toEqual([
       { kind: 'voided', order: voided },
@@ -124,7 +124,7 @@ describe('order writer and a void recorded for the same purchase (both in MySQL)
   it('should say ordered, recording nothing, for a purchase whose order is written', async () => {
     const goodsId = await createSale(t.http, { stock: 5 });
     const order = newPurchase(goodsId, 3201);
-    await t.app.get(OrderWriter).writeBatch(goodsId, [order]);
+    await t.app.get(OrderWriterService).writeBatch(goodsId, [order]);
 
     expect(await voids.record(order.requestId, goodsId)).toBe('ordered');
     const [rows] = await stores.mysql.query<RowDataPacket[]>(
@@ -144,7 +144,7 @@ describe('order writer and a void recorded for the same purchase (both in MySQL)
       armed = false;
       t.proxy.stall();
     });
-    const writing = t.app.get(OrderWriter).writeBatch(goodsId, [order]);
+    const writing = t.app.get(OrderWriterService).writeBatch(goodsId, [order]);
     await waitFor(() => !armed, { what: "the writer's read of the voids" });
 
     // The void's INSERT goes in, its locking read of the order waits for the writer's row.

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.js';
-import { SaleReads } from '../src/modules/sale-store/sale-reads.service.js';
+import { OutboxSweeperService } from '../src/modules/messaging/outbox-sweeper.service.js';
+import { SaleReadsStore } from '../src/modules/sale-store/sale-reads.store.js';
 import { acceptWithoutPublishing, createSale, useApp } from './support/harness.js';
 
 describe('outbox sweeper and clock skew', () => {
@@ -13,7 +13,7 @@ describe('outbox sweeper and clock skew', () => {
   it("should not republish a live purchase when this host's clock runs an hour ahead of Redis's", async () => {
     const goodsId = await createSale(t.http, { stock: 5 });
     const order = await acceptWithoutPublishing(t.app, goodsId, 301);
-    const sweeper = t.app.get(OutboxSweeper);
+    const sweeper = t.app.get(OutboxSweeperService);
     // Other tests' purchases left in their outboxes are stale by any clock: settle them first.
     await sweeper.sweep();
 
@@ -26,7 +26,7 @@ describe('outbox sweeper and clock skew', () => {
       null,
     );
     // By Redis's own clock the entry does go stale, and is then republished.
-    const redisNow = await t.app.get(SaleReads).serverTimeMs(goodsId);
+    const redisNow = await t.app.get(SaleReadsStore).serverTimeMs(goodsId);
     expect(await sweeper.sweep(redisNow + 60_000)).toBe(1);
   });
 });

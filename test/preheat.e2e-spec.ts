@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PreheatService } from '../src/modules/preheat/preheat.service.js';
-import { RedisLocks } from '../src/infra/redis/redis-locks.js';
+import { RedisLocksService } from '../src/infra/redis/redis-locks.service.js';
 import {
   adminAuth,
   bearer,
@@ -32,7 +32,7 @@ describe('preheating', () => {
   });
 
   it('should run the scheduled preheat on one instance at a time', async () => {
-    const locks = t.app.get(RedisLocks);
+    const locks = t.app.get(RedisLocksService);
     const held = await locks.tryLockJob('probe-job', 5_000);
     expect(held).not.toBeNull();
     expect(await locks.tryLockJob('probe-job', 5_000)).toBeNull();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RedisLocks } from '../src/infra/redis/redis-locks.js';
+import { RedisLocksService } from '../src/infra/redis/redis-locks.service.js';
 import { saleKeys } from '../src/infra/redis/seckill-keys.js';
 import { adminAuth, bearer, createSale, waitFor, useApp } from './support/harness.js';
 
@@ -109,7 +109,7 @@ describe('one-time purchase tokens (SECKILL_REQUIRE_TOKEN=true)', () => {
     expect((await buyWithKey().expect(409)).body.code).toBe('NOT_PREHEATED');
     await preheat(goodsId);
     // A concurrent click holds the purchase lock: not the buyer's fault either.
-    const lock = await t.app.get(RedisLocks).tryLockPurchase(saleKeys(goodsId), 707, 5_000);
+    const lock = await t.app.get(RedisLocksService).tryLockPurchase(saleKeys(goodsId), 707, 5_000);
     expect((await buyWithKey().expect(409)).body.code).toBe('DUPLICATE_REQUEST');
     await lock!.release();
 

@@ -21,8 +21,8 @@ import {
   restartFromStaleSnapshot,
 } from './support/private-redis.js';
 import { bucketStocks, usersHomed } from './support/stock-buckets.js';
-import { FaultInjector } from '../src/config/fault-injector.js';
-import { RedisLocks } from '../src/infra/redis/redis-locks.js';
+import { FaultInjectorService } from '../src/config/fault-injector.service.js';
+import { RedisLocksService } from '../src/infra/redis/redis-locks.service.js';
 import { bucketKeys, jobLockKey } from '../src/infra/redis/seckill-keys.js';
 
 describe('faults: Redis restarts empty during a sale', () => {
@@ -178,7 +178,7 @@ describe('faults: Redis comes back with a stale snapshot', () => {
     await waitFor(async () => (await stores.orders(goodsId)).length === 1, { what: 'an order' });
     // A path took the sale's lock (30 s, as every holder sets it) just before the snapshot was
     // taken and the server died: Redis's start in whole seconds could not tell it apart.
-    const held = await t.app.get(RedisLocks).tryLockJob(`sale-state:${goodsId}`, 30_000);
+    const held = await t.app.get(RedisLocksService).tryLockJob(`sale-state:${goodsId}`, 30_000);
     expect(held).not.toBeNull();
     const expiresAt = Date.now() + 30_000;
     const direct = new Redis(redis.url);
@@ -225,7 +225,7 @@ describe('faults: Redis restarts empty before any order of the sale is written',
     const preheat = () =>
       t.http.post(`/api/v1/admin/goods/${goodsId}/preheat`).set('Authorization', adminAuth());
     // Every consumer batch waits before its write: MySQL has no order of the sale.
-    const writes = t.app.get(FaultInjector).holdAt('before-order-write');
+    const writes = t.app.get(FaultInjectorService).holdAt('before-order-write');
     try {
       await buy(611).expect(202);
       await buy(612).expect(202);

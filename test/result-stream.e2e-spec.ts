@@ -5,7 +5,7 @@ import {
   streamAddressSlotsKey,
   streamSlotsKey,
 } from '../src/infra/redis/seckill-keys.js';
-import { PurchaseLedger } from '../src/modules/sale-store/purchase-ledger.service.js';
+import { PurchaseLedgerStore } from '../src/modules/sale-store/purchase-ledger.store.js';
 import { bearer, createSale, startApp, useApp, waitFor, type Stores } from './support/harness.js';
 import { baseUrlOf, SseClient } from './support/sse.js';
 
@@ -259,7 +259,7 @@ describe('result stream, orders not consumed', () => {
 
     // What a consumer does with a purchase MySQL refuses for good: stock back, FAILED.
     await t.app
-      .get(PurchaseLedger)
+      .get(PurchaseLedgerStore)
       .release(goodsId, purchase.body.requestId as string, 'REJECTED', 'a-consumer', 92_001);
     const failed = await stream.waitForStatus('FAILED');
     await stream.waitForEnd();

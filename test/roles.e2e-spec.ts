@@ -3,8 +3,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SaleRebuilder } from '../src/modules/availability/sale-rebuilder.service.js';
-import { SaleRecovery } from '../src/modules/availability/sale-recovery.service.js';
+import { SaleRebuilderService } from '../src/modules/availability/sale-rebuilder.service.js';
+import { SaleRecoveryService } from '../src/modules/availability/sale-recovery.service.js';
 import { ChildApp } from './support/child-app.js';
 import {
   adminAuth,
@@ -120,10 +120,10 @@ describe('roles: an api instance and a worker instance on one set of stores', ()
   });
 
   it('should guard purchases on the api and rebuild Redis on the worker, each only there', () => {
-    expect(api.app.get(SaleRecovery)).toBeInstanceOf(SaleRecovery);
-    expect(() => api.app.get(SaleRebuilder)).toThrow();
-    expect(worker.app.get(SaleRebuilder)).toBeInstanceOf(SaleRebuilder);
-    expect(() => worker.app.get(SaleRecovery)).toThrow();
+    expect(api.app.get(SaleRecoveryService)).toBeInstanceOf(SaleRecoveryService);
+    expect(() => api.app.get(SaleRebuilderService)).toThrow();
+    expect(worker.app.get(SaleRebuilderService)).toBeInstanceOf(SaleRebuilderService);
+    expect(() => worker.app.get(SaleRecoveryService)).toThrow();
   });
 
   it('should serve /health/* and /metrics on the worker, with readiness over MySQL, Redis and RabbitMQ', async () => {

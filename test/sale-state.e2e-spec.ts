@@ -2,9 +2,13 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Redis } from 'ioredis';
 import type { RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FaultInjector, type PauseAt, type PausePoint } from '../src/config/fault-injector.js';
+import {
+  FaultInjectorService,
+  type PauseAt,
+  type PausePoint,
+} from '../src/config/fault-injector.service.js';
 import { allBucketKeys, saleKeys } from '../src/infra/redis/seckill-keys.js';
-import { SaleBoard } from '../src/modules/dashboard/sale-board.service.js';
+import { SaleBoardService } from '../src/modules/dashboard/sale-board.service.js';
 import { MetricsService } from '../src/modules/metrics/metrics.service.js';
 import {
   acceptWithoutPublishing,
@@ -29,9 +33,9 @@ async function purchases(app: NestFastifyApplication, outcome: string, mode: str
   );
 }
 
-/** A hold at a step (FaultInjector.holdAt), with whether a call has reached it yet. */
+/** A hold at a step (FaultInjectorService.holdAt), with whether a call has reached it yet. */
 function holdAt(app: NestFastifyApplication, point: PausePoint, at: PauseAt) {
-  const hold = app.get(FaultInjector).holdAt(point, at);
+  const hold = app.get(FaultInjectorService).holdAt(point, at);
   const seen = { reached: false, release: hold.release };
   void hold.reached.then(() => (seen.reached = true));
   return seen;
@@ -285,7 +289,7 @@ describe('reconcile and the dashboard of a sale Redis does not hold', () => {
     await consistentReconcile(t.http, goodsId);
     // The dashboard's stored verdict: consistent, with a refresh claim held for a minute (as
     // by an instance that took it and stalled).
-    const board = t.app.get(SaleBoard);
+    const board = t.app.get(SaleBoardService);
     const card = async () => (await board.build()).sales.find((sale) => sale.id === goodsId)!;
     await waitFor(async () => (await card()).verdict?.consistent === true, {
       what: 'a consistent verdict on the card',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DatabasePurchase } from '../src/modules/availability/fallback/database-purchase.service.js';
+import { DatabasePurchaseService } from '../src/modules/availability/fallback/database-purchase.service.js';
 import { bearer, createSale, useApp, waitFor } from './support/harness.js';
 
 // A memo far longer than the test: only the stock-back announcement can reopen a sale in time.
@@ -80,7 +80,7 @@ describe('the database fallback with SOLD_OUT_MEMO_MS=0 (the memo off)', () => {
     await t.stores.mysql.query('UPDATE seckill_goods SET fallback_open = 1 WHERE id = ?', [
       goodsId,
     ]);
-    const fallback = t.app.get(DatabasePurchase);
+    const fallback = t.app.get(DatabasePurchaseService);
     await fallback.purchase(goodsId, 1301, 1);
     await expect(fallback.purchase(goodsId, 1302, 1)).rejects.toMatchObject({ code: 'SOLD_OUT' });
     const [order] = await t.stores.orders(goodsId);

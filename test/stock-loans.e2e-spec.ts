@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { bucketKeys } from '../src/infra/redis/seckill-keys.js';
-import { DeductCode, LedgerScripts } from '../src/modules/sale-store/ledger-scripts.js';
-import { LoanCode, LoanScripts } from '../src/modules/sale-store/loan-scripts.js';
+import { DeductCode, LedgerScripts } from '../src/modules/sale-store/ledger.scripts.js';
+import { LoanCode, LoanScripts } from '../src/modules/sale-store/loan.scripts.js';
 import { bucketOrder, homeBucket } from '../src/infra/redis/stock-buckets.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
-import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.js';
+import { OutboxSweeperService } from '../src/modules/messaging/outbox-sweeper.service.js';
 import {
   bearer,
   consistentReconcile,
@@ -54,7 +54,7 @@ describe('a loan between stock buckets, on one Redis', () => {
     expect(recorded.code).toBe(DeductCode.Accepted);
 
     // The outbox sweeper publishes it (the loan is younger than the purchase lock: kept).
-    const sweeper = t.app.get(OutboxSweeper);
+    const sweeper = t.app.get(OutboxSweeperService);
     // At least this one: earlier test files may have left stale entries in the shared Redis db.
     expect(await sweeper.sweep(Date.now() + 10_000)).toBeGreaterThanOrEqual(1);
     await waitFor(

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allBucketKeys, bucketKeys } from '../src/infra/redis/seckill-keys.js';
-import { DeductCode, LedgerScripts } from '../src/modules/sale-store/ledger-scripts.js';
-import { LoanCode, LoanScripts } from '../src/modules/sale-store/loan-scripts.js';
+import { DeductCode, LedgerScripts } from '../src/modules/sale-store/ledger.scripts.js';
+import { LoanCode, LoanScripts } from '../src/modules/sale-store/loan.scripts.js';
 import { bucketOrder, homeBucket } from '../src/infra/redis/stock-buckets.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
-import { OutboxSweeper } from '../src/modules/messaging/outbox-sweeper.service.js';
+import { OutboxSweeperService } from '../src/modules/messaging/outbox-sweeper.service.js';
 import { newOrderNo } from '../src/modules/orders/order-no.js';
 import {
   adminAuth,
@@ -194,7 +194,7 @@ describe("a hot item's stock split over buckets, on a Redis Cluster of three mas
     expect(during).toMatchObject({ redisStock: 7, inFlight: 1 });
 
     const sweptBefore = await counter(t.app, 'seckill_stock_loans_total', 'swept');
-    const sweeper = t.app.get(OutboxSweeper);
+    const sweeper = t.app.get(OutboxSweeperService);
     // As if the purchase lock had long expired.
     await sweeper.sweep(Date.now() + 60_000);
     await sweeper.sweep(Date.now() + 60_000);

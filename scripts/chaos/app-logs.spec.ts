@@ -5,7 +5,7 @@ import { writtenPointsIn } from './app-logs.js';
 describe('writtenPointsIn', () => {
   it('should read each fallback opening and barrier pass with its times, and skip every other line', () => {
     const log = [
-      '{"level":40,"time":"2026-12-01T16:12:15.549Z","context":"DatabasePurchase","msg":"sale opened to the database fallback: goods=3"}',
+      '{"level":40,"time":"2026-12-01T16:12:15.549Z","context":"DatabasePurchaseService","msg":"sale opened to the database fallback: goods=3"}',
       '{"level":30,"time":"2026-12-01T16:12:15.600Z","msg":"fallback barrier opened: id=ab consumers=1"}',
       'DIAG not json: order barrier passed',
       '{"level":30,"time":"2026-12-01T16:12:16.461Z","context":"PreheatService","msg":"order barrier passed: id=8ae4da05043e4393 2097 ms after it opened"}',

@@ -36,7 +36,7 @@ export interface FaultSurface {
   restartInstance(name: string): void;
   pauseInstance(name: string): void;
   resumeInstance(name: string): void;
-  /** Switches the instance's slow steps (FAULT_DELAYS, see FaultInjector) on or off. */
+  /** Switches the instance's slow steps (FAULT_DELAYS, see FaultInjectorService) on or off. */
   setSlowSteps(name: string, on: boolean): void;
   /** Kills redis-server outright; with `keepData`, after it wrote a snapshot to start from. */
   killRedis(keepData: boolean): Promise<void>;

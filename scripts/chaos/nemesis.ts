@@ -33,7 +33,7 @@ export interface Schedule {
   faults: Fault[];
 }
 
-/** Per pause point (src/config/fault-injector.ts): the delay's range in ms, and its chance's. */
+/** Per pause point (src/config/fault-injector.service.ts): the delay's range in ms, and its chance's. */
 const SLOW_STEPS: readonly { point: string; ms: [number, number]; percent: [number, number] }[] = [
   // A consumer batch held before its write: a channel re-open or a barrier lands meanwhile.
   { point: 'before-order-write', ms: [2_000, 8_000], percent: [30, 100] },

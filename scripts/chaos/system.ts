@@ -130,7 +130,7 @@ class AppInstance {
     return this.setup.env.FAULT_DELAYS !== undefined;
   }
 
-  /** Its slow steps' state (see FaultInjector): read by the process at each start and SIGUSR2. */
+  /** Its slow steps' state (see FaultInjectorService): read by the process at each start and SIGUSR2. */
   private get switchFile(): string {
     return join(this.setup.logDir, `${this.spec.name}.slow-steps`);
   }

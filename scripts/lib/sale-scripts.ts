@@ -2,13 +2,13 @@
 // as the app wires them (one loader, the typed wrappers): what the Redis-only benches drive,
 // through this one seam, so that a change in the sale store is followed here once, not in each
 // bench.
-import { LuaScripts } from '../../src/infra/redis/lua-scripts.js';
+import { LuaScriptsService } from '../../src/infra/redis/lua-scripts.service.js';
 import type { RedisClient } from '../../src/infra/redis/redis-client.js';
-import { RedisLocks } from '../../src/infra/redis/redis-locks.js';
-import { LedgerScripts } from '../../src/modules/sale-store/ledger-scripts.js';
-import { LoadScripts } from '../../src/modules/sale-store/load-scripts.js';
-import { ThrottleScripts } from '../../src/modules/rate-limit/throttle-scripts.js';
-import { QueueScripts } from '../../src/modules/waiting-room/queue-scripts.js';
+import { RedisLocksService } from '../../src/infra/redis/redis-locks.service.js';
+import { LedgerScripts } from '../../src/modules/sale-store/ledger.scripts.js';
+import { LoadScripts } from '../../src/modules/sale-store/load.scripts.js';
+import { ThrottleScripts } from '../../src/modules/rate-limit/throttle.scripts.js';
+import { QueueScripts } from '../../src/modules/waiting-room/queue.scripts.js';
 
 export { keySlot } from '../../src/infra/redis/redis-client.js';
 export {
@@ -18,11 +18,11 @@ export {
   saleKeys,
   throttleKeys,
 } from '../../src/infra/redis/seckill-keys.js';
-export { ADMIT_BATCH, JoinCode } from '../../src/modules/waiting-room/queue-scripts.js';
+export { ADMIT_BATCH, JoinCode } from '../../src/modules/waiting-room/queue.scripts.js';
 export { homeBucket } from '../../src/infra/redis/stock-buckets.js';
 export { encodeOrderMessage } from '../../src/modules/messaging/order-message.js';
-export { splitEvenly } from '../../src/modules/sale-store/bucket-counts.service.js';
-export { DeductCode } from '../../src/modules/sale-store/ledger-scripts.js';
+export { splitEvenly } from '../../src/modules/sale-store/bucket-counts.store.js';
+export { DeductCode } from '../../src/modules/sale-store/ledger.scripts.js';
 
 export interface SaleScripts {
   /** deduct, release, claim, complete (lua/seckill-*.lua) */
@@ -32,20 +32,20 @@ export interface SaleScripts {
   /** the rate limits' budgets (lua/throttle-hits.lua) */
   throttle: ThrottleScripts;
   /** the per-user purchase lock (Redlock) and its release with the outbox entry */
-  locks: RedisLocks;
+  locks: RedisLocksService;
   /** a queue sale's waiting room: join, tick (shuffle, lapse, admit), standing, room */
   queue: QueueScripts;
 }
 
 /** The scripts loaded on `client` (every one, as the app's loader does at start). */
 export function saleScriptsOn(client: RedisClient): SaleScripts {
-  const lua = new LuaScripts(client);
+  const lua = new LuaScriptsService(client);
   lua.onModuleInit();
   return {
     ledger: new LedgerScripts(lua),
     load: new LoadScripts(lua),
     throttle: new ThrottleScripts(lua),
-    locks: new RedisLocks(client, lua),
+    locks: new RedisLocksService(client, lua),
     queue: new QueueScripts(lua),
   };
 }

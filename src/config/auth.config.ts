@@ -1,5 +1,6 @@
 import { configNamespace } from './config-namespace.js';
-import { ConfigValidationError, readOptionalInt, readString, type Env } from './env-readers.js';
+import { ConfigValidationError } from './config-validation.error.js';
+import { readOptionalInt, readString, type Env } from './env-readers.js';
 
 export const DEV_JWT_SECRET = 'dev-insecure-jwt-secret-change-me';
 

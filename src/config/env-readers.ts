@@ -3,9 +3,9 @@
  * so that main.ts can print the message as it is and the operator knows what to fix.
  */
 
-export type Env = Record<string, string | undefined>;
+import { ConfigValidationError } from './config-validation.error.js';
 
-export class ConfigValidationError extends Error {}
+export type Env = Record<string, string | undefined>;
 
 export function readString(env: Env, name: string, fallback: string): string {
   const raw = env[name];

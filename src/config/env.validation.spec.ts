@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEV_JWT_SECRET } from './auth.config.js';
-import { ConfigValidationError } from './env-readers.js';
+import { ConfigValidationError } from './config-validation.error.js';
 import { validateEnv } from './env.validation.js';
 
 /** Runs validateEnv and returns what it threw, failing the test when it threw nothing. */

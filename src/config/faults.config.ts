@@ -1,7 +1,8 @@
 import { configNamespace } from './config-namespace.js';
-import { ConfigValidationError, readInt, readString, type Env } from './env-readers.js';
+import { ConfigValidationError } from './config-validation.error.js';
+import { readInt, readString, type Env } from './env-readers.js';
 
-/** Test-only hooks (see FaultInjector); each is refused in production. */
+/** Test-only hooks (see FaultInjectorService); each is refused in production. */
 export interface FaultsConfig {
   /** SIGKILL the process at this point, the Nth time it is reached. */
   crash: { point: FaultPoint; after: number } | null;
@@ -20,7 +21,7 @@ export interface FaultsConfig {
 export const FAULT_POINTS = ['after-deduct', 'after-commit', 'after-cancel-commit'] as const;
 export type FaultPoint = (typeof FAULT_POINTS)[number];
 
-/** Where a step can be held by a test (FaultInjector.holdAt) or slowed (FAULT_DELAYS). */
+/** Where a step can be held by a test (FaultInjectorService.holdAt) or slowed (FAULT_DELAYS). */
 export const PAUSE_POINTS = [
   'before-order-write',
   'before-sale-lock',

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { configNamespace } from './config-namespace.js';
-import { ConfigValidationError, readBool, readInt, readList, type Env } from './env-readers.js';
+import { ConfigValidationError } from './config-validation.error.js';
+import { readBool, readInt, readList, type Env } from './env-readers.js';
 
 export interface HttpConfig {
   port: number;

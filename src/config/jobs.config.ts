@@ -1,6 +1,7 @@
 import { validateCronExpression } from 'cron';
 import { configNamespace } from './config-namespace.js';
-import { ConfigValidationError, readBool, readInt, readString, type Env } from './env-readers.js';
+import { ConfigValidationError } from './config-validation.error.js';
+import { readBool, readInt, readString, type Env } from './env-readers.js';
 
 /** The scheduled jobs (run by the `all` and `worker` roles); each can be switched off. */
 export interface JobsConfig {

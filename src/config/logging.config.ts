@@ -5,7 +5,8 @@ import {
   type LogLevelName,
 } from '../common/logging/logging.js';
 import { configNamespace } from './config-namespace.js';
-import { ConfigValidationError, readBool, readString, type Env } from './env-readers.js';
+import { ConfigValidationError } from './config-validation.error.js';
+import { readBool, readString, type Env } from './env-readers.js';
 
 export interface LoggingConfig {
   level: LogLevelName;

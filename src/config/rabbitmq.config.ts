@@ -1,12 +1,6 @@
 import { configNamespace } from './config-namespace.js';
-import {
-  ConfigValidationError,
-  readBool,
-  readInt,
-  readString,
-  readUrl,
-  type Env,
-} from './env-readers.js';
+import { ConfigValidationError } from './config-validation.error.js';
+import { readBool, readInt, readString, readUrl, type Env } from './env-readers.js';
 
 export interface RabbitMqConfig {
   url: string;

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { configNamespace } from './config-namespace.js';
-import { ConfigValidationError, readInt, readList, readUrl, type Env } from './env-readers.js';
+import { ConfigValidationError } from './config-validation.error.js';
+import { readInt, readList, readUrl, type Env } from './env-readers.js';
 
 /** One `host:port` seed of a Redis Cluster. */
 export interface RedisNode {

@@ -3,7 +3,7 @@ import type { Channel, ConsumeMessage } from 'amqplib';
 import { vi } from 'vitest';
 import type {
   ConnectionRole,
-  RabbitConnection,
+  RabbitMqConnection,
 } from '../../src/infra/rabbitmq/rabbitmq.connection.js';
 
 /** One channel as the broker opened it to the consumer; its acks throw once it is closed. */
@@ -38,7 +38,7 @@ function fakeChannel() {
 }
 
 /**
- * The broker as a consumer's unit spec sees it: the RabbitConnection to build the consumer
+ * The broker as a consumer's unit spec sees it: the RabbitMqConnection to build the consumer
  * with, and the channel it consumes on. `connect` opens a channel and runs its setup (as the
  * connection manager does on each connect), closing the one before: a settle on that one then
  * throws, as amqplib's does. `deliver` hands a message out on the newest channel; `settled`
@@ -51,7 +51,7 @@ export function fakeBroker(names: Record<string, string>) {
   const rabbit = {
     names,
     createChannel: (role: ConnectionRole, options: CreateChannelOpts) => {
-      // Consumers stay off the publishers' connection (see RabbitConnection).
+      // Consumers stay off the publishers' connection (see RabbitMqConnection).
       if (role !== 'consume') throw new Error(`a consumer asked for a ${role} channel`);
       setup = options.setup;
       return { close: vi.fn(async () => undefined) };
@@ -68,7 +68,7 @@ export function fakeBroker(names: Record<string, string>) {
         .map(([m, , requeue]) => [m.fields.deliveryTag, requeue ? 'requeue' : 'reject']),
     ]);
   return {
-    rabbit: rabbit as unknown as RabbitConnection,
+    rabbit: rabbit as unknown as RabbitMqConnection,
     connect: () => {
       channels.at(-1)?.close();
       const opened = fakeChannel();

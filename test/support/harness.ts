@@ -12,8 +12,8 @@ import type { NewOrder } from '../../src/modules/orders/order.types.js';
 import { newOrderNo } from '../../src/modules/orders/order-no.js';
 import {
   DeductCode,
-  PurchaseLedger,
-} from '../../src/modules/sale-store/purchase-ledger.service.js';
+  PurchaseLedgerStore,
+} from '../../src/modules/sale-store/purchase-ledger.store.js';
 import type { RedisClient } from '../../src/infra/redis/redis-client.js';
 import { proxyInFront, type TcpProxy } from './tcp-proxy.js';
 import { waitFor } from './wait-for.js';
@@ -350,7 +350,7 @@ export async function acceptWithoutPublishing(
 ): Promise<NewOrder> {
   const order = newPurchase(goodsId, userId);
   const { code } = await app
-    .get(PurchaseLedger)
+    .get(PurchaseLedgerStore)
     .deduct(goodsId, userId, 1, order.requestId, encodeOrderMessage(order));
   if (code !== DeductCode.Accepted) throw new Error(`the Lua step refused: code ${code}`);
   return order;

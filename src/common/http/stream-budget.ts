@@ -7,7 +7,7 @@ import {
   streamSlotsKey,
   type StreamKind,
 } from '../../infra/redis/seckill-keys.js';
-import type { StreamSlots } from '../../infra/redis/stream-slots.js';
+import type { StreamSlotsService } from '../../infra/redis/stream-slots.service.js';
 import { DomainError } from '../errors/domain-error.js';
 import { Teardown } from '../teardown.js';
 
@@ -25,7 +25,7 @@ export class StreamBudget {
 
   constructor(
     private readonly kind: StreamKind,
-    private readonly slots: StreamSlots,
+    private readonly slots: StreamSlotsService,
     private readonly bounds: StreamBoundsConfig,
     private readonly gauge: Gauge,
   ) {}

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
-import type { RedisLocks } from '../../infra/redis/redis-locks.js';
+import type { RedisLocksService } from '../../infra/redis/redis-locks.service.js';
 
 /** How often a job failing the same way says so again. */
 const FAILURE_LOG_MS = 5_000;
@@ -18,7 +18,7 @@ export type JobSchedule = { intervalMs: number } | { cron: string };
  */
 export function scheduleSingletonJob(options: {
   registry: SchedulerRegistry;
-  locks: RedisLocks;
+  locks: RedisLocksService;
   name: string;
   schedule: JobSchedule;
   run: () => Promise<void>;

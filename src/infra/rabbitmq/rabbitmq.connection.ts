@@ -24,8 +24,8 @@ export type ConnectionRole = 'publish' | 'consume';
  * reconnect.
  */
 @Injectable()
-export class RabbitConnection implements OnApplicationShutdown {
-  private readonly logger = new Logger(RabbitConnection.name);
+export class RabbitMqConnection implements OnApplicationShutdown {
+  private readonly logger = new Logger(RabbitMqConnection.name);
   private readonly connections = new Map<ConnectionRole, AmqpConnectionManager>();
   readonly names: TopologyNames;
 

@@ -1,9 +1,9 @@
 import { Global, Module } from '@nestjs/common';
-import { RabbitConnection } from './rabbitmq.connection.js';
+import { RabbitMqConnection } from './rabbitmq.connection.js';
 
 @Global()
 @Module({
-  providers: [RabbitConnection],
-  exports: [RabbitConnection],
+  providers: [RabbitMqConnection],
+  exports: [RabbitMqConnection],
 })
 export class RabbitMqModule {}

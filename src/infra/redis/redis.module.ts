@@ -1,14 +1,14 @@
 import { Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { redisConfig, type RedisConfig } from '../../config/redis.config.js';
-import { LuaScripts } from './lua-scripts.js';
+import { LuaScriptsService } from './lua-scripts.service.js';
 import type { RedisClient } from './redis-client.js';
 import { REDIS_CLIENT, REDIS_COMMAND_TIMEOUT_MS } from './redis.constants.js';
-import { RedisHealth } from './redis-health.js';
-import { RedisLocks } from './redis-locks.js';
-import { StreamSlots } from './stream-slots.js';
-import { RedisSubscriber } from './redis-subscriber.js';
-import { RedisWatchdog } from './redis-watchdog.js';
+import { RedisHealthService } from './redis-health.service.js';
+import { RedisLocksService } from './redis-locks.service.js';
+import { StreamSlotsService } from './stream-slots.service.js';
+import { RedisSubscriberService } from './redis-subscriber.service.js';
+import { RedisWatchdogService } from './redis-watchdog.service.js';
 
 /** Options of every connection to a Redis server, the one server or each cluster node. */
 const CONNECTION_OPTIONS = {
@@ -51,7 +51,14 @@ function createClient(redis: RedisConfig): RedisClient {
 }
 
 /** What the module provides on top of the client, every one exported. */
-const SERVICES = [LuaScripts, RedisWatchdog, RedisLocks, RedisSubscriber, RedisHealth, StreamSlots];
+const SERVICES = [
+  LuaScriptsService,
+  RedisWatchdogService,
+  RedisLocksService,
+  RedisSubscriberService,
+  RedisHealthService,
+  StreamSlotsService,
+];
 
 @Global()
 @Module({

@@ -213,7 +213,7 @@ export function autobanCounterKey(tracker: string): string {
 }
 
 /**
- * The order barrier's keys (messaging/order-barrier.service.ts), all under one tag so that one
+ * The order barrier's keys (messaging/redis-barrier.store.ts), all under one tag so that one
  * script reads and writes them on a cluster: the consumers' registry, the open barriers, and
  * each barrier's hash (who drained it).
  */

@@ -1,6 +1,6 @@
 /**
  * Which stock bucket a buyer belongs to, and in which order a buyer whose home bucket is empty
- * asks the others (see PurchaseLedger and StockLoans). Pure functions of the ids: every instance agrees without
+ * asks the others (see PurchaseLedgerStore and StockLoansStore). Pure functions of the ids: every instance agrees without
  * asking anyone.
  */
 

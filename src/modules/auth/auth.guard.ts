@@ -1,13 +1,13 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ACCESS_KEY, type Access, type AuthenticatedRequest } from './auth.decorators.js';
-import { Authenticator } from './authenticator.js';
+import { AuthenticatorService } from './authenticator.service.js';
 
 @Injectable()
 export class AuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
-    private readonly authenticator: Authenticator,
+    private readonly authenticator: AuthenticatorService,
   ) {}
 
   canActivate(context: ExecutionContext): boolean {

@@ -1,20 +1,20 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DatabasePurchase } from './fallback/database-purchase.service.js';
-import { RedisDownPolicy, type PurchaseRoute } from './fallback/redis-down-policy.js';
+import { DatabasePurchaseService } from './fallback/database-purchase.service.js';
+import { RedisDownPolicy, type PurchaseRoute } from './fallback/redis-down.policy.js';
 import type { PurchaseAccepted } from '../seckill/purchase.types.js';
-import { SaleRecovery } from './sale-recovery.service.js';
+import { SaleRecoveryService } from './sale-recovery.service.js';
 
 /**
- * Which store decides a purchase, in one place: the restart recovery (SaleRecovery: the Redis
+ * Which store decides a purchase, in one place: the restart recovery (SaleRecoveryService: the Redis
  * path closed while a restarted Redis is rebuilt) and the outage policy bound from
  * REDIS_DOWN_MODE (RedisDownPolicy: a closed path refused, or sold through MySQL) together.
  */
 @Injectable()
-export class PurchaseAvailability {
+export class PurchaseAvailabilityService {
   constructor(
-    private readonly recovery: SaleRecovery,
+    private readonly recovery: SaleRecoveryService,
     @Inject(RedisDownPolicy) private readonly policy: RedisDownPolicy,
-    private readonly database: DatabasePurchase,
+    private readonly database: DatabasePurchaseService,
   ) {}
 
   /** Asked first, before anything is read for the purchase. */
@@ -39,7 +39,7 @@ export class PurchaseAvailability {
     return this.settled(goodsId, this.policy.route(goodsId, false)) === 'database';
   }
 
-  /** The purchase decided by MySQL alone (DatabasePurchase). */
+  /** The purchase decided by MySQL alone (DatabasePurchaseService). */
   sellThroughDatabase(
     goodsId: number,
     userId: number,

@@ -5,9 +5,9 @@ import { scopeWithout } from '../../infra/redis/redis-client.js';
 import {
   saleInScope,
   type RedisRestart,
-  type RedisWatchdog,
-} from '../../infra/redis/redis-watchdog.js';
-import type { SurvivorWipe } from './survivor-wipe.service.js';
+  type RedisWatchdogService,
+} from '../../infra/redis/redis-watchdog.service.js';
+import type { SurvivorWipeService } from './survivor-wipe.service.js';
 
 /**
  * One instance's follow-up of Redis restarts: for each restart (on a cluster, of each master),
@@ -24,7 +24,7 @@ export class RecoveryLoop {
 
   constructor(
     context: string,
-    private readonly wipe: SurvivorWipe,
+    private readonly wipe: SurvivorWipeService,
     /** How many sales of the restart's slots are not back yet (bringing them back, or not). */
     private readonly remaining: (restart: RedisRestart) => Promise<number>,
     private readonly messages: { began: string; settled: string },
@@ -35,7 +35,7 @@ export class RecoveryLoop {
   }
 
   /** Starts following each restart the watchdog announces. */
-  follow(watchdog: RedisWatchdog): void {
+  follow(watchdog: RedisWatchdogService): void {
     watchdog.onRestart((restart) => this.begin(restart));
   }
 

@@ -1,32 +1,37 @@
 import { Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { RedisWatchdog, type SlotScope } from '../../infra/redis/redis-watchdog.js';
-import { BucketCounts } from '../sale-store/bucket-counts.service.js';
-import { SaleLoader } from '../sale-store/sale-loader.service.js';
+import { RedisWatchdogService, type SlotScope } from '../../infra/redis/redis-watchdog.service.js';
+import { BucketCountsStore } from '../sale-store/bucket-counts.store.js';
+import { SaleLoaderStore } from '../sale-store/sale-loader.store.js';
 import { RecoveryLoop } from './recovery-loop.js';
-import { SurvivorWipe } from './survivor-wipe.service.js';
+import { SurvivorWipeService } from './survivor-wipe.service.js';
 
 /**
  * After Redis restarts or fails over, this instance's purchases stay closed (503, nothing sold)
  * until what survived is wiped and every open or upcoming sale is back in Redis, rebuilt from
  * MySQL. On a cluster only the sales in the slots of the master that restarted are closed; the
  * others go on selling. Every instance that sells keeps this guard: each notices the restart on
- * its own connection. It only watches Redis for the rebuild, which SaleRebuilder does where the
+ * its own connection. It only watches Redis for the rebuild, which SaleRebuilderService does where the
  * consumers run, so an `api` instance reopens when a worker has rebuilt the sales.
  */
 @Injectable()
-export class SaleRecovery implements OnModuleInit, OnApplicationShutdown {
+export class SaleRecoveryService implements OnModuleInit, OnApplicationShutdown {
   private readonly loop: RecoveryLoop;
 
   constructor(
-    private readonly watchdog: RedisWatchdog,
-    private readonly wipe: SurvivorWipe,
-    private readonly buckets: BucketCounts,
-    private readonly loader: SaleLoader,
+    private readonly watchdog: RedisWatchdogService,
+    private readonly wipe: SurvivorWipeService,
+    private readonly buckets: BucketCountsStore,
+    private readonly loader: SaleLoaderStore,
   ) {
-    this.loop = new RecoveryLoop(SaleRecovery.name, wipe, ({ slots }) => this.missingSales(slots), {
-      began: 'redis restarted: purchases closed until the sales are rebuilt from MySQL',
-      settled: 'sales rebuilt; purchases open again',
-    });
+    this.loop = new RecoveryLoop(
+      SaleRecoveryService.name,
+      wipe,
+      ({ slots }) => this.missingSales(slots),
+      {
+        began: 'redis restarted: purchases closed until the sales are rebuilt from MySQL',
+        settled: 'sales rebuilt; purchases open again',
+      },
+    );
   }
 
   onModuleInit(): void {

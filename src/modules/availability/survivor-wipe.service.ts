@@ -10,13 +10,13 @@ import {
   saleInScope,
   type RedisRestart,
   type SlotScope,
-} from '../../infra/redis/redis-watchdog.js';
+} from '../../infra/redis/redis-watchdog.service.js';
 import { recoveryKey, SALES_INDEX_KEY } from '../../infra/redis/seckill-keys.js';
 import { OrdersService } from '../orders/orders.service.js';
-import { SaleStateLock } from '../sale-store/sale-state-lock.js';
-import { BucketCounts } from '../sale-store/bucket-counts.service.js';
-import { RestartMarkers } from '../sale-store/restart-markers.service.js';
-import { SaleLoader } from '../sale-store/sale-loader.service.js';
+import { SaleStateLockService } from '../sale-store/sale-state-lock.service.js';
+import { BucketCountsStore } from '../sale-store/bucket-counts.store.js';
+import { RestartMarkersStore } from '../sale-store/restart-markers.store.js';
+import { SaleLoaderStore } from '../sale-store/sale-loader.store.js';
 
 /** Longest a wipe may take before another instance takes it over (its holder died). */
 const CLAIM_LEASE_MS = 15_000;
@@ -37,18 +37,18 @@ interface WipeClaim {
  * one instance wipes what survived; every other instance waits until it has.
  */
 @Injectable()
-export class SurvivorWipe {
-  private readonly logger = new Logger(SurvivorWipe.name);
+export class SurvivorWipeService {
+  private readonly logger = new Logger(SurvivorWipeService.name);
   /** By recovery marker. */
   private readonly claims = new Map<string, WipeClaim>();
 
   constructor(
     private readonly goods: GoodsService,
     private readonly orders: OrdersService,
-    private readonly buckets: BucketCounts,
-    private readonly markers: RestartMarkers,
-    private readonly loader: SaleLoader,
-    private readonly saleLock: SaleStateLock,
+    private readonly buckets: BucketCountsStore,
+    private readonly markers: RestartMarkersStore,
+    private readonly loader: SaleLoaderStore,
+    private readonly saleLock: SaleStateLockService,
     @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
   ) {}
 

@@ -2,8 +2,8 @@ import { Logger } from '@nestjs/common';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { HttpConfig } from '../../config/http.config.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
-import type { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
-import type { BlocklistScripts } from './blocklist-scripts.js';
+import type { RedisSubscriberService } from '../../infra/redis/redis-subscriber.service.js';
+import type { BlocklistScripts } from './blocklist.scripts.js';
 import { BlocklistService } from './blocklist.service.js';
 
 /** A Redis whose HGETALL answers when the test says, and a subscriber the test speaks through. */
@@ -26,7 +26,7 @@ function fakes(stored: Record<string, string> = {}, trustedProxies: string[] = [
   const scripts = { prune: vi.fn(async () => 1) };
   const service = new BlocklistService(
     redis as unknown as RedisClient,
-    subscriber as unknown as RedisSubscriber,
+    subscriber as unknown as RedisSubscriberService,
     scripts as unknown as BlocklistScripts,
     { trustedProxies } as HttpConfig,
   );

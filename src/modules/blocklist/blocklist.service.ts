@@ -9,10 +9,10 @@ import { DomainError, orUnavailable, UnavailableError } from '../../common/error
 import { InjectConfig } from '../../config/config-namespace.js';
 import { httpConfig, type HttpConfig } from '../../config/http.config.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
-import { RedisSubscriber } from '../../infra/redis/redis-subscriber.js';
+import { RedisSubscriberService } from '../../infra/redis/redis-subscriber.service.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { BLOCKLIST_CHANNEL, BLOCKLIST_KEY } from '../../infra/redis/seckill-keys.js';
-import { BlocklistScripts } from './blocklist-scripts.js';
+import { BlocklistScripts } from './blocklist.scripts.js';
 
 export type BlockType = 'ip' | 'user';
 
@@ -89,7 +89,7 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    private readonly subscriber: RedisSubscriber,
+    private readonly subscriber: RedisSubscriberService,
     private readonly scripts: BlocklistScripts,
     @InjectConfig(httpConfig) http: HttpConfig,
   ) {

@@ -6,7 +6,7 @@ import { sendPage } from '../../common/http/page-files.js';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { Public } from '../auth/auth.decorators.js';
 import { RateLimit } from '../rate-limit/rate-limit.policy.js';
-import { BuyerPage } from './buyer-page.js';
+import { BuyerPageService } from './buyer-page.service.js';
 
 /** Outside /api/v1 (bootstrap excludes it from the prefix): the address a sale is announced with. */
 export const BUYER_PAGE_PATH = 'sale/:goodsId';
@@ -14,7 +14,7 @@ export const BUYER_PAGE_PATH = 'sale/:goodsId';
 @ApiTags('pages')
 @Controller()
 export class BuyerPageController {
-  constructor(private readonly page: BuyerPage) {}
+  constructor(private readonly page: BuyerPageService) {}
 
   @Get(BUYER_PAGE_PATH)
   @Public()

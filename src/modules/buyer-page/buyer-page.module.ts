@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { BuyerPage } from './buyer-page.js';
+import { BuyerPageService } from './buyer-page.service.js';
 import { BuyerPageController } from './buyer-page.controller.js';
 
 /**
@@ -8,6 +8,6 @@ import { BuyerPageController } from './buyer-page.controller.js';
  */
 @Module({
   controllers: [BuyerPageController],
-  providers: [BuyerPage],
+  providers: [BuyerPageService],
 })
 export class BuyerPageModule {}

@@ -4,12 +4,12 @@ import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DomainError } from '../../common/errors/domain-error.js';
 import {
-  DashboardFeed,
+  DashboardFeedService,
   FEED_LIFETIME_MS,
   MAX_FEEDS_PER_ADMIN,
   STALLED_FEED_MS,
 } from './dashboard-feed.service.js';
-import type { SaleBoard } from './sale-board.service.js';
+import type { SaleBoardService } from './sale-board.service.js';
 
 /** A response whose client reads (writes succeed) until told to stop. */
 class FakeResponse extends EventEmitter {
@@ -47,8 +47,8 @@ class FakeResponse extends EventEmitter {
   }
 }
 
-describe('DashboardFeed', () => {
-  let feed: DashboardFeed;
+describe('DashboardFeedService', () => {
+  let feed: DashboardFeedService;
 
   const attach = (admin: number) => {
     const response = new FakeResponse();
@@ -60,7 +60,10 @@ describe('DashboardFeed', () => {
     vi.useFakeTimers();
     const board = { build: async (at: number) => ({ at, sales: [], queues: [], problems: [] }) };
     const redis = { set: async () => 'OK', get: async () => null };
-    feed = new DashboardFeed(board as unknown as SaleBoard, redis as unknown as Redis);
+    feed = new DashboardFeedService(
+      board as unknown as SaleBoardService,
+      redis as unknown as Redis,
+    );
   });
 
   afterEach(() => {

@@ -5,7 +5,7 @@ import type { ServerResponse } from 'node:http';
 import { DomainError, UnavailableError } from '../../common/errors/domain-error.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { DASHBOARD_SNAPSHOT_KEY, dashboardBuildKey } from '../../infra/redis/seckill-keys.js';
-import { SaleBoard } from './sale-board.service.js';
+import { SaleBoardService } from './sale-board.service.js';
 
 /** Open feeds per instance; one more is refused 429 (each is an operator's browser tab). */
 export const MAX_FEEDS = 16;
@@ -40,15 +40,15 @@ interface FeedState {
 /**
  * The admin event stream (`GET /api/v1/admin/events`). While at least one feed is open, this
  * instance ticks once a second and writes the same frame to every open feed; with none open it
- * does nothing. Each second one instance of the fleet builds the snapshot (SaleBoard): the first
+ * does nothing. Each second one instance of the fleet builds the snapshot (SaleBoardService): the first
  * to tick in that wall-clock second takes the second's build key in Redis, builds, serialises
  * once and stores the JSON; the others' ticks read it (one GET) and build only when it is stale
  * (its builder went away). So a second costs one snapshot whatever the number of dashboards and
  * of instances showing one, and nothing once the last dashboard closes.
  */
 @Injectable()
-export class DashboardFeed implements BeforeApplicationShutdown {
-  private readonly logger = new Logger(DashboardFeed.name);
+export class DashboardFeedService implements BeforeApplicationShutdown {
+  private readonly logger = new Logger(DashboardFeedService.name);
   private readonly feeds = new Map<ServerResponse, FeedState>();
   private ticker?: NodeJS.Timeout;
   private heartbeat?: NodeJS.Timeout;
@@ -58,7 +58,7 @@ export class DashboardFeed implements BeforeApplicationShutdown {
   private latest?: { at: number; frame: string };
 
   constructor(
-    private readonly board: SaleBoard,
+    private readonly board: SaleBoardService,
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
   ) {}
 

@@ -3,7 +3,7 @@ import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from
 import type { FastifyReply } from 'fastify';
 import { AdminOnly, CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
 import {
-  DashboardFeed,
+  DashboardFeedService,
   FEED_LIFETIME_MS,
   MAX_FEEDS,
   MAX_FEEDS_PER_ADMIN,
@@ -15,7 +15,7 @@ import { ADMIN, ApiErrors } from '../../common/errors/api-errors.decorator.js';
 @ApiBearerAuth()
 @Controller('admin')
 export class DashboardController {
-  constructor(private readonly feed: DashboardFeed) {}
+  constructor(private readonly feed: DashboardFeedService) {}
 
   @Get('events')
   @AdminOnly()

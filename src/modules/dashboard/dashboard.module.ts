@@ -2,11 +2,11 @@ import { Module } from '@nestjs/common';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { ReconcileModule } from '../reconcile/reconcile.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
-import { DashboardFeed } from './dashboard-feed.service.js';
-import { DashboardPage } from './dashboard-page.js';
+import { DashboardFeedService } from './dashboard-feed.service.js';
+import { DashboardPageService } from './dashboard-page.service.js';
 import { DashboardController } from './dashboard.controller.js';
-import { RateRecorder } from './rate-recorder.service.js';
-import { SaleBoard } from './sale-board.service.js';
+import { RateRecorderService } from './rate-recorder.service.js';
+import { SaleBoardService } from './sale-board.service.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
 import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
@@ -26,6 +26,6 @@ import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
     WaitingRoomModule,
   ],
   controllers: [DashboardController],
-  providers: [SaleBoard, DashboardFeed, RateRecorder, DashboardPage],
+  providers: [SaleBoardService, DashboardFeedService, RateRecorderService, DashboardPageService],
 })
 export class DashboardModule {}

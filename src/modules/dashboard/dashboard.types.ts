@@ -1,6 +1,6 @@
 import type { GoodsStatus } from '../goods/goods.dto.js';
-import type { QueueRole } from '../messaging/order-publisher.service.js';
-import type { SaleVerdict } from '../reconcile/reconcile-verdicts.js';
+import type { QueueRole } from '../messaging/order.publisher.js';
+import type { SaleVerdict } from '../reconcile/reconcile-verdicts.store.js';
 import type { QueueBoard } from '../waiting-room/queue-control.service.js';
 
 /** Per order status: pending payment, paid, cancelled. */

@@ -24,8 +24,8 @@ const WARN_EVERY_MS = 10_000;
  * fail to reach Redis are dropped (the chart shows a dip), never retried into a later second.
  */
 @Injectable()
-export class RateRecorder implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger(RateRecorder.name);
+export class RateRecorderService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(RateRecorderService.name);
   private timer?: NodeJS.Timeout;
   private lastWarnAt = 0;
 

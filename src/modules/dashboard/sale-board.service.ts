@@ -2,16 +2,16 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import type { OrderStatus } from '../../infra/database/entities/order.entity.js';
-import { LuaScripts } from '../../infra/redis/lua-scripts.js';
+import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
 import { statusOf } from '../goods/goods.service.js';
-import { OrderPublisher } from '../messaging/order-publisher.service.js';
-import { parseVerdict, type SaleVerdict } from '../reconcile/reconcile-verdicts.js';
+import { OrderPublisher } from '../messaging/order.publisher.js';
+import { parseVerdict, type SaleVerdict } from '../reconcile/reconcile-verdicts.store.js';
 import { ReconcileService } from '../reconcile/reconcile.service.js';
-import { BucketCounts } from '../sale-store/bucket-counts.service.js';
-import { SaleRepair } from '../sale-store/sale-repair.service.js';
-import { QueueControl, type QueueAdmission } from '../waiting-room/queue-control.service.js';
+import { BucketCountsStore } from '../sale-store/bucket-counts.store.js';
+import { SaleRepairService } from '../sale-store/sale-repair.service.js';
+import { QueueControlService, type QueueAdmission } from '../waiting-room/queue-control.service.js';
 import type { ByStatus, DashboardSnapshot, QueueFigures, SaleFigures } from './dashboard.types.js';
 
 /** "Recent": a sale that ended within this long is still shown (its orders still expire). */
@@ -21,7 +21,7 @@ export const RECENT_SALE_MS = 60 * 60_000;
  * ceiling.
  */
 export const MAX_SALES = 12;
-/** The chart's window: this many whole seconds, ending two seconds ago (see RateRecorder). */
+/** The chart's window: this many whole seconds, ending two seconds ago (see RateRecorderService). */
 export const RATE_WINDOW_SECONDS = 180;
 /** The last second shown; a second is in Redis once every instance flushed it (≤ 2 s later). */
 const RATE_LAG_SECONDS = 2;
@@ -67,18 +67,18 @@ const STATUS_RANK = { ACTIVE: 0, SOLD_OUT: 0, UPCOMING: 1, ENDED: 2 } as const;
  * counters. A few reads per second in all, however many dashboards are open.
  */
 @Injectable()
-export class SaleBoard {
-  private readonly logger = new Logger(SaleBoard.name);
+export class SaleBoardService {
+  private readonly logger = new Logger(SaleBoardService.name);
   private readonly refreshing = new Set<number>();
 
   constructor(
     private readonly goods: GoodsRepository,
-    private readonly lua: LuaScripts,
+    private readonly lua: LuaScriptsService,
     private readonly publisher: OrderPublisher,
     private readonly reconcile: ReconcileService,
-    private readonly buckets: BucketCounts,
-    private readonly repair: SaleRepair,
-    private readonly queues: QueueControl,
+    private readonly buckets: BucketCountsStore,
+    private readonly repair: SaleRepairService,
+    private readonly queues: QueueControlService,
     @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
   ) {}
 

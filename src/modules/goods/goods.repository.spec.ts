@@ -1,7 +1,7 @@
 import type { Repository } from 'typeorm';
 import { describe, expect, it, vi } from 'vitest';
 import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
-import type { Tx } from '../../infra/database/transactions.js';
+import type { Tx } from '../../infra/database/transactions.service.js';
 import { GoodsRepository } from './goods.repository.js';
 
 function fakeTx(affectedRows: number) {

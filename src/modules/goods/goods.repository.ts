@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, IsNull, Repository } from 'typeorm';
 import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import type { OrderStatus } from '../../infra/database/entities/order.entity.js';
-import type { Tx } from '../../infra/database/transactions.js';
+import type { Tx } from '../../infra/database/transactions.service.js';
 
 export type NewGoods = Pick<
   GoodsEntity,

@@ -3,7 +3,7 @@ import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
-import { SaleReads } from '../sale-store/sale-reads.service.js';
+import { SaleReadsStore } from '../sale-store/sale-reads.store.js';
 import { GoodsRepository } from './goods.repository.js';
 import type { CreateGoodsDto, GoodsCreatedDto, GoodsStatus, GoodsViewDto } from './goods.dto.js';
 
@@ -17,7 +17,7 @@ export class GoodsService {
 
   constructor(
     private readonly goods: GoodsRepository,
-    private readonly sale: SaleReads,
+    private readonly sale: SaleReadsStore,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {}
 

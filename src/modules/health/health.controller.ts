@@ -8,10 +8,10 @@ import {
   type HealthCheckResult,
 } from '@nestjs/terminus';
 import { UnavailableError } from '../../common/errors/domain-error.js';
-import { RabbitConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
-import { RedisHealth } from '../../infra/redis/redis-health.js';
+import { RabbitMqConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
+import { RedisHealthService } from '../../infra/redis/redis-health.service.js';
 import { Public } from '../auth/auth.decorators.js';
-import { OrderPublisher } from '../messaging/order-publisher.service.js';
+import { OrderPublisher } from '../messaging/order.publisher.js';
 
 const CHECK_TIMEOUT_MS = 2_000;
 
@@ -44,8 +44,8 @@ export class HealthController {
     private readonly health: HealthCheckService,
     private readonly indicators: HealthIndicatorService,
     private readonly database: TypeOrmHealthIndicator,
-    private readonly redis: RedisHealth,
-    private readonly rabbit: RabbitConnection,
+    private readonly redis: RedisHealthService,
+    private readonly rabbit: RabbitMqConnection,
     private readonly publisher: OrderPublisher,
   ) {}
 

@@ -2,7 +2,7 @@ import type { Channel, ConsumeMessage } from 'amqplib';
 import { Delivery } from './delivery.js';
 
 /**
- * One consumer session of the order barrier (messaging/order-barrier.service.ts): the id it
+ * One consumer session of the order barrier (messaging/redis-barrier.store.ts): the id it
  * beats under, the channel it consumes on, its deliveries numbered from 1, those not settled
  * yet, and the barriers it drains. Each delivery reports its settle to the session that received
  * it and to no other: a batch still holding an old channel's deliveries settles them late, after

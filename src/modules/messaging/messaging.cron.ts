@@ -3,17 +3,17 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
-import { RedisLocks } from '../../infra/redis/redis-locks.js';
-import { OutboxSweeper } from './outbox-sweeper.service.js';
+import { RedisLocksService } from '../../infra/redis/redis-locks.service.js';
+import { OutboxSweeperService } from './outbox-sweeper.service.js';
 
-/** Schedules only; OutboxSweeper does the work. Off with OUTBOX_SWEEP_ENABLED=false. */
+/** Schedules only; OutboxSweeperService does the work. Off with OUTBOX_SWEEP_ENABLED=false. */
 @Injectable()
 export class MessagingCron implements OnApplicationBootstrap {
   constructor(
     @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
     private readonly registry: SchedulerRegistry,
-    private readonly locks: RedisLocks,
-    private readonly sweeper: OutboxSweeper,
+    private readonly locks: RedisLocksService,
+    private readonly sweeper: OutboxSweeperService,
   ) {}
 
   onApplicationBootstrap(): void {

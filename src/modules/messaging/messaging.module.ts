@@ -1,8 +1,8 @@
 import { Module } from '@nestjs/common';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
-import { OrderBarrier } from './order-barrier.service.js';
-import { OrderPublisher } from './order-publisher.service.js';
-import { OutboxSweeper } from './outbox-sweeper.service.js';
+import { RedisBarrierStore } from './redis-barrier.store.js';
+import { OrderPublisher } from './order.publisher.js';
+import { OutboxSweeperService } from './outbox-sweeper.service.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 
 /**
@@ -11,7 +11,7 @@ import { MetricsModule } from '../metrics/metrics.module.js';
  */
 @Module({
   imports: [MetricsModule, SaleStoreModule],
-  providers: [OrderPublisher, OutboxSweeper, OrderBarrier],
-  exports: [OrderPublisher, OutboxSweeper, OrderBarrier],
+  providers: [OrderPublisher, OutboxSweeperService, RedisBarrierStore],
+  exports: [OrderPublisher, OutboxSweeperService, RedisBarrierStore],
 })
 export class MessagingModule {}

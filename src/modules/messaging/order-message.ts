@@ -48,7 +48,7 @@ export function parseOrderMessage(content: Buffer | string): NewOrder | string {
 }
 
 /**
- * The AMQP `type` of an order barrier's message (see OrderBarrier), which shares the orders queue
+ * The AMQP `type` of an order barrier's message (see RedisBarrierStore), which shares the orders queue
  * with the order messages and is told apart by it before any parsing.
  */
 export const BARRIER_MESSAGE_TYPE = 'seckill.order-barrier';

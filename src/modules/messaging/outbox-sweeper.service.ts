@@ -3,10 +3,10 @@ import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
-import { OutboxReader } from '../sale-store/outbox-reader.service.js';
-import { StockLoans } from '../sale-store/stock-loans.service.js';
+import { OutboxReaderStore } from '../sale-store/outbox-reader.store.js';
+import { StockLoansStore } from '../sale-store/stock-loans.store.js';
 import { parseOrderMessage } from './order-message.js';
-import { OrderPublisher } from './order-publisher.service.js';
+import { OrderPublisher } from './order.publisher.js';
 
 const SWEEP_BATCH = 500;
 
@@ -16,12 +16,12 @@ const SWEEP_BATCH = 500;
  * request_id), so the sweeper errs on the side of publishing.
  */
 @Injectable()
-export class OutboxSweeper {
-  private readonly logger = new Logger(OutboxSweeper.name);
+export class OutboxSweeperService {
+  private readonly logger = new Logger(OutboxSweeperService.name);
 
   constructor(
-    private readonly outbox: OutboxReader,
-    private readonly loans: StockLoans,
+    private readonly outbox: OutboxReaderStore,
+    private readonly loans: StockLoansStore,
     private readonly publisher: OrderPublisher,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,

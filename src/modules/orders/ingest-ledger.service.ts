@@ -1,16 +1,16 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
-import { RedisDownPolicy } from '../availability/fallback/redis-down-policy.js';
+import { RedisWatchdogService } from '../../infra/redis/redis-watchdog.service.js';
+import { RedisDownPolicy } from '../availability/fallback/redis-down.policy.js';
 import {
   CLAIM_LEASE_MS,
-  PurchaseLedger,
+  PurchaseLedgerStore,
   type ReleaseCode,
-} from '../sale-store/purchase-ledger.service.js';
-import { OrderWriter } from './order-writer.service.js';
+} from '../sale-store/purchase-ledger.store.js';
+import { OrderWriterService } from './order-writer.service.js';
 import type { NewOrder } from './order.types.js';
 
 /**
- * The Redis side of an ingest (claim, complete, release) as OrderIngest takes it: each step
+ * The Redis side of an ingest (claim, complete, release) as OrderIngestService takes it: each step
  * either runs or, where the Redis-down policy lets the batch go on without Redis, is skipped
  * with the goods marked for a rebuild.
  *
@@ -21,14 +21,14 @@ import type { NewOrder } from './order.types.js';
  * skipped here (claims, results, stock given back).
  */
 @Injectable()
-export class IngestLedger {
-  private readonly logger = new Logger(IngestLedger.name);
+export class IngestLedgerService {
+  private readonly logger = new Logger(IngestLedgerService.name);
 
   constructor(
-    private readonly ledger: PurchaseLedger,
+    private readonly ledger: PurchaseLedgerStore,
     private readonly policy: RedisDownPolicy,
-    private readonly watchdog: RedisWatchdog,
-    private readonly writer: OrderWriter,
+    private readonly watchdog: RedisWatchdogService,
+    private readonly writer: OrderWriterService,
   ) {}
 
   /**
@@ -50,7 +50,7 @@ export class IngestLedger {
     await this.step(goodsId, () => this.ledger.complete(goodsId, orders.map(completedOf)));
   }
 
-  /** Gives a purchase this holder will not write back (see PurchaseLedger.release). */
+  /** Gives a purchase this holder will not write back (see PurchaseLedgerStore.release). */
   release(
     goodsId: number,
     order: NewOrder,
@@ -64,7 +64,7 @@ export class IngestLedger {
 
   /**
    * Whether another consumer's claim in force would refuse this holder's release of `order`
-   * (see PurchaseLedger.claimedElsewhere). Skipped as the claim is (false: nobody's claim can be
+   * (see PurchaseLedgerStore.claimedElsewhere). Skipped as the claim is (false: nobody's claim can be
    * read while Redis is down for the goods, and the void in MySQL decides alone); a timeout on a
    * live connection is retried, not taken for "unclaimed".
    */

@@ -3,9 +3,9 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
-import { RedisLocks } from '../../infra/redis/redis-locks.js';
+import { RedisLocksService } from '../../infra/redis/redis-locks.service.js';
 import { OrderLifecycleService } from './order-lifecycle.service.js';
-import { VoidedRequests } from './voided-requests.service.js';
+import { VoidedRequestsService } from './voided-requests.service.js';
 
 const OVERDUE_BATCH = 500;
 
@@ -13,7 +13,7 @@ const OVERDUE_BATCH = 500;
  * Schedules only. The payment timeout normally arrives through RabbitMQ's delay queue; this
  * sweep cancels what is overdue by more than EXPIRY_SWEEP_GRACE_MS anyway (a message lost with
  * a broker's disk, a queue deleted by hand). It also prunes the voids MySQL keeps for a day
- * (VoidedRequests), an indexed delete that finds nothing on most runs. Off with
+ * (VoidedRequestsService), an indexed delete that finds nothing on most runs. Off with
  * EXPIRY_SWEEP_ENABLED=false.
  */
 @Injectable()
@@ -21,9 +21,9 @@ export class OrderExpiryCron implements OnApplicationBootstrap {
   constructor(
     @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
     private readonly registry: SchedulerRegistry,
-    private readonly locks: RedisLocks,
+    private readonly locks: RedisLocksService,
     private readonly lifecycle: OrderLifecycleService,
-    private readonly voided: VoidedRequests,
+    private readonly voided: VoidedRequestsService,
   ) {}
 
   onApplicationBootstrap(): void {

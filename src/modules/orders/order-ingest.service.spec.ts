@@ -1,23 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import type { FaultInjector } from '../../config/fault-injector.js';
-import type { RedisWatchdog } from '../../infra/redis/redis-watchdog.js';
+import type { FaultInjectorService } from '../../config/fault-injector.service.js';
+import type { RedisWatchdogService } from '../../infra/redis/redis-watchdog.service.js';
 import {
   CLAIM_LEASE_MS,
   ReleaseCode,
-  type PurchaseLedger,
-} from '../sale-store/purchase-ledger.service.js';
-import { IngestLedger } from './ingest-ledger.service.js';
-import { OrderIngest, type PaymentTimeouts } from './order-ingest.service.js';
-import type { OrderWriter } from './order-writer.service.js';
+  type PurchaseLedgerStore,
+} from '../sale-store/purchase-ledger.store.js';
+import { IngestLedgerService } from './ingest-ledger.service.js';
+import { OrderIngestService, type PaymentTimeouts } from './order-ingest.service.js';
+import type { OrderWriterService } from './order-writer.service.js';
 import type { NewOrder, WriteOutcome } from './order.types.js';
 import type { OrdersService } from './orders.service.js';
-import type { VoidedRequests } from './voided-requests.service.js';
-import type { FallbackGate } from '../availability/fallback/fallback-gate.service.js';
+import type { VoidedRequestsService } from './voided-requests.service.js';
+import type { FallbackGateService } from '../availability/fallback/fallback-gate.service.js';
 import {
-  ClosedWhileRedisDown,
-  SellThroughDatabase,
-} from '../availability/fallback/redis-down-policy.js';
+  ClosedWhileRedisDownPolicy,
+  SellThroughDatabasePolicy,
+} from '../availability/fallback/redis-down.policy.js';
 
 const GOODS = 7;
 let nextUser = 1;
@@ -44,10 +44,10 @@ const redisClosed = () => new Error('Connection is closed.');
 /** What ioredis throws for a command past its commandTimeout, the connection still up. */
 const redisTimeout = () => new Error('Command timed out');
 
-describe('OrderIngest', () => {
+describe('OrderIngestService', () => {
   const writer = {
-    writeBatch: vi.fn<OrderWriter['writeBatch']>(),
-    markRedisStale: vi.fn<OrderWriter['markRedisStale']>(),
+    writeBatch: vi.fn<OrderWriterService['writeBatch']>(),
+    markRedisStale: vi.fn<OrderWriterService['markRedisStale']>(),
   };
   const orders = { findByRequestId: vi.fn<OrdersService['findByRequestId']>() };
   const stock = {
@@ -55,40 +55,40 @@ describe('OrderIngest', () => {
       vi.fn<
         (goodsId: number, purchases: { requestId: string }[], holder: string) => Promise<number[]>
       >(),
-    complete: vi.fn<PurchaseLedger['complete']>(),
-    release: vi.fn<PurchaseLedger['release']>(),
-    claimedElsewhere: vi.fn<PurchaseLedger['claimedElsewhere']>(),
-    knownShards: vi.fn<PurchaseLedger['knownShards']>(),
+    complete: vi.fn<PurchaseLedgerStore['complete']>(),
+    release: vi.fn<PurchaseLedgerStore['release']>(),
+    claimedElsewhere: vi.fn<PurchaseLedgerStore['claimedElsewhere']>(),
+    knownShards: vi.fn<PurchaseLedgerStore['knownShards']>(),
   };
-  const voids = { record: vi.fn<VoidedRequests['record']>() };
-  const watchdog = { identifiedFor: vi.fn<RedisWatchdog['identifiedFor']>() };
+  const voids = { record: vi.fn<VoidedRequestsService['record']>() };
+  const watchdog = { identifiedFor: vi.fn<RedisWatchdogService['identifiedFor']>() };
   const timeouts = { publishTimeouts: vi.fn<PaymentTimeouts['publishTimeouts']>() };
-  const ingest = new OrderIngest(
-    writer as unknown as OrderWriter,
+  const ingest = new OrderIngestService(
+    writer as unknown as OrderWriterService,
     orders as unknown as OrdersService,
-    new IngestLedger(
-      stock as unknown as PurchaseLedger,
-      new ClosedWhileRedisDown(),
-      watchdog as unknown as RedisWatchdog,
-      writer as unknown as OrderWriter,
+    new IngestLedgerService(
+      stock as unknown as PurchaseLedgerStore,
+      new ClosedWhileRedisDownPolicy(),
+      watchdog as unknown as RedisWatchdogService,
+      writer as unknown as OrderWriterService,
     ),
-    voids as unknown as VoidedRequests,
+    voids as unknown as VoidedRequestsService,
     timeouts,
-    { crashPoint: vi.fn(), pausePoint: vi.fn() } as unknown as FaultInjector,
+    { crashPoint: vi.fn(), pausePoint: vi.fn() } as unknown as FaultInjectorService,
   );
-  /** REDIS_DOWN_MODE=database: Redis steps are skipped while Redis is down (see IngestLedger). */
-  const fallbackIngest = new OrderIngest(
-    writer as unknown as OrderWriter,
+  /** REDIS_DOWN_MODE=database: Redis steps are skipped while Redis is down (see IngestLedgerService). */
+  const fallbackIngest = new OrderIngestService(
+    writer as unknown as OrderWriterService,
     orders as unknown as OrdersService,
-    new IngestLedger(
-      stock as unknown as PurchaseLedger,
-      new SellThroughDatabase({ enable: vi.fn() } as unknown as FallbackGate),
-      watchdog as unknown as RedisWatchdog,
-      writer as unknown as OrderWriter,
+    new IngestLedgerService(
+      stock as unknown as PurchaseLedgerStore,
+      new SellThroughDatabasePolicy({ enable: vi.fn() } as unknown as FallbackGateService),
+      watchdog as unknown as RedisWatchdogService,
+      writer as unknown as OrderWriterService,
     ),
-    voids as unknown as VoidedRequests,
+    voids as unknown as VoidedRequestsService,
     timeouts,
-    { crashPoint: vi.fn(), pausePoint: vi.fn() } as unknown as FaultInjector,
+    { crashPoint: vi.fn(), pausePoint: vi.fn() } as unknown as FaultInjectorService,
   );
 
   beforeEach(() => {

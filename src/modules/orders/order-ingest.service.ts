@@ -2,13 +2,13 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isPermanentDataError } from '../../common/database/transient-errors.js';
-import { FaultInjector } from '../../config/fault-injector.js';
-import { ReleaseCode } from '../sale-store/purchase-ledger.service.js';
-import { IngestLedger } from './ingest-ledger.service.js';
-import { OrderWriter } from './order-writer.service.js';
+import { FaultInjectorService } from '../../config/fault-injector.service.js';
+import { ReleaseCode } from '../sale-store/purchase-ledger.store.js';
+import { IngestLedgerService } from './ingest-ledger.service.js';
+import { OrderWriterService } from './order-writer.service.js';
 import type { IngestOutcome, IngestPurchase, NewOrder, WriteOutcome } from './order.types.js';
 import { OrdersService } from './orders.service.js';
-import { VoidedRequests } from './voided-requests.service.js';
+import { VoidedRequestsService } from './voided-requests.service.js';
 
 /**
  * Starts written orders' payment clocks (the messaging module's publisher). A port rather than
@@ -38,7 +38,7 @@ type Settled = Map<string, IngestOutcome>;
 
 /**
  * Turns accepted purchases of one goods into orders: claim in Redis, one batched MySQL write
- * (see OrderWriter), SUCCESS results, payment timeouts; or FAILED with the stock back. Each
+ * (see OrderWriterService), SUCCESS results, payment timeouts; or FAILED with the stock back. Each
  * purchase gets exactly one final outcome, and a step that failed is retried without redoing
  * the steps before it, so nothing is written, released or reported twice.
  *
@@ -50,16 +50,16 @@ type Settled = Map<string, IngestOutcome>;
  * exhausted copy voids the request in MySQL before it gives anything back (settleExhausted).
  */
 @Injectable()
-export class OrderIngest {
-  private readonly logger = new Logger(OrderIngest.name);
+export class OrderIngestService {
+  private readonly logger = new Logger(OrderIngestService.name);
 
   constructor(
-    private readonly writer: OrderWriter,
+    private readonly writer: OrderWriterService,
     private readonly orders: OrdersService,
-    private readonly ledger: IngestLedger,
-    private readonly voids: VoidedRequests,
+    private readonly ledger: IngestLedgerService,
+    private readonly voids: VoidedRequestsService,
     @Inject(PAYMENT_TIMEOUTS) private readonly timeouts: PaymentTimeouts,
-    private readonly faults: FaultInjector,
+    private readonly faults: FaultInjectorService,
   ) {}
 
   /**
@@ -126,7 +126,7 @@ export class OrderIngest {
    * A claim that lapsed is no proof its writer is gone: one cut from Redis (its renewals failing)
    * may still commit. So the void is recorded in MySQL before the stock goes back in Redis, as
    * after an unconfirmed publish: that write and this void exclude each other there
-   * (VoidedRequests). The order first: the void is not recorded, the request completed. The void
+   * (VoidedRequestsService). The order first: the void is not recorded, the request completed. The void
    * first: the late write is refused (voided) and gives nothing back twice.
    */
   private async settleExhausted(
@@ -137,7 +137,7 @@ export class OrderIngest {
   ): Promise<void> {
     for (const { order } of purchases) {
       if (settled.has(order.requestId)) continue;
-      // Through IngestLedger like the other steps: retried while Redis is down, one exhausted
+      // Through IngestLedgerService like the other steps: retried while Redis is down, one exhausted
       // message would hold its batch, hence the consumer's drain and the fallback's barrier.
       if (await this.orders.findByRequestId(order.requestId)) {
         await this.settleFound(goodsId, order, settled);
@@ -288,7 +288,7 @@ export class OrderIngest {
     reason: string,
     holder: string,
   ): Promise<void> {
-    // Through IngestLedger: see settleExhausted.
+    // Through IngestLedgerService: see settleExhausted.
     const released = await this.ledger.release(goodsId, order, reason, holder);
     if (released === ReleaseCode.Claimed) {
       this.logger.warn(

@@ -1,12 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainError } from '../../common/errors/domain-error.js';
-import { FaultInjector } from '../../config/fault-injector.js';
+import { FaultInjectorService } from '../../config/fault-injector.service.js';
 import type { OrderEntity, OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OrderRepository } from './order.repository.js';
-import { OrderTransitions, type CancelReason } from './order-transitions.service.js';
+import { OrderTransitionsService, type CancelReason } from './order-transitions.service.js';
 import { OrdersService } from './orders.service.js';
-import { RedisStockReturn } from './redis-stock-return.service.js';
+import { RedisStockReturnService } from './redis-stock-return.service.js';
 
 export type { CancelReason };
 export type ExpireOutcome = 'cancelled' | 'already_cancelled' | 'paid' | 'not_found' | 'not_due';
@@ -25,12 +25,12 @@ export class OrderLifecycleService {
   private readonly logger = new Logger(OrderLifecycleService.name);
 
   constructor(
-    private readonly transitions: OrderTransitions,
-    private readonly stockReturn: RedisStockReturn,
+    private readonly transitions: OrderTransitionsService,
+    private readonly stockReturn: RedisStockReturnService,
     private readonly orders: OrderRepository,
     private readonly ordersByNo: OrdersService,
     private readonly metrics: MetricsService,
-    private readonly faults: FaultInjector,
+    private readonly faults: FaultInjectorService,
   ) {}
 
   async pay(orderNo: string, userId: number): Promise<{ orderNo: string; status: 'PAID' }> {

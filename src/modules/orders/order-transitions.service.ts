@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
 import type { OrderEntity } from '../../infra/database/entities/order.entity.js';
-import { Transactions } from '../../infra/database/transactions.js';
+import { TransactionsService } from '../../infra/database/transactions.service.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
 import { OrderRepository } from './order.repository.js';
 
@@ -20,9 +20,9 @@ export type Transition = 'PAID' | CancelReason;
  * back in the same transaction.
  */
 @Injectable()
-export class OrderTransitions {
+export class OrderTransitionsService {
   constructor(
-    private readonly transactions: Transactions,
+    private readonly transactions: TransactionsService,
     private readonly orders: OrderRepository,
     private readonly goods: GoodsRepository,
   ) {}

@@ -4,15 +4,15 @@ import { backoffWithJitter, isTransientDbError } from '../../common/database/tra
 import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { Transactions, type Tx } from '../../infra/database/transactions.js';
+import { TransactionsService, type Tx } from '../../infra/database/transactions.service.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
 import { OrderRepository } from './order.repository.js';
 import type { NewOrder, WriteOutcome } from './order.types.js';
-import { VoidedRequests } from './voided-requests.service.js';
+import { VoidedRequestsService } from './voided-requests.service.js';
 
 class VersionConflict extends Error {}
 
-/** Orders of the batch whose purchase was voided (VoidedRequests): the batch rolls back. */
+/** Orders of the batch whose purchase was voided (VoidedRequestsService): the batch rolls back. */
 class VoidedInBatch extends Error {
   constructor(readonly requestIds: Set<string>) {
     super(`voided purchases in the batch: ${[...requestIds].join(', ')}`);
@@ -41,20 +41,20 @@ export function duplicateKeyIndex(error: unknown): string | null {
  * Writes accepted purchases of one goods as orders: one version-checked stock UPDATE for the
  * whole batch plus one multi-row INSERT, in one transaction. Batching is what keeps optimistic
  * locking on a single hot row from turning into a retry storm (k writers, k-1 retries). A
- * purchase voided in MySQL (answered 503, or given up by an exhausted copy: see VoidedRequests)
+ * purchase voided in MySQL (answered 503, or given up by an exhausted copy: see VoidedRequestsService)
  * is never written: one indexed read per batch, after the INSERT, excludes it.
  */
 @Injectable()
-export class OrderWriter {
-  private readonly logger = new Logger(OrderWriter.name);
+export class OrderWriterService {
+  private readonly logger = new Logger(OrderWriterService.name);
 
   constructor(
-    private readonly transactions: Transactions,
+    private readonly transactions: TransactionsService,
     private readonly goods: GoodsRepository,
     private readonly orders: OrderRepository,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     private readonly metrics: MetricsService,
-    private readonly voided: VoidedRequests,
+    private readonly voided: VoidedRequestsService,
   ) {}
 
   /**
@@ -188,7 +188,7 @@ export class OrderWriter {
       })),
     );
     // After the INSERT, not before: the order rows written first are what a void recorded
-    // meanwhile waits for (VoidedRequests explains the exclusion).
+    // meanwhile waits for (VoidedRequestsService explains the exclusion).
     const voided = await this.voided.voidedAmong(
       tx,
       accepted.map((order) => order.requestId),

@@ -1,7 +1,7 @@
 import type { Repository } from 'typeorm';
 import { describe, expect, it, vi } from 'vitest';
 import type { OrderEntity } from '../../infra/database/entities/order.entity.js';
-import type { Tx } from '../../infra/database/transactions.js';
+import type { Tx } from '../../infra/database/transactions.service.js';
 import { OrderRepository, type PendingOrder } from './order.repository.js';
 
 function fakeTx(answer: unknown) {

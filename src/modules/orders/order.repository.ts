@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Raw, Repository } from 'typeorm';
 import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
-import type { Tx } from '../../infra/database/transactions.js';
+import type { Tx } from '../../infra/database/transactions.service.js';
 
 /** An order row to write, PENDING_PAYMENT. */
 export interface PendingOrder {
@@ -155,7 +155,7 @@ export class OrderRepository {
 
   /**
    * A locking read (LOCK IN SHARE MODE, MySQL 8's and MariaDB's): it sees the latest committed
-   * order of the request and waits for an uncommitted one (see VoidedRequests).
+   * order of the request and waits for an uncommitted one (see VoidedRequestsService).
    */
   async hasOrderLocked(tx: Tx, requestId: string): Promise<boolean> {
     const rows = await tx.query<unknown[]>(

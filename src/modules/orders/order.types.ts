@@ -11,14 +11,14 @@ export interface NewOrder {
 
 export type RejectReason = 'SOLD_OUT' | 'ALREADY_PURCHASED' | 'GOODS_NOT_FOUND';
 
-/** `voided`: the purchase's void is recorded in MySQL (VoidedRequests): no order, ever. */
+/** `voided`: the purchase's void is recorded in MySQL (VoidedRequestsService): no order, ever. */
 export type WriteOutcome =
   | { kind: 'written'; order: NewOrder }
   | { kind: 'duplicate'; order: NewOrder }
   | { kind: 'rejected'; order: NewOrder; reason: RejectReason }
   | { kind: 'voided'; order: NewOrder };
 
-/** An accepted purchase handed to OrderIngest. */
+/** An accepted purchase handed to OrderIngestService. */
 export interface IngestPurchase {
   order: NewOrder;
   /** Its message was delivered CONSUMER_MAX_DELIVERIES times already: settle it for good now. */

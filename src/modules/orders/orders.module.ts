@@ -1,18 +1,18 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { VoidedRequestEntity } from '../../infra/database/entities/voided-request.entity.js';
-import { Transactions } from '../../infra/database/transactions.js';
+import { TransactionsService } from '../../infra/database/transactions.service.js';
 import { FallbackModule } from '../availability/fallback/fallback.module.js';
 import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { OrderLifecycleService } from './order-lifecycle.service.js';
-import { OrderTransitions } from './order-transitions.service.js';
-import { RedisStockReturn } from './redis-stock-return.service.js';
+import { OrderTransitionsService } from './order-transitions.service.js';
+import { RedisStockReturnService } from './redis-stock-return.service.js';
 import { OrderRepositoryModule } from './order-repository.module.js';
-import { OrderWriter } from './order-writer.service.js';
+import { OrderWriterService } from './order-writer.service.js';
 import { OrdersService } from './orders.service.js';
 import { VoidedRequestRepository } from './voided-request.repository.js';
-import { VoidedRequests } from './voided-requests.service.js';
+import { VoidedRequestsService } from './voided-requests.service.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 
 /**
@@ -29,15 +29,15 @@ import { MetricsModule } from '../metrics/metrics.module.js';
     FallbackModule,
   ],
   providers: [
-    Transactions,
+    TransactionsService,
     VoidedRequestRepository,
     OrdersService,
-    OrderWriter,
+    OrderWriterService,
     OrderLifecycleService,
-    OrderTransitions,
-    RedisStockReturn,
-    VoidedRequests,
+    OrderTransitionsService,
+    RedisStockReturnService,
+    VoidedRequestsService,
   ],
-  exports: [OrdersService, OrderWriter, OrderLifecycleService, VoidedRequests],
+  exports: [OrdersService, OrderWriterService, OrderLifecycleService, VoidedRequestsService],
 })
 export class OrdersModule {}

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { OrderEntity, OrderStatus } from '../../infra/database/entities/order.entity.js';
-import { Transactions } from '../../infra/database/transactions.js';
+import { TransactionsService } from '../../infra/database/transactions.service.js';
 import { DomainError, echoed } from '../../common/errors/domain-error.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
 import { OrderRepository } from './order.repository.js';
@@ -47,7 +47,7 @@ export function toOrderView(order: OrderEntity): OrderView {
 @Injectable()
 export class OrdersService {
   constructor(
-    private readonly transactions: Transactions,
+    private readonly transactions: TransactionsService,
     private readonly orders: OrderRepository,
     private readonly goods: GoodsRepository,
   ) {}

@@ -1,20 +1,20 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { OrderEntity } from '../../infra/database/entities/order.entity.js';
-import { RedisDownPolicy } from '../availability/fallback/redis-down-policy.js';
-import { PurchaseLedger, RestockCode } from '../sale-store/purchase-ledger.service.js';
-import { OrderWriter } from './order-writer.service.js';
+import { RedisDownPolicy } from '../availability/fallback/redis-down.policy.js';
+import { PurchaseLedgerStore, RestockCode } from '../sale-store/purchase-ledger.store.js';
+import { OrderWriterService } from './order-writer.service.js';
 
 /**
  * A cancelled order's stock back in Redis, after the MySQL commit: idempotent by order number
  * (lua/seckill-restock.lua), so running it again finishes a return a crash cut short.
  */
 @Injectable()
-export class RedisStockReturn {
-  private readonly logger = new Logger(RedisStockReturn.name);
+export class RedisStockReturnService {
+  private readonly logger = new Logger(RedisStockReturnService.name);
 
   constructor(
-    private readonly ledger: PurchaseLedger,
-    private readonly writer: OrderWriter,
+    private readonly ledger: PurchaseLedgerStore,
+    private readonly writer: OrderWriterService,
     private readonly policy: RedisDownPolicy,
   ) {}
 

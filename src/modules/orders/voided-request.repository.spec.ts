@@ -1,7 +1,7 @@
 import type { Repository } from 'typeorm';
 import { describe, expect, it, vi } from 'vitest';
 import type { VoidedRequestEntity } from '../../infra/database/entities/voided-request.entity.js';
-import type { Tx } from '../../infra/database/transactions.js';
+import type { Tx } from '../../infra/database/transactions.service.js';
 import { VoidedRequestRepository } from './voided-request.repository.js';
 
 function fakeDb(answer: unknown) {

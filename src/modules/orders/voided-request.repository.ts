@@ -2,9 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
 import { VoidedRequestEntity } from '../../infra/database/entities/voided-request.entity.js';
-import type { Tx } from '../../infra/database/transactions.js';
+import type { Tx } from '../../infra/database/transactions.service.js';
 
-/** `seckill_voided_request`; VoidedRequests says how its rows and the orders exclude each other. */
+/** `seckill_voided_request`; VoidedRequestsService says how its rows and the orders exclude each other. */
 @Injectable()
 export class VoidedRequestRepository {
   constructor(

@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { Transactions, Tx } from '../../infra/database/transactions.js';
+import type { TransactionsService, Tx } from '../../infra/database/transactions.service.js';
 import type { OrderRepository } from './order.repository.js';
 import type { VoidedRequestRepository } from './voided-request.repository.js';
-import { VoidedRequests } from './voided-requests.service.js';
+import { VoidedRequestsService } from './voided-requests.service.js';
 
 const deadlock = () => Object.assign(new Error('Deadlock found'), { code: 'ER_LOCK_DEADLOCK' });
 
@@ -41,8 +41,8 @@ function fakeDb(statement: (call: string) => unknown, { voidThere = false } = {}
     }),
   };
   return {
-    voids: new VoidedRequests(
-      transactions as unknown as Transactions,
+    voids: new VoidedRequestsService(
+      transactions as unknown as TransactionsService,
       voidRows as unknown as VoidedRequestRepository,
       orders as unknown as OrderRepository,
     ),
@@ -54,7 +54,7 @@ function fakeDb(statement: (call: string) => unknown, { voidThere = false } = {}
   };
 }
 
-describe('VoidedRequests', () => {
+describe('VoidedRequestsService', () => {
   it('should insert the void before the locking read of the order, and commit it when there is no order', async () => {
     const { voids, voidRows, tx, log, rollbacks } = fakeDb(() => false);
     await expect(voids.record('req-1', 7)).resolves.toBe('voided');

@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
-import { Transactions, type Tx } from '../../infra/database/transactions.js';
-import { VOIDED_RETENTION_MS } from '../sale-store/outbox-reader.service.js';
+import { TransactionsService, type Tx } from '../../infra/database/transactions.service.js';
+import { VOIDED_RETENTION_MS } from '../sale-store/outbox-reader.store.js';
 import { OrderRepository } from './order.repository.js';
 import { VoidedRequestRepository } from './voided-request.repository.js';
 
@@ -15,13 +15,13 @@ const PRUNE_BATCH = 1_000;
  * The purchases answered 503 "nothing was taken" although their message may still reach a
  * consumer (the broker did not confirm the publish), and those a consumer gave up (their message
  * exhausted its deliveries) while another copy of them may still be written by a consumer whose
- * claim lapsed unseen (OrderIngest), kept in MySQL (`seckill_voided_request`).
+ * claim lapsed unseen (OrderIngestService), kept in MySQL (`seckill_voided_request`).
  * Redis's record of the void (its `voided` set) is lost when Redis restarts empty and is not read
  * while consumers write without Redis (REDIS_DOWN_MODE=database); this one is read by every write.
  *
  * "An order written" and "a void recorded" exclude each other per request id, in MySQL itself:
  * each side first writes its own row, then reads the other's row with a locking read, in one
- * transaction (`record` here; OrderWriter inserts the batch's orders, then `voidedAmong`).
+ * transaction (`record` here; OrderWriterService inserts the batch's orders, then `voidedAmong`).
  * A locking read sees the latest committed row and waits for an uncommitted one. So:
  * - the order commits first: the void's read finds it, the void rolls back (it is an order);
  * - the void commits first: the writer's read finds it, the batch rolls back and is written
@@ -35,11 +35,11 @@ const PRUNE_BATCH = 1_000;
  * for the reader's commit (milliseconds): no cycle, as each side only commits after its read.
  */
 @Injectable()
-export class VoidedRequests {
-  private readonly logger = new Logger(VoidedRequests.name);
+export class VoidedRequestsService {
+  private readonly logger = new Logger(VoidedRequestsService.name);
 
   constructor(
-    private readonly transactions: Transactions,
+    private readonly transactions: TransactionsService,
     private readonly voids: VoidedRequestRepository,
     private readonly orders: OrderRepository,
   ) {}

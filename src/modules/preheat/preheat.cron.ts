@@ -4,7 +4,7 @@ import { InjectConfig } from '../../config/config-namespace.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
-import { RedisLocks } from '../../infra/redis/redis-locks.js';
+import { RedisLocksService } from '../../infra/redis/redis-locks.service.js';
 import { PreheatService } from './preheat.service.js';
 
 /**
@@ -17,7 +17,7 @@ export class PreheatCron implements OnApplicationBootstrap {
     @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     private readonly registry: SchedulerRegistry,
-    private readonly locks: RedisLocks,
+    private readonly locks: RedisLocksService,
     private readonly preheat: PreheatService,
   ) {}
 

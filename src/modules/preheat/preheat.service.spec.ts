@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import type { GoodsService } from '../goods/goods.service.js';
-import type { OrderBarrier } from '../messaging/order-barrier.service.js';
+import type { RedisBarrierStore } from '../messaging/redis-barrier.store.js';
 import type { OrdersService, SaleHistory } from '../orders/orders.service.js';
-import type { SaleStateHold, SaleStateLock } from '../sale-store/sale-state-lock.js';
+import type { SaleStateHold, SaleStateLockService } from '../sale-store/sale-state-lock.service.js';
 import type { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
-import type { SaleLoader } from '../sale-store/sale-loader.service.js';
+import type { SaleLoaderStore } from '../sale-store/sale-loader.store.js';
 import { PreheatService } from './preheat.service.js';
 
 const CONFIRM_MS = 1_000;
@@ -69,9 +69,9 @@ function setup({ unsold = false } = {}) {
   const preheat = new PreheatService(
     goods as unknown as GoodsService,
     orders as unknown as OrdersService,
-    stock as unknown as SaleLoader,
-    barrier as unknown as OrderBarrier,
-    lock as unknown as SaleStateLock,
+    stock as unknown as SaleLoaderStore,
+    barrier as unknown as RedisBarrierStore,
+    lock as unknown as SaleStateLockService,
     {
       restoreHeld: vi.fn(async () => undefined),
       ensureHeld: vi.fn(async () => undefined),

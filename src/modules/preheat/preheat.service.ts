@@ -4,11 +4,11 @@ import { InjectConfig } from '../../config/config-namespace.js';
 import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { GoodsService } from '../goods/goods.service.js';
-import { OrderBarrier, type OpenBarrier } from '../messaging/order-barrier.service.js';
+import { RedisBarrierStore, type OpenBarrier } from '../messaging/redis-barrier.store.js';
 import { OrdersService } from '../orders/orders.service.js';
 import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
-import { SaleStateLock, type SaleStateHold } from '../sale-store/sale-state-lock.js';
-import { SaleLoader } from '../sale-store/sale-loader.service.js';
+import { SaleStateLockService, type SaleStateHold } from '../sale-store/sale-state-lock.service.js';
+import { SaleLoaderStore } from '../sale-store/sale-loader.store.js';
 
 export interface PreheatResult {
   goodsId: number;
@@ -37,9 +37,9 @@ export class PreheatService {
   constructor(
     private readonly goods: GoodsService,
     private readonly orders: OrdersService,
-    private readonly loader: SaleLoader,
-    private readonly barriers: OrderBarrier,
-    private readonly saleLock: SaleStateLock,
+    private readonly loader: SaleLoaderStore,
+    private readonly barriers: RedisBarrierStore,
+    private readonly saleLock: SaleStateLockService,
     private readonly queueRestore: QueueRestoreService,
     @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
   ) {}
@@ -129,7 +129,7 @@ export class PreheatService {
 
   /**
    * Every order message the wiped copy had accepted must be written (or dropped for good) before
-   * the sale is counted from MySQL. An order barrier (OrderBarrier) proves it for every message
+   * the sale is counted from MySQL. An order barrier (RedisBarrierStore) proves it for every message
    * the broker took before the barrier's own, so the barrier is opened once every such message
    * is in the broker: a purchase Redis accepted before the wipe (or the loss before it) had its
    * publish confirmed within PUBLISH_CONFIRM_TIMEOUT_MS, or it was answered 503 and voided. Only
@@ -159,7 +159,7 @@ export class PreheatService {
   private async load(
     goods: GoodsEntity,
     stock: number,
-    history: Parameters<SaleLoader['preheat']>[2] | undefined,
+    history: Parameters<SaleLoaderStore['preheat']>[2] | undefined,
   ): Promise<PreheatResult> {
     const result = await this.loader.preheat(
       goods.id,

@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { UnavailableError } from '../../common/errors/domain-error.js';
-import { LuaScripts } from '../../infra/redis/lua-scripts.js';
+import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
 import { queueRestoreKeys } from '../../infra/redis/seckill-keys.js';
-import { SaleStateLock, type SaleStateHold } from '../sale-store/sale-state-lock.js';
+import { SaleStateLockService, type SaleStateHold } from '../sale-store/sale-state-lock.service.js';
 import { WRITE_TIMEOUT_MS } from './join-journal.service.js';
 import { QueueJournalRepository, type JoinRow } from './queue-journal.repository.js';
 
@@ -27,8 +27,8 @@ export class QueueRestoreService {
 
   constructor(
     private readonly journal: QueueJournalRepository,
-    private readonly lua: LuaScripts,
-    private readonly saleLock: SaleStateLock,
+    private readonly lua: LuaScriptsService,
+    private readonly saleLock: SaleStateLockService,
   ) {}
 
   /**

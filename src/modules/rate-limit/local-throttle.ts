@@ -1,4 +1,4 @@
-import type { ThrottleVerdict } from './throttle-scripts.js';
+import type { ThrottleVerdict } from './throttle.scripts.js';
 import type { RateLimitBudget } from './rate-limit.policy.js';
 
 interface Count {

@@ -15,7 +15,7 @@ import {
   type ThrottlerSpec,
 } from './rate-limit.policy.js';
 import type { RedisThrottlerStorage } from './redis-throttler.storage.js';
-import { ThrottleScripts } from './throttle-scripts.js';
+import { ThrottleScripts } from './throttle.scripts.js';
 
 /**
  * `clientAddress` is the peer, or the client named in X-Forwarded-For only when the peer is in

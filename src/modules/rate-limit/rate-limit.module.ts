@@ -5,7 +5,7 @@ import { BlocklistModule } from '../blocklist/blocklist.module.js';
 import { throttlerSpecs } from './rate-limit.policy.js';
 import { RateLimitGuard } from './rate-limit.guard.js';
 import { RedisThrottlerStorage } from './redis-throttler.storage.js';
-import { ThrottleScripts } from './throttle-scripts.js';
+import { ThrottleScripts } from './throttle.scripts.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 
 /**

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/support/harness.js';
-import { LuaScripts } from '../../infra/redis/lua-scripts.js';
+import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
 import { RedisThrottlerStorage } from './redis-throttler.storage.js';
-import { ThrottleScripts } from './throttle-scripts.js';
+import { ThrottleScripts } from './throttle.scripts.js';
 
 describe('RedisThrottlerStorage (real Redis)', () => {
   let redis: Redis;
@@ -15,9 +15,9 @@ describe('RedisThrottlerStorage (real Redis)', () => {
   beforeAll(() => {
     redis = new Redis(process.env.REDIS_URL!);
     other = new Redis(process.env.REDIS_URL!);
-    const lua = new LuaScripts(redis);
+    const lua = new LuaScriptsService(redis);
     lua.onModuleInit();
-    const otherLua = new LuaScripts(other);
+    const otherLua = new LuaScriptsService(other);
     otherLua.onModuleInit();
     const scripts = new ThrottleScripts(lua);
     const otherScripts = new ThrottleScripts(otherLua);
@@ -169,7 +169,7 @@ describe('RedisThrottlerStorage (real Redis)', () => {
       retryStrategy: () => null,
     });
     down.on('error', () => undefined);
-    const lua = new LuaScripts(down);
+    const lua = new LuaScriptsService(down);
     lua.onModuleInit();
     const offline = new RedisThrottlerStorage(new ThrottleScripts(lua));
     const budgets = [

@@ -3,7 +3,7 @@ import type { ThrottlerLimitDetail, ThrottlerStorage } from '@nestjs/throttler';
 import { throttleKeys } from '../../infra/redis/seckill-keys.js';
 import { LocalThrottle } from './local-throttle.js';
 import type { RateLimitBudget } from './rate-limit.policy.js';
-import type { ThrottleScripts, ThrottleVerdict } from './throttle-scripts.js';
+import type { ThrottleScripts, ThrottleVerdict } from './throttle.scripts.js';
 
 type ThrottlerStorageRecord = Omit<ThrottlerLimitDetail, 'ttl' | 'limit' | 'key' | 'tracker'>;
 

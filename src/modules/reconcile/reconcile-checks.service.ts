@@ -1,9 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { GoodsService } from '../goods/goods.service.js';
-import { OrderPublisher } from '../messaging/order-publisher.service.js';
+import { OrderPublisher } from '../messaging/order.publisher.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { OrdersService } from '../orders/orders.service.js';
-import { SaleRepair } from '../sale-store/sale-repair.service.js';
+import { SaleRepairService } from '../sale-store/sale-repair.service.js';
 import {
   RECENT_CANCEL_WINDOW_MS,
   ReconcileService,
@@ -18,14 +18,14 @@ const STALLED_RESTOCK_MS = 5_000;
  * reading recorded in the metrics and as the sale's verdict, an error line on drift.
  */
 @Injectable()
-export class ReconcileChecks {
-  private readonly logger = new Logger(ReconcileChecks.name);
+export class ReconcileChecksService {
+  private readonly logger = new Logger(ReconcileChecksService.name);
 
   constructor(
     private readonly reconcile: ReconcileService,
     private readonly goods: GoodsService,
     private readonly orders: OrdersService,
-    private readonly store: SaleRepair,
+    private readonly store: SaleRepairService,
     private readonly publisher: OrderPublisher,
     private readonly metrics: MetricsService,
   ) {}

@@ -3,29 +3,29 @@ import { DomainError } from '../../common/errors/domain-error.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { OrdersService } from '../orders/orders.service.js';
 import { PreheatService } from '../preheat/preheat.service.js';
-import { SaleStateLock } from '../sale-store/sale-state-lock.js';
-import { SaleRepair } from '../sale-store/sale-repair.service.js';
+import { SaleStateLockService } from '../sale-store/sale-state-lock.service.js';
+import { SaleRepairService } from '../sale-store/sale-repair.service.js';
 import { ReconcileService, type RepairReport } from './reconcile.service.js';
 
 /** The operator's repair of a sale's Redis side from MySQL (POST …/reconcile/repair). */
 @Injectable()
-export class ReconcileRepair {
-  private readonly logger = new Logger(ReconcileRepair.name);
+export class ReconcileRepairService {
+  private readonly logger = new Logger(ReconcileRepairService.name);
 
   constructor(
     private readonly reconcile: ReconcileService,
-    private readonly saleLock: SaleStateLock,
+    private readonly saleLock: SaleStateLockService,
     private readonly goods: GoodsService,
     private readonly preheat: PreheatService,
     private readonly orders: OrdersService,
-    private readonly store: SaleRepair,
+    private readonly store: SaleRepairService,
   ) {}
 
   /**
    * Rebuilds the sale's Redis stock and buyers from MySQL's active orders plus what is still in
    * flight (see lua/seckill-rebuild.lua: safe while the sale runs). A goods split over several
    * buckets answers 503 to its purchases for the moment its buckets are rebuilt
-   * (SaleRepair.rebuild). Under the goods' sale-state lock: 503 while a rebuild, a wipe or the
+   * (SaleRepairService.rebuild). Under the goods' sale-state lock: 503 while a rebuild, a wipe or the
    * fallback's return of the sale holds it. What it found is read under the lock too, confirmed
    * as the reconcile job confirms it, so that the report (and the log line) tells drift that was
    * there from a reading caught between an order's two writes.

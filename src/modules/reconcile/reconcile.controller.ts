@@ -9,7 +9,7 @@ import {
 } from '@nestjs/swagger';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { AdminOnly } from '../auth/auth.decorators.js';
-import { ReconcileRepair } from './reconcile-repair.service.js';
+import { ReconcileRepairService } from './reconcile-repair.service.js';
 import { ReconcileService } from './reconcile.service.js';
 import { ADMIN, ApiErrors } from '../../common/errors/api-errors.decorator.js';
 
@@ -72,7 +72,7 @@ class RepairReportDto {
 export class ReconcileController {
   constructor(
     private readonly reconcile: ReconcileService,
-    private readonly repairs: ReconcileRepair,
+    private readonly repairs: ReconcileRepairService,
   ) {}
 
   @Get(':goodsId/reconcile')

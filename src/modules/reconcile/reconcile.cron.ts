@@ -3,17 +3,17 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
-import { RedisLocks } from '../../infra/redis/redis-locks.js';
-import { ReconcileChecks } from './reconcile-checks.service.js';
+import { RedisLocksService } from '../../infra/redis/redis-locks.service.js';
+import { ReconcileChecksService } from './reconcile-checks.service.js';
 
-/** Schedules only; ReconcileChecks does the work. Off with RECONCILE_ENABLED=false. */
+/** Schedules only; ReconcileChecksService does the work. Off with RECONCILE_ENABLED=false. */
 @Injectable()
 export class ReconcileCron implements OnApplicationBootstrap {
   constructor(
     @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
     private readonly registry: SchedulerRegistry,
-    private readonly locks: RedisLocks,
-    private readonly checks: ReconcileChecks,
+    private readonly locks: RedisLocksService,
+    private readonly checks: ReconcileChecksService,
   ) {}
 
   onApplicationBootstrap(): void {

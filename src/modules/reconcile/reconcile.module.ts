@@ -4,9 +4,9 @@ import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { PreheatModule } from '../preheat/preheat.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
-import { ReconcileVerdicts } from './reconcile-verdicts.js';
-import { ReconcileChecks } from './reconcile-checks.service.js';
-import { ReconcileRepair } from './reconcile-repair.service.js';
+import { ReconcileVerdictsStore } from './reconcile-verdicts.store.js';
+import { ReconcileChecksService } from './reconcile-checks.service.js';
+import { ReconcileRepairService } from './reconcile-repair.service.js';
 import { ReconcileService } from './reconcile.service.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 
@@ -20,7 +20,12 @@ import { MetricsModule } from '../metrics/metrics.module.js';
     PreheatModule,
     MessagingModule,
   ],
-  providers: [ReconcileService, ReconcileChecks, ReconcileRepair, ReconcileVerdicts],
-  exports: [ReconcileService, ReconcileChecks, ReconcileRepair],
+  providers: [
+    ReconcileService,
+    ReconcileChecksService,
+    ReconcileRepairService,
+    ReconcileVerdictsStore,
+  ],
+  exports: [ReconcileService, ReconcileChecksService, ReconcileRepairService],
 })
 export class ReconcileModule {}

@@ -2,8 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { OrdersService } from '../orders/orders.service.js';
-import { SaleRepair } from '../sale-store/sale-repair.service.js';
-import { ReconcileVerdicts, type RedisSaleState, type SaleVerdict } from './reconcile-verdicts.js';
+import { SaleRepairService } from '../sale-store/sale-repair.service.js';
+import {
+  ReconcileVerdictsStore,
+  type RedisSaleState,
+  type SaleVerdict,
+} from './reconcile-verdicts.store.js';
 
 export interface ReconcileReport {
   goodsId: number;
@@ -46,14 +50,14 @@ export const RECENT_CANCEL_WINDOW_MS = 10 * 60_000;
  * Proves that MySQL and Redis agree: with active = pendingPayment + paid,
  * redisStock + active + inFlight == totalStock and dbStock + active == totalStock. The reading,
  * confirmed over a few tries, and the sale's shared verdict; the job's checks are
- * ReconcileChecks', the repair ReconcileRepair's.
+ * ReconcileChecksService', the repair ReconcileRepairService's.
  */
 @Injectable()
 export class ReconcileService {
   constructor(
     private readonly orders: OrdersService,
-    private readonly store: SaleRepair,
-    private readonly verdicts: ReconcileVerdicts,
+    private readonly store: SaleRepairService,
+    private readonly verdicts: ReconcileVerdictsStore,
   ) {}
 
   /**

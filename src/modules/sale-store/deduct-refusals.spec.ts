@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../common/errors/domain-error.js';
-import { DeductCode } from './ledger-scripts.js';
+import { DeductCode } from './ledger.scripts.js';
 import { deductRefusal, isFinalRefusal } from './deduct-refusals.js';
 
 describe('deductRefusal', () => {

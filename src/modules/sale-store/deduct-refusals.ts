@@ -1,5 +1,5 @@
 import { DomainError, UnavailableError, type ErrorCode } from '../../common/errors/domain-error.js';
-import { DeductCode } from './ledger-scripts.js';
+import { DeductCode } from './ledger.scripts.js';
 
 /**
  * The contract error for a deduct script's refusal, or null for NOT_PREHEATED (and any code

@@ -2,13 +2,13 @@ import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
-import { RepairScripts, type ActiveOrderRef, type RedisSaleSnapshot } from './repair-scripts.js';
+import { RepairScripts, type ActiveOrderRef, type RedisSaleSnapshot } from './repair.scripts.js';
 import { homeBucket } from '../../infra/redis/stock-buckets.js';
-import { BucketCounts, splitEvenly } from './bucket-counts.service.js';
-import { PurchaseLedger } from './purchase-ledger.service.js';
-import { SaleReads } from './sale-reads.service.js';
-import { SoldOutMemo } from './sold-out-memo.js';
-import { StockLoans } from './stock-loans.service.js';
+import { BucketCountsStore, splitEvenly } from './bucket-counts.store.js';
+import { PurchaseLedgerStore } from './purchase-ledger.store.js';
+import { SaleReadsStore } from './sale-reads.store.js';
+import { SoldOutMemoStore } from './sold-out-memo.store.js';
+import { StockLoansStore } from './stock-loans.store.js';
 
 export type { ActiveOrderRef };
 
@@ -32,16 +32,16 @@ const REPAIR_ATTEMPTS = 3;
  * restocks it finds missing, and the rebuild that repairs Redis from MySQL while the sale sells.
  */
 @Injectable()
-export class SaleRepair {
-  private readonly logger = new Logger(SaleRepair.name);
+export class SaleRepairService {
+  private readonly logger = new Logger(SaleRepairService.name);
 
   constructor(
     private readonly scripts: RepairScripts,
-    private readonly counts: BucketCounts,
-    private readonly loans: StockLoans,
-    private readonly soldOut: SoldOutMemo,
-    private readonly ledger: PurchaseLedger,
-    private readonly reads: SaleReads,
+    private readonly counts: BucketCountsStore,
+    private readonly loans: StockLoansStore,
+    private readonly soldOut: SoldOutMemoStore,
+    private readonly ledger: PurchaseLedgerStore,
+    private readonly reads: SaleReadsStore,
   ) {}
 
   /** The sale's Redis clock, read before MySQL's active orders for a rebuild's `completedSince`. */
@@ -66,7 +66,7 @@ export class SaleRepair {
     return pending;
   }
 
-  /** A cancelled order the reconcile found not given back (PurchaseLedger.restock). */
+  /** A cancelled order the reconcile found not given back (PurchaseLedgerStore.restock). */
   restock(goodsId: number, orderNo: string, userId: number, quantity: number) {
     return this.ledger.restock(goodsId, orderNo, userId, quantity);
   }

@@ -2,15 +2,15 @@ import { createHash, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LuaScripts } from '../../infra/redis/lua-scripts.js';
+import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
 import { withIncludes } from '../../infra/redis/lua-source.js';
 import { saleKeys, throttleKeys, type SaleKeys } from '../../infra/redis/seckill-keys.js';
 import { encodeOrderMessage } from '../messaging/order-message.js';
-import { ThrottleScripts } from '../rate-limit/throttle-scripts.js';
-import { DeductCode, LedgerScripts, ReleaseCode, RestockCode } from './ledger-scripts.js';
-import { LoadScripts } from './load-scripts.js';
-import { LoanCode, LoanScripts } from './loan-scripts.js';
-import { RepairScripts, type ActiveOrderRef } from './repair-scripts.js';
+import { ThrottleScripts } from '../rate-limit/throttle.scripts.js';
+import { DeductCode, LedgerScripts, ReleaseCode, RestockCode } from './ledger.scripts.js';
+import { LoadScripts } from './load.scripts.js';
+import { LoanCode, LoanScripts } from './loan.scripts.js';
+import { RepairScripts, type ActiveOrderRef } from './repair.scripts.js';
 
 const HOUR = 60 * 60 * 1000;
 const MINUTE = 60 * 1000;
@@ -41,7 +41,7 @@ describe("the sale's scripts (real Redis)", () => {
 
   beforeAll(() => {
     redis = new Redis(process.env.REDIS_URL!);
-    const lua = new LuaScripts(redis);
+    const lua = new LuaScriptsService(redis);
     lua.onModuleInit();
     ledger = new LedgerScripts(lua);
     loans = new LoanScripts(lua);
@@ -630,7 +630,12 @@ describe("the sale's scripts (real Redis)", () => {
       ) as Redis;
 
       await expect(
-        new LedgerScripts(new LuaScripts(noRedis)).claim(newSale().keys, [], CONSUMER, MINUTE),
+        new LedgerScripts(new LuaScriptsService(noRedis)).claim(
+          newSale().keys,
+          [],
+          CONSUMER,
+          MINUTE,
+        ),
       ).resolves.toEqual([]);
     });
   });
@@ -787,7 +792,7 @@ describe("the sale's scripts (real Redis)", () => {
       ) as Redis;
 
       await expect(
-        new LedgerScripts(new LuaScripts(noRedis)).complete(newSale().keys, []),
+        new LedgerScripts(new LuaScriptsService(noRedis)).complete(newSale().keys, []),
       ).resolves.toEqual({
         completed: 0,
         retaken: [],
@@ -1631,7 +1636,7 @@ describe("the sale's scripts (real Redis)", () => {
     it("should answer every command of a tick, the first throttle calls' among them", async () => {
       // A client of its own, as the app's: commands of one tick share a pipeline.
       const piped = new Redis(process.env.REDIS_URL!, { enableAutoPipelining: true });
-      const pipedLua = new LuaScripts(piped);
+      const pipedLua = new LuaScriptsService(piped);
       pipedLua.onModuleInit();
       const pipedThrottle = new ThrottleScripts(pipedLua);
       const tracker = `spec-${randomUUID()}`;

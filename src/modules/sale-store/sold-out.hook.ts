@@ -1,7 +1,7 @@
 import type { onRequestHookHandler } from 'fastify';
 import { bodyStillComing } from '../../common/http/body-coming.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
-import type { SoldOutMemo } from './sold-out-memo.js';
+import type { SoldOutMemoStore } from './sold-out-memo.store.js';
 
 /**
  * Answers a purchase of a goods known to be sold out before Nest sees the request: no guard,
@@ -13,7 +13,7 @@ import type { SoldOutMemo } from './sold-out-memo.js';
 const SOLD_OUT_BODY = JSON.stringify({ statusCode: 409, code: 'SOLD_OUT', message: 'Sold out' });
 
 export function answerSoldOutFromMemory(
-  memo: SoldOutMemo,
+  memo: SoldOutMemoStore,
   metrics: MetricsService,
 ): onRequestHookHandler {
   return (request, reply, done) => {

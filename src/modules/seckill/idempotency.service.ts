@@ -5,9 +5,9 @@ import { orUnavailable } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
-import { LuaScripts } from '../../infra/redis/lua-scripts.js';
+import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
 import { idempotencyKey } from '../../infra/redis/seckill-keys.js';
-import { SaleReads } from '../sale-store/sale-reads.service.js';
+import { SaleReadsStore } from '../sale-store/sale-reads.store.js';
 import { isFinalRefusal } from '../sale-store/deduct-refusals.js';
 import { replay, type IdempotencyRecord } from './idempotency.js';
 import type { PurchaseAccepted } from './purchase.types.js';
@@ -25,8 +25,8 @@ export class IdempotencyService {
   private readonly logger = new Logger(IdempotencyService.name);
 
   constructor(
-    private readonly lua: LuaScripts,
-    private readonly sale: SaleReads,
+    private readonly lua: LuaScriptsService,
+    private readonly sale: SaleReadsStore,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
   ) {}

@@ -1,11 +1,5 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
-import { ApiPropertyOptional } from '@nestjs/swagger';
 import { DomainError, echoed } from '../../common/errors/domain-error.js';
-
-export class PurchaseBodyDto {
-  @ApiPropertyOptional({ minimum: 1, default: 1, description: 'At most the sale’s perUserLimit' })
-  quantity?: number;
-}
 
 const MAX_QUANTITY = 1_000;
 

@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
-import { RedisLocks, type PurchaseLock } from '../../infra/redis/redis-locks.js';
+import { RedisLocksService, type PurchaseLock } from '../../infra/redis/redis-locks.service.js';
 import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
 
 /** The per-(goods, user) purchase lock, held PURCHASE_LOCK_TTL_MS at most. */
 @Injectable()
-export class PurchaseLocks {
+export class PurchaseLocksService {
   constructor(
-    private readonly locks: RedisLocks,
+    private readonly locks: RedisLocksService,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {}
 

@@ -2,18 +2,18 @@ import { Injectable } from '@nestjs/common';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { OrdersService } from '../orders/orders.service.js';
-import { SaleRecovery } from '../availability/sale-recovery.service.js';
-import { PurchaseLedger } from '../sale-store/purchase-ledger.service.js';
+import { SaleRecoveryService } from '../availability/sale-recovery.service.js';
+import { PurchaseLedgerStore } from '../sale-store/purchase-ledger.store.js';
 import type { PurchaseResultView } from './purchase.types.js';
 
 /** What became of a user's latest purchase of a goods (the result route). */
 @Injectable()
 export class PurchaseResultService {
   constructor(
-    private readonly ledger: PurchaseLedger,
+    private readonly ledger: PurchaseLedgerStore,
     private readonly orders: OrdersService,
     private readonly goods: GoodsService,
-    private readonly recovery: SaleRecovery,
+    private readonly recovery: SaleRecoveryService,
   ) {}
 
   /**

@@ -9,8 +9,8 @@ import {
 import { GoodsService } from '../goods/goods.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type { NewOrder } from '../orders/order.types.js';
-import { VoidedRequests } from '../orders/voided-requests.service.js';
-import { PurchaseLedger, ReleaseCode } from '../sale-store/purchase-ledger.service.js';
+import { VoidedRequestsService } from '../orders/voided-requests.service.js';
+import { PurchaseLedgerStore, ReleaseCode } from '../sale-store/purchase-ledger.store.js';
 import type { PurchaseAccepted } from './purchase.types.js';
 
 /**
@@ -20,12 +20,12 @@ import type { PurchaseAccepted } from './purchase.types.js';
  * sale Redis does not hold.
  */
 @Injectable()
-export class PurchaseSettlement {
-  private readonly logger = new Logger(PurchaseSettlement.name);
+export class PurchaseSettlementService {
+  private readonly logger = new Logger(PurchaseSettlementService.name);
 
   constructor(
-    private readonly ledger: PurchaseLedger,
-    private readonly voids: VoidedRequests,
+    private readonly ledger: PurchaseLedgerStore,
+    private readonly voids: VoidedRequestsService,
     private readonly goods: GoodsService,
     private readonly metrics: MetricsService,
   ) {}
@@ -34,7 +34,7 @@ export class PurchaseSettlement {
    * The broker did not confirm: the message may be lost, or held on its way and delivered later.
    * The void is recorded in MySQL first, where neither a Redis restart nor Redis being down (a
    * database-mode consumer writes without Redis) loses it, and where it and the order's write
-   * exclude each other (VoidedRequests). Once it is committed nothing is taken, whatever Redis
+   * exclude each other (VoidedRequestsService). Once it is committed nothing is taken, whatever Redis
    * answers next: the release only gives the stock back now rather than when the message comes.
    */
   async afterUnconfirmedPublish(order: NewOrder): Promise<PurchaseAccepted> {
@@ -99,7 +99,7 @@ export class PurchaseSettlement {
 
   /**
    * Redis took the purchase while the sale was being held from the Redis path (see
-   * FallbackGate): it is given back before its message is published. A release Redis does not
+   * FallbackGateService): it is given back before its message is published. A release Redis does not
    * answer leaves it in flight, and the outbox sweeper publishes it: an unknown outcome.
    */
   async afterHeldDeduct(order: NewOrder): Promise<PurchaseAccepted> {

@@ -4,13 +4,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
-import { LuaScripts } from '../../infra/redis/lua-scripts.js';
+import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { saleKeys } from '../../infra/redis/seckill-keys.js';
 import { GoodsService } from '../goods/goods.service.js';
 import type { Challenge } from 'altcha-lib';
 import { ChallengeService } from './challenge.service.js';
-import { WaitingRoom } from '../waiting-room/waiting-room.service.js';
+import { WaitingRoomService } from '../waiting-room/waiting-room.service.js';
 
 export interface PurchaseToken {
   token: string;
@@ -46,10 +46,10 @@ export class PurchaseTokenService {
 
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    private readonly lua: LuaScripts,
+    private readonly lua: LuaScriptsService,
     private readonly goods: GoodsService,
     private readonly challenges: ChallengeService,
-    private readonly room: WaitingRoom,
+    private readonly room: WaitingRoomService,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {}
 

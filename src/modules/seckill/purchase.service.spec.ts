@@ -1,27 +1,27 @@
 import { describe, expect, it, vi } from 'vitest';
 import { UnavailableError, UnknownOutcomeError } from '../../common/errors/domain-error.js';
 import { toErrorBody } from '../../common/filters/all-exceptions.filter.js';
-import type { FaultInjector } from '../../config/fault-injector.js';
+import type { FaultInjectorService } from '../../config/fault-injector.service.js';
 import type { GoodsService } from '../goods/goods.service.js';
-import type { OrderPublisher } from '../messaging/order-publisher.service.js';
+import type { OrderPublisher } from '../messaging/order.publisher.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
-import type { VoidedRequests } from '../orders/voided-requests.service.js';
-import type { PurchaseAvailability } from '../availability/purchase-availability.service.js';
+import type { VoidedRequestsService } from '../orders/voided-requests.service.js';
+import type { PurchaseAvailabilityService } from '../availability/purchase-availability.service.js';
 import {
   DeductCode,
   ReleaseCode,
-  type PurchaseLedger,
-} from '../sale-store/purchase-ledger.service.js';
-import { PurchaseSettlement } from './purchase-settlement.service.js';
-import type { PurchaseLocks } from './purchase-locks.service.js';
+  type PurchaseLedgerStore,
+} from '../sale-store/purchase-ledger.store.js';
+import { PurchaseSettlementService } from './purchase-settlement.service.js';
+import type { PurchaseLocksService } from './purchase-locks.service.js';
 import { PurchaseService } from './purchase.service.js';
-import { RedisPurchase } from './redis-purchase.service.js';
+import { RedisPurchaseService } from './redis-purchase.service.js';
 
 const redisGone = () => new Error('Connection is closed.');
 const mysqlGone = () => Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
 
 /** The last purchase service's MySQL void and Redis release. */
-const voids = { record: vi.fn<VoidedRequests['record']>() };
+const voids = { record: vi.fn<VoidedRequestsService['record']>() };
 let releases: ReturnType<typeof vi.fn>;
 let publishes: ReturnType<typeof vi.fn>;
 
@@ -51,7 +51,7 @@ function purchases(steps: {
         }),
     ),
   };
-  voids.record = vi.fn<VoidedRequests['record']>(
+  voids.record = vi.fn<VoidedRequestsService['record']>(
     steps.recordVoid ?? (async () => 'voided' as const),
   );
   releases = stock.release;
@@ -60,19 +60,24 @@ function purchases(steps: {
     countPurchase: vi.fn(),
     fallbackRefusals: { inc: vi.fn() },
   } as unknown as MetricsService;
-  const ledger = stock as unknown as PurchaseLedger;
+  const ledger = stock as unknown as PurchaseLedgerStore;
   const availability = {
     route: () => 'redis',
     rebuilding: () => false,
     heldFromRedis: () => (steps.heldAfterDeduct ?? false) && deducted,
-  } as unknown as PurchaseAvailability;
-  const viaRedis = new RedisPurchase(
+  } as unknown as PurchaseAvailabilityService;
+  const viaRedis = new RedisPurchaseService(
     ledger,
-    { tryLock: vi.fn(async () => ({ release: vi.fn() })) } as unknown as PurchaseLocks,
+    { tryLock: vi.fn(async () => ({ release: vi.fn() })) } as unknown as PurchaseLocksService,
     { isReady: () => true, publish: publishes } as unknown as OrderPublisher,
     availability,
-    new PurchaseSettlement(ledger, voids as unknown as VoidedRequests, {} as GoodsService, metrics),
-    { crashPoint: vi.fn() } as unknown as FaultInjector,
+    new PurchaseSettlementService(
+      ledger,
+      voids as unknown as VoidedRequestsService,
+      {} as GoodsService,
+      metrics,
+    ),
+    { crashPoint: vi.fn() } as unknown as FaultInjectorService,
   );
   return new PurchaseService(availability, viaRedis, metrics);
 }

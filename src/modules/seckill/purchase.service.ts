@@ -1,20 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '../../common/errors/domain-error.js';
-import { PurchaseAvailability } from '../availability/purchase-availability.service.js';
+import { PurchaseAvailabilityService } from '../availability/purchase-availability.service.js';
 import { MetricsService, type PurchaseMode } from '../metrics/metrics.service.js';
 import type { PurchaseAccepted } from './purchase.types.js';
-import { rebuilding, RedisPurchase } from './redis-purchase.service.js';
+import { rebuilding, RedisPurchaseService } from './redis-purchase.service.js';
 
 /**
- * A purchase, on the route the availability gives it: Redis (RedisPurchase), MySQL while Redis
+ * A purchase, on the route the availability gives it: Redis (RedisPurchaseService), MySQL while Redis
  * is down (the database mode's fallback), or 503 while the sale is rebuilt; every outcome is
  * counted by route.
  */
 @Injectable()
 export class PurchaseService {
   constructor(
-    private readonly availability: PurchaseAvailability,
-    private readonly viaRedis: RedisPurchase,
+    private readonly availability: PurchaseAvailabilityService,
+    private readonly viaRedis: RedisPurchaseService,
     private readonly metrics: MetricsService,
   ) {}
 

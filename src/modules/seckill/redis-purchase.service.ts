@@ -1,33 +1,33 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { FaultInjector } from '../../config/fault-injector.js';
+import { FaultInjectorService } from '../../config/fault-injector.service.js';
 import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
-import { PurchaseAvailability } from '../availability/purchase-availability.service.js';
+import { PurchaseAvailabilityService } from '../availability/purchase-availability.service.js';
 import { encodeOrderMessage } from '../messaging/order-message.js';
-import { OrderPublisher } from '../messaging/order-publisher.service.js';
+import { OrderPublisher } from '../messaging/order.publisher.js';
 import { newOrderNo } from '../orders/order-no.js';
 import type { NewOrder } from '../orders/order.types.js';
 import { deductRefusal } from '../sale-store/deduct-refusals.js';
-import { DeductCode, PurchaseLedger } from '../sale-store/purchase-ledger.service.js';
-import { PurchaseLocks } from './purchase-locks.service.js';
-import { PurchaseSettlement } from './purchase-settlement.service.js';
+import { DeductCode, PurchaseLedgerStore } from '../sale-store/purchase-ledger.store.js';
+import { PurchaseLocksService } from './purchase-locks.service.js';
+import { PurchaseSettlementService } from './purchase-settlement.service.js';
 import type { PurchaseAccepted } from './purchase.types.js';
 
 /**
  * A purchase Redis decides: the per-user lock, the atomic deduct in Redis, the confirmed
- * publish, and (PurchaseSettlement) what a purchase that did not go straight through answers.
+ * publish, and (PurchaseSettlementService) what a purchase that did not go straight through answers.
  */
 @Injectable()
-export class RedisPurchase {
-  private readonly logger = new Logger(RedisPurchase.name);
+export class RedisPurchaseService {
+  private readonly logger = new Logger(RedisPurchaseService.name);
 
   constructor(
-    private readonly ledger: PurchaseLedger,
-    private readonly locks: PurchaseLocks,
+    private readonly ledger: PurchaseLedgerStore,
+    private readonly locks: PurchaseLocksService,
     private readonly publisher: OrderPublisher,
-    private readonly availability: PurchaseAvailability,
-    private readonly settlement: PurchaseSettlement,
-    private readonly faults: FaultInjector,
+    private readonly availability: PurchaseAvailabilityService,
+    private readonly settlement: PurchaseSettlementService,
+    private readonly faults: FaultInjectorService,
   ) {}
 
   async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {

@@ -29,17 +29,14 @@ import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
 import { BlocklistChecked } from '../blocklist/blocklist.hook.js';
 import { RateLimit } from '../rate-limit/rate-limit.policy.js';
-import { SoldOutShortcut } from '../sale-store/sold-out-memo.js';
-import {
-  PURCHASE_BODY_LIMIT_BYTES,
-  PurchaseBodyDto,
-  PurchaseBodyPipe,
-} from './purchase-body.pipe.js';
+import { SoldOutShortcut } from '../sale-store/sold-out-memo.store.js';
+import { PurchaseBodyDto } from './purchase-body.dto.js';
+import { PURCHASE_BODY_LIMIT_BYTES, PurchaseBodyPipe } from './purchase-body.pipe.js';
 import { parseIdempotencyKey } from './idempotency.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
 import { PurchaseResultService } from './purchase-result.service.js';
-import { ResultStreams } from './result-stream.service.js';
+import { ResultStreamsService } from './result-streams.service.js';
 import { ApiErrors, AUTHENTICATED } from '../../common/errors/api-errors.decorator.js';
 import type { ErrorCode } from '../../common/errors/domain-error.js';
 
@@ -92,7 +89,7 @@ export class SeckillController {
     private readonly requests: PurchaseRequestService,
     private readonly results: PurchaseResultService,
     private readonly tokens: PurchaseTokenService,
-    private readonly streams: ResultStreams,
+    private readonly streams: ResultStreamsService,
   ) {}
 
   @Get(':goodsId/challenge')

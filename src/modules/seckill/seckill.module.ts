@@ -10,11 +10,11 @@ import { IdempotencyService } from './idempotency.service.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
 import { PurchaseResultService } from './purchase-result.service.js';
-import { PurchaseSettlement } from './purchase-settlement.service.js';
-import { PurchaseLocks } from './purchase-locks.service.js';
+import { PurchaseSettlementService } from './purchase-settlement.service.js';
+import { PurchaseLocksService } from './purchase-locks.service.js';
 import { PurchaseService } from './purchase.service.js';
-import { RedisPurchase } from './redis-purchase.service.js';
-import { ResultStreams } from './result-stream.service.js';
+import { RedisPurchaseService } from './redis-purchase.service.js';
+import { ResultStreamsService } from './result-streams.service.js';
 import { SeckillController } from './seckill.controller.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
@@ -39,14 +39,14 @@ import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
   controllers: [SeckillController],
   providers: [
     PurchaseService,
-    RedisPurchase,
-    PurchaseLocks,
-    PurchaseSettlement,
+    RedisPurchaseService,
+    PurchaseLocksService,
+    PurchaseSettlementService,
     PurchaseRequestService,
     PurchaseResultService,
     PurchaseTokenService,
     IdempotencyService,
-    ResultStreams,
+    ResultStreamsService,
   ],
 })
 export class SeckillModule {}

@@ -4,7 +4,7 @@ import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-
 import { GoodsService } from '../goods/goods.service.js';
 import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
 import { RoomJournalService } from '../queue-journal/room-journal.service.js';
-import { ADMIT_BATCH, QueueScripts } from './queue-scripts.js';
+import { ADMIT_BATCH, QueueScripts } from './queue.scripts.js';
 import { isQueueSale, type QueueSale } from './waiting-room.service.js';
 
 /** How long the list of open queues is reused before MySQL is asked again. */
@@ -27,8 +27,8 @@ const SEED_LEAD_MS = 1_000;
  * ticking at once would only share the same budget.
  */
 @Injectable()
-export class AdmissionPacer {
-  private readonly logger = new Logger(AdmissionPacer.name);
+export class AdmissionPacerService {
+  private readonly logger = new Logger(AdmissionPacerService.name);
   private sales: { list: QueueSale[]; until: number } = { list: [], until: 0 };
   private readonly stopped = new Set<number>();
 

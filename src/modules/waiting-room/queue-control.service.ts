@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { orUnavailable } from '../../common/errors/domain-error.js';
 import { GoodsService } from '../goods/goods.service.js';
-import { QueueScripts, type RoomState } from './queue-scripts.js';
-import { WaitingRoom, type QueueSale } from './waiting-room.service.js';
+import { QueueScripts, type RoomState } from './queue.scripts.js';
+import { WaitingRoomService, type QueueSale } from './waiting-room.service.js';
 
 /** A queue's admission as the operator sees and sets it. */
 export interface QueueAdmission {
@@ -27,16 +27,16 @@ export interface QueueBoard extends QueueAdmission {
 /**
  * The operator's hold on a queue sale's admission: pause it (joining, standings and purchases of
  * those admitted go on), resume it, pace it anew. The change is in MySQL, so that it outlives
- * Redis; the admission job reads it within a second (AdmissionPacer's list of open queues).
+ * Redis; the admission job reads it within a second (AdmissionPacerService's list of open queues).
  */
 @Injectable()
-export class QueueControl {
-  private readonly logger = new Logger(QueueControl.name);
+export class QueueControlService {
+  private readonly logger = new Logger(QueueControlService.name);
 
   constructor(
     private readonly goods: GoodsService,
     private readonly scripts: QueueScripts,
-    private readonly room: WaitingRoom,
+    private readonly room: WaitingRoomService,
   ) {}
 
   async set(

@@ -4,14 +4,14 @@ import { EventFeed, type FeedValues } from '../../common/http/event-feed.js';
 import { StreamBudget } from '../../common/http/stream-budget.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
-import { StreamSlots } from '../../infra/redis/stream-slots.js';
+import { StreamSlotsService } from '../../infra/redis/stream-slots.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import { ResultEvents } from '../sale-store/result-events.js';
-import type { QueueStanding } from './queue-scripts.js';
-import { RoomWatcher, type RoomView } from './room-watcher.js';
+import { ResultEventsService } from '../sale-store/result-events.service.js';
+import type { QueueStanding } from './queue.scripts.js';
+import { RoomWatcherService, type RoomView } from './room-watcher.service.js';
 import {
   queueStatusOf,
-  WaitingRoom,
+  WaitingRoomService,
   type QueueSale,
   type QueueStatus,
 } from './waiting-room.service.js';
@@ -113,17 +113,17 @@ class QueueFollower {
  * after a final one (`final`: a sold-out-for-now buyer stays in line, its stream open). Bounded like the result stream, on budgets of its own (QUEUE_STREAM_*):
  * per user and per client address across instances, per instance here. While open it costs no
  * query of its own but at a turn (QueueFollower); the room is read once per instance and
- * interval for all of a goods' streams (RoomWatcher).
+ * interval for all of a goods' streams (RoomWatcherService).
  */
 @Injectable()
-export class QueueStreams implements BeforeApplicationShutdown {
+export class QueueStreamsService implements BeforeApplicationShutdown {
   private readonly budget: StreamBudget;
 
   constructor(
-    private readonly room: WaitingRoom,
-    private readonly watcher: RoomWatcher,
-    private readonly events: ResultEvents,
-    slots: StreamSlots,
+    private readonly room: WaitingRoomService,
+    private readonly watcher: RoomWatcherService,
+    private readonly events: ResultEventsService,
+    slots: StreamSlotsService,
     metrics: MetricsService,
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
   ) {

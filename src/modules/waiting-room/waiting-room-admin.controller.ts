@@ -7,7 +7,7 @@ import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { strictValidation } from '../../common/pipes/validation.pipe.js';
 import { MAX_ADMIT_PER_SECOND } from '../goods/goods.dto.js';
 import { AdminOnly } from '../auth/auth.decorators.js';
-import { QueueControl } from './queue-control.service.js';
+import { QueueControlService } from './queue-control.service.js';
 
 class QueuePaceDto {
   @ApiProperty({
@@ -35,14 +35,14 @@ const QUEUE_ADMIN_ERRORS: ErrorCode[] = [
 ];
 
 /**
- * The operator's hold on a queue sale's admission (QueueControl): within a second on every
+ * The operator's hold on a queue sale's admission (QueueControlService): within a second on every
  * instance, kept in MySQL.
  */
 @ApiTags('admin')
 @ApiBearerAuth()
 @Controller('admin/goods')
 export class WaitingRoomAdminController {
-  constructor(private readonly control: QueueControl) {}
+  constructor(private readonly control: QueueControlService) {}
 
   @Post(':goodsId/queue/pause')
   @HttpCode(200)

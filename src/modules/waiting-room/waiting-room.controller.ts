@@ -11,15 +11,15 @@ import {
   ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
 import { CountedAddress } from '../../common/http/client-address.js';
-import { QueueStreams } from './queue-streams.service.js';
+import { QueueStreamsService } from './queue-streams.service.js';
 import { ApiErrors, AUTHENTICATED } from '../../common/errors/api-errors.decorator.js';
 import type { ErrorCode } from '../../common/errors/domain-error.js';
 import { PositiveIntPipe } from '../../common/pipes/positive-int.pipe.js';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
 import { BlocklistChecked } from '../blocklist/blocklist.hook.js';
 import { RateLimit } from '../rate-limit/rate-limit.policy.js';
-import { QUEUE_STATES } from './queue-scripts.js';
-import { WaitingRoom } from './waiting-room.service.js';
+import { QUEUE_STATES } from './queue.scripts.js';
+import { WaitingRoomService } from './waiting-room.service.js';
 
 class QueueStatusDto {
   @ApiProperty({ enum: QUEUE_STATES }) state: string;
@@ -66,8 +66,8 @@ const QUEUE_READ_ERRORS: ErrorCode[] = [
 @Controller('seckill')
 export class WaitingRoomController {
   constructor(
-    private readonly room: WaitingRoom,
-    private readonly streams: QueueStreams,
+    private readonly room: WaitingRoomService,
+    private readonly streams: QueueStreamsService,
   ) {}
 
   @Post(':goodsId/queue')

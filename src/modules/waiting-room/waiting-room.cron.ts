@@ -3,17 +3,17 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
-import { RedisLocks } from '../../infra/redis/redis-locks.js';
-import { AdmissionPacer } from './admission-pacer.service.js';
+import { RedisLocksService } from '../../infra/redis/redis-locks.service.js';
+import { AdmissionPacerService } from './admission-pacer.service.js';
 
-/** Schedules only; AdmissionPacer does the work. Off with QUEUE_ADMISSION_ENABLED=false. */
+/** Schedules only; AdmissionPacerService does the work. Off with QUEUE_ADMISSION_ENABLED=false. */
 @Injectable()
 export class WaitingRoomCron implements OnApplicationBootstrap {
   constructor(
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
     private readonly registry: SchedulerRegistry,
-    private readonly locks: RedisLocks,
-    private readonly pacer: AdmissionPacer,
+    private readonly locks: RedisLocksService,
+    private readonly pacer: AdmissionPacerService,
   ) {}
 
   onApplicationBootstrap(): void {

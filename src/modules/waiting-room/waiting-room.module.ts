@@ -5,18 +5,18 @@ import { QueueJournalModule } from '../queue-journal/queue-journal.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ChallengeModule } from '../seckill/challenge.module.js';
-import { AdmissionPacer } from './admission-pacer.service.js';
-import { QueueControl } from './queue-control.service.js';
-import { QueueScripts } from './queue-scripts.js';
-import { QueueStreams } from './queue-streams.service.js';
+import { AdmissionPacerService } from './admission-pacer.service.js';
+import { QueueControlService } from './queue-control.service.js';
+import { QueueScripts } from './queue.scripts.js';
+import { QueueStreamsService } from './queue-streams.service.js';
 import { ReturnsOutlookService } from './returns-outlook.service.js';
-import { RoomWatcher } from './room-watcher.js';
-import { WaitingRoom } from './waiting-room.service.js';
+import { RoomWatcherService } from './room-watcher.service.js';
+import { WaitingRoomService } from './waiting-room.service.js';
 
 /**
  * A `queue` sale's waiting room: joining, the standing, its stream, and the admission pace. Its routes are
  * WaitingRoomHttpModule's, its job WaitingRoomJobsModule's; the purchase token asks it whether
- * a buyer is admitted (WaitingRoom.requireAdmission).
+ * a buyer is admitted (WaitingRoomService.requireAdmission).
  */
 @Module({
   imports: [
@@ -29,13 +29,13 @@ import { WaitingRoom } from './waiting-room.service.js';
   ],
   providers: [
     QueueScripts,
-    WaitingRoom,
-    AdmissionPacer,
-    QueueStreams,
-    RoomWatcher,
-    QueueControl,
+    WaitingRoomService,
+    AdmissionPacerService,
+    QueueStreamsService,
+    RoomWatcherService,
+    QueueControlService,
     ReturnsOutlookService,
   ],
-  exports: [WaitingRoom, AdmissionPacer, QueueStreams, QueueControl],
+  exports: [WaitingRoomService, AdmissionPacerService, QueueStreamsService, QueueControlService],
 })
 export class WaitingRoomModule {}

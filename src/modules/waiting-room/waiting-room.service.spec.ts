@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { QueueStanding } from './queue-scripts.js';
+import type { QueueStanding } from './queue.scripts.js';
 import { isFinal, queueStatusOf, type QueueSale } from './waiting-room.service.js';
 
 const NOW = Date.parse('2026-12-03T12:00:00Z');

@@ -9,7 +9,7 @@ import { ChallengeService } from '../seckill/challenge.service.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
 import { JoinJournalService } from '../queue-journal/join-journal.service.js';
 import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
-import { JoinCode, QueueScripts, type QueueStanding, type QueueState } from './queue-scripts.js';
+import { JoinCode, QueueScripts, type QueueStanding, type QueueState } from './queue.scripts.js';
 import { ReturnsOutlookService } from './returns-outlook.service.js';
 
 /** GET /api/v1/seckill/:goodsId/queue's answer (the contract's). */
@@ -49,12 +49,12 @@ export type QueueSale = GoodsEntity & {
 
 /**
  * A `queue` sale's waiting room, as the buyer meets it: joining (the pre-queue until the shuffle
- * at startAt, then in arrival order) and the standing. Admission itself is AdmissionPacer's;
+ * at startAt, then in arrival order) and the standing. Admission itself is AdmissionPacerService's;
  * the deduct sells only to admitted buyers (lua/seckill-deduct.lua).
  */
 @Injectable()
-export class WaitingRoom {
-  private readonly logger = new Logger(WaitingRoom.name);
+export class WaitingRoomService {
+  private readonly logger = new Logger(WaitingRoomService.name);
 
   constructor(
     private readonly goods: GoodsService,

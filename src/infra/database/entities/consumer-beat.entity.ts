@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** An order consumer session alive in MySQL's registry, until its beat expires (DatabaseBarrier). */
+/** An order consumer session alive in MySQL's registry, until its beat expires (DatabaseBarrierService). */
 @Entity({ name: 'seckill_consumer_beat' })
 export class ConsumerBeatEntity {
   @PrimaryColumn({ type: 'varchar', length: 64 })

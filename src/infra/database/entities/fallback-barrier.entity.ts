@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** An order barrier kept in MySQL, which the Redis-down fallback opens (DatabaseBarrier). */
+/** An order barrier kept in MySQL, which the Redis-down fallback opens (DatabaseBarrierService). */
 @Entity({ name: 'seckill_fallback_barrier' })
 export class FallbackBarrierEntity {
   @PrimaryColumn({ type: 'varchar', length: 64 })

@@ -1,6 +1,6 @@
 import { Entity, PrimaryColumn } from 'typeorm';
 
-/** A consumer session that drained a MySQL order barrier (DatabaseBarrier). */
+/** A consumer session that drained a MySQL order barrier (DatabaseBarrierService). */
 @Entity({ name: 'seckill_fallback_drain' })
 export class FallbackDrainEntity {
   @PrimaryColumn({ name: 'barrier_id', type: 'varchar', length: 64 })

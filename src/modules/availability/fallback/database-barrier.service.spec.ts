@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from 'vitest';
-import type { OrderPublisher } from '../../messaging/order-publisher.service.js';
-import { DatabaseBarrier } from './database-barrier.service.js';
+import type { OrderPublisher } from '../../messaging/order.publisher.js';
+import { DatabaseBarrierService } from './database-barrier.service.js';
 import type { FallbackBarrierRepository } from './fallback-barrier.repository.js';
 
-describe('DatabaseBarrier', () => {
+describe('DatabaseBarrierService', () => {
   it('should delete the barrier row when its message was not confirmed', async () => {
     const rows = {
       insert: vi.fn(async () => new Date()),
@@ -12,7 +12,7 @@ describe('DatabaseBarrier', () => {
       openIds: vi.fn(async () => []),
     };
     const publisher = { publishBarrier: vi.fn(async () => false) };
-    const barriers = new DatabaseBarrier(
+    const barriers = new DatabaseBarrierService(
       rows as unknown as FallbackBarrierRepository,
       publisher as unknown as OrderPublisher,
     );

@@ -4,8 +4,8 @@ import {
   judgeBarrier,
   type BarrierState,
   type OpenBarrier,
-} from '../../messaging/order-barrier.service.js';
-import { OrderPublisher } from '../../messaging/order-publisher.service.js';
+} from '../../messaging/redis-barrier.store.js';
+import { OrderPublisher } from '../../messaging/order.publisher.js';
 import type { BarrierStore } from '../../messaging/barrier-store.js';
 import { FallbackBarrierRepository } from './fallback-barrier.repository.js';
 
@@ -21,7 +21,7 @@ export function isDatabaseBarrier(id: string): boolean {
 }
 
 /**
- * The order barrier (messaging/order-barrier.service.ts, same protocol and proof) with its
+ * The order barrier (messaging/redis-barrier.store.ts, same protocol and proof) with its
  * consumer registry and marks in MySQL instead of Redis: the barrier that opens the Redis-down
  * fallback must pass while Redis is unreachable. Its message goes through the orders queue like
  * the other's. Consumers beat here only with REDIS_DOWN_MODE=database: a beat and a read of
@@ -29,12 +29,12 @@ export function isDatabaseBarrier(id: string): boolean {
  * is complete when Redis dies.
  */
 @Injectable()
-export class DatabaseBarrier implements BarrierStore {
+export class DatabaseBarrierService implements BarrierStore {
   owns(id: string): boolean {
     return isDatabaseBarrier(id);
   }
 
-  private readonly logger = new Logger(DatabaseBarrier.name);
+  private readonly logger = new Logger(DatabaseBarrierService.name);
 
   constructor(
     private readonly rows: FallbackBarrierRepository,
@@ -43,7 +43,7 @@ export class DatabaseBarrier implements BarrierStore {
 
   async open(): Promise<OpenBarrier> {
     const id = randomHex(ID_BYTES);
-    // MySQL's clock, which the rebuild stamps `rebuilt_at` with (see FallbackGate).
+    // MySQL's clock, which the rebuild stamps `rebuilt_at` with (see FallbackGateService).
     const now = await this.rows.insert(id, BARRIER_TTL_MS);
     let consumers: string[];
     try {
@@ -98,7 +98,7 @@ export class DatabaseBarrier implements BarrierStore {
     return this.rows.markDrained(id, session);
   }
 
-  /** Rows of beats and barriers long gone; called now and then by FallbackReturn. */
+  /** Rows of beats and barriers long gone; called now and then by FallbackReturnService. */
   prune(): Promise<void> {
     return this.rows.prune();
   }

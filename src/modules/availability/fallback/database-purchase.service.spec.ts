@@ -2,15 +2,15 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { UnavailableError, UnknownOutcomeError } from '../../../common/errors/domain-error.js';
 import type { RabbitMqConfig } from '../../../config/rabbitmq.config.js';
 import type { SeckillConfig } from '../../../config/seckill.config.js';
-import type { Transactions, Tx } from '../../../infra/database/transactions.js';
+import type { TransactionsService, Tx } from '../../../infra/database/transactions.service.js';
 import type { FallbackSaleState, GoodsRepository } from '../../goods/goods.repository.js';
-import type { OrderPublisher } from '../../messaging/order-publisher.service.js';
+import type { OrderPublisher } from '../../messaging/order.publisher.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
 import type { OrderRepository } from '../../orders/order.repository.js';
-import { DatabasePurchase } from './database-purchase.service.js';
-import type { FallbackGate } from './fallback-gate.service.js';
+import { DatabasePurchaseService } from './database-purchase.service.js';
+import type { FallbackGateService } from './fallback-gate.service.js';
 
-describe('DatabasePurchase', () => {
+describe('DatabasePurchaseService', () => {
   /** Repositories whose transactions hang until released, and that count every call. */
   function setup(maxInflight: number, soldOutMemoMs = 1_000) {
     const release: (() => void)[] = [];
@@ -29,11 +29,11 @@ describe('DatabasePurchase', () => {
       },
       orders: { insertPending: vi.fn<OrderRepository['insertPending']>() },
     };
-    const purchases = new DatabasePurchase(
-      db.transactions as unknown as Transactions,
+    const purchases = new DatabasePurchaseService(
+      db.transactions as unknown as TransactionsService,
       db.goods as unknown as GoodsRepository,
       db.orders as unknown as OrderRepository,
-      { redisDown: () => true, fenceOpenedAt: () => null } as unknown as FallbackGate,
+      { redisDown: () => true, fenceOpenedAt: () => null } as unknown as FallbackGateService,
       { publishTimeouts: vi.fn(async () => true) } as unknown as OrderPublisher,
       new MetricsService(),
       { redisDownMode: 'database', fallbackMaxInflight: maxInflight },
@@ -88,7 +88,7 @@ describe('DatabasePurchase', () => {
     db.goods.fallbackSaleState.mockResolvedValue(soldOutRow);
   }
 
-  /** Transactions begun and statements run, in them or not. */
+  /** TransactionsService begun and statements run, in them or not. */
   const queries = (db: ReturnType<typeof setup>['db']) =>
     [db.transactions, db.goods, db.orders]
       .flatMap((fakes) => Object.values(fakes))

@@ -13,15 +13,15 @@ import {
 } from '../../../config/availability.config.js';
 import { seckillConfig, type SeckillConfig } from '../../../config/seckill.config.js';
 import { rabbitmqConfig, type RabbitMqConfig } from '../../../config/rabbitmq.config.js';
-import { OrderPublisher } from '../../messaging/order-publisher.service.js';
+import { OrderPublisher } from '../../messaging/order.publisher.js';
 import { MetricsService } from '../../metrics/metrics.service.js';
-import { Transactions } from '../../../infra/database/transactions.js';
+import { TransactionsService } from '../../../infra/database/transactions.service.js';
 import { GoodsRepository } from '../../goods/goods.repository.js';
 import { newOrderNo } from '../../orders/order-no.js';
 import { OrderRepository } from '../../orders/order.repository.js';
 import { duplicateKeyIndex } from '../../orders/order-writer.service.js';
 import type { PurchaseAccepted } from '../../seckill/purchase.types.js';
-import { FallbackGate, MARKS_LEASE_MS } from './fallback-gate.service.js';
+import { FallbackGateService, MARKS_LEASE_MS } from './fallback-gate.service.js';
 
 /**
  * The longest the fallback answers a sold-out goods from memory (SOLD_OUT_MEMO_MS, 0 = off): a
@@ -63,17 +63,17 @@ class NotTaken extends Error {}
  * and the expiry's.
  */
 @Injectable()
-export class DatabasePurchase {
-  private readonly logger = new Logger(DatabasePurchase.name);
+export class DatabasePurchaseService {
+  private readonly logger = new Logger(DatabasePurchaseService.name);
   private inflight = 0;
   /** Goods found sold out, until when. */
   private readonly soldOut = new Map<number, number>();
 
   constructor(
-    private readonly transactions: Transactions,
+    private readonly transactions: TransactionsService,
     private readonly goods: GoodsRepository,
     private readonly orders: OrderRepository,
-    private readonly gate: FallbackGate,
+    private readonly gate: FallbackGateService,
     private readonly publisher: OrderPublisher,
     private readonly metrics: MetricsService,
     @InjectConfig(availabilityConfig) private readonly availability: AvailabilityConfig,
@@ -212,7 +212,7 @@ export class DatabasePurchase {
    * Opening a goods to the fallback, in two steps, so that no instance sells it through Redis
    * once MySQL does. First it is held (`redis_stale`, `fallback_held_at`): every instance that
    * reads the marks stops selling it through Redis within a read, and one that cannot read them
-   * stops selling through Redis at all when its lease runs out (FallbackGate, MARKS_LEASE_MS).
+   * stops selling through Redis at all when its lease runs out (FallbackGateService, MARKS_LEASE_MS).
    * A purchase Redis accepted before that is in the broker within PUBLISH_CONFIRM_TIMEOUT_MS, or
    * was answered 503. Once that wait is over, an order barrier opened after it proves those
    * orders written, and MySQL's stock counts them: the goods is opened (`fallback_open`), unless

@@ -4,7 +4,7 @@ import type { Repository } from 'typeorm';
 import { FallbackBarrierEntity } from '../../../infra/database/entities/fallback-barrier.entity.js';
 
 /**
- * The MySQL order barrier's rows (DatabaseBarrier): `seckill_fallback_barrier`, the sessions that
+ * The MySQL order barrier's rows (DatabaseBarrierService): `seckill_fallback_barrier`, the sessions that
  * drained each (`seckill_fallback_drain`), and the consumer sessions alive
  * (`seckill_consumer_beat`). Every time is MySQL's NOW(3), one clock for all instances.
  */

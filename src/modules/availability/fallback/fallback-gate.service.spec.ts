@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AppSection } from '../../../config/app.config.js';
 import type { RabbitMqConfig } from '../../../config/rabbitmq.config.js';
-import type { RedisWatchdog } from '../../../infra/redis/redis-watchdog.js';
+import type { RedisWatchdogService } from '../../../infra/redis/redis-watchdog.service.js';
 import type { GoodsRepository } from '../../goods/goods.repository.js';
-import type { BucketCounts } from '../../sale-store/bucket-counts.service.js';
-import type { SaleLoader } from '../../sale-store/sale-loader.service.js';
-import type { DatabaseBarrier } from './database-barrier.service.js';
-import { FallbackGate, MARKS_LEASE_MS } from './fallback-gate.service.js';
+import type { BucketCountsStore } from '../../sale-store/bucket-counts.store.js';
+import type { SaleLoaderStore } from '../../sale-store/sale-loader.store.js';
+import type { DatabaseBarrierService } from './database-barrier.service.js';
+import { FallbackGateService, MARKS_LEASE_MS } from './fallback-gate.service.js';
 
 /** A gate on one Redis server, always identified, never dropped, with MySQL mocked. */
 function gate() {
@@ -19,12 +19,12 @@ function gate() {
   };
   const buckets = { known: vi.fn(() => 1) };
   const loader = { isPreheated: vi.fn(async () => true) };
-  const instance = new FallbackGate(
-    watchdog as unknown as RedisWatchdog,
+  const instance = new FallbackGateService(
+    watchdog as unknown as RedisWatchdogService,
     goods as unknown as GoodsRepository,
-    buckets as unknown as BucketCounts,
-    loader as unknown as SaleLoader,
-    {} as DatabaseBarrier,
+    buckets as unknown as BucketCountsStore,
+    loader as unknown as SaleLoaderStore,
+    {} as DatabaseBarrierService,
     { role: 'all' } as AppSection,
     {} as RabbitMqConfig,
   );
@@ -33,7 +33,7 @@ function gate() {
   return { instance, goods, refresh };
 }
 
-describe('FallbackGate', () => {
+describe('FallbackGateService', () => {
   afterEach(() => vi.useRealTimers());
 
   it('should hold every goods from the Redis path once the marks it read are older than the lease, and free it at the next read', async () => {

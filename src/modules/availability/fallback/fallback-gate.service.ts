@@ -10,12 +10,12 @@ import { backoffWithJitter } from '../../../common/database/transient-errors.js'
 import { InjectConfig } from '../../../config/config-namespace.js';
 import { appConfig, type AppSection } from '../../../config/app.config.js';
 import { rabbitmqConfig, type RabbitMqConfig } from '../../../config/rabbitmq.config.js';
-import { RedisWatchdog } from '../../../infra/redis/redis-watchdog.js';
+import { RedisWatchdogService } from '../../../infra/redis/redis-watchdog.service.js';
 import { GoodsRepository } from '../../goods/goods.repository.js';
-import type { OpenBarrier } from '../../messaging/order-barrier.service.js';
-import { BucketCounts } from '../../sale-store/bucket-counts.service.js';
-import { SaleLoader } from '../../sale-store/sale-loader.service.js';
-import { DatabaseBarrier } from './database-barrier.service.js';
+import type { OpenBarrier } from '../../messaging/redis-barrier.store.js';
+import { BucketCountsStore } from '../../sale-store/bucket-counts.store.js';
+import { SaleLoaderStore } from '../../sale-store/sale-loader.store.js';
+import { DatabaseBarrierService } from './database-barrier.service.js';
 
 /**
  * How often the stale goods are read again: on every tick, not only after a drop seen here, so an
@@ -27,7 +27,7 @@ const REFRESH_MS = 200;
  * for every goods (MySQL decides, or the purchase is 503). An instance that cannot read MySQL
  * cannot learn that another opened a goods to the fallback, so it stops selling through Redis on
  * its own: the fallback opens a goods only once this lease of every instance has run out since
- * the goods was held (DatabasePurchase), and none sells it through Redis from then on.
+ * the goods was held (DatabasePurchaseService), and none sells it through Redis from then on.
  */
 export const MARKS_LEASE_MS = 2_000;
 
@@ -47,10 +47,10 @@ interface Fence {
  * This instance's side of the switch between Redis and MySQL (REDIS_DOWN_MODE=database).
  *
  * Into the fallback: the first database-mode purchase of an outage starts a barrier through the
- * orders queue (DatabaseBarrier: the order barrier with its registry in MySQL), opened once every
+ * orders queue (DatabaseBarrierService: the order barrier with its registry in MySQL), opened once every
  * purchase Redis accepted before the drop is in the broker. It passes once the consumers have
  * settled every order message taken before it; they write them without Redis meanwhile (see
- * IngestLedger). Then MySQL's stock counts every order Redis accepted, and a goods may be
+ * IngestLedgerService). Then MySQL's stock counts every order Redis accepted, and a goods may be
  * opened to the fallback (`fallback_open`). Until then database-mode purchases answer 503,
  * nothing taken, as without the fallback.
  *
@@ -62,9 +62,11 @@ interface Fence {
  * a restart) holds stock and buyers from before the fallback sold.
  */
 @Injectable()
-export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
-  private readonly logger = new Logger(FallbackGate.name);
-  /** Switched on by the policy that sells through MySQL (SellThroughDatabase). */
+export class FallbackGateService
+  implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown
+{
+  private readonly logger = new Logger(FallbackGateService.name);
+  /** Switched on by the policy that sells through MySQL (SellThroughDatabasePolicy). */
   private enabled = false;
   /** Outages: from a drop until every master is identified again. */
   private outages = 0;
@@ -89,11 +91,11 @@ export class FallbackGate implements OnModuleInit, OnApplicationBootstrap, OnApp
   private stopped = false;
 
   constructor(
-    private readonly watchdog: RedisWatchdog,
+    private readonly watchdog: RedisWatchdogService,
     private readonly goods: GoodsRepository,
-    private readonly buckets: BucketCounts,
-    private readonly loader: SaleLoader,
-    private readonly barriers: DatabaseBarrier,
+    private readonly buckets: BucketCountsStore,
+    private readonly loader: SaleLoaderStore,
+    private readonly barriers: DatabaseBarrierService,
     @InjectConfig(appConfig) private readonly app: AppSection,
     @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
   ) {}

@@ -1,11 +1,11 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { DomainError } from '../../../common/errors/domain-error.js';
-import { FaultInjector } from '../../../config/fault-injector.js';
+import { FaultInjectorService } from '../../../config/fault-injector.service.js';
 import { GoodsRepository } from '../../goods/goods.repository.js';
 import { PreheatService } from '../../preheat/preheat.service.js';
-import { SaleStateLock } from '../../sale-store/sale-state-lock.js';
-import { DatabaseBarrier } from './database-barrier.service.js';
-import { RedisDownPolicy } from './redis-down-policy.js';
+import { SaleStateLockService } from '../../sale-store/sale-state-lock.service.js';
+import { DatabaseBarrierService } from './database-barrier.service.js';
+import { RedisDownPolicy } from './redis-down.policy.js';
 
 const EVERY_MS = 500;
 /** Rows of old barriers and beats are dropped this often. */
@@ -17,13 +17,13 @@ const PRUNE_EVERY_MS = 600_000;
  * (PreheatService: what Redis holds of it wiped first, then the order barrier, then the load, in
  * the transaction that closes the fallback and clears the mark). The wipe comes first so that no
  * instance sells the old copy meanwhile (they hold the Redis path until the sale is loaded; see
- * FallbackGate). Under the goods' sale-state lock, the mark read again once it is held: a rebuild
+ * FallbackGateService). Under the goods' sale-state lock, the mark read again once it is held: a rebuild
  * by another path (the restart's, a preheat) that cleared it meanwhile is left alone.
  * Cluster-wide work, run where the consumers run (the rebuild waits for their drain).
  */
 @Injectable()
-export class FallbackReturn implements OnModuleInit, OnApplicationShutdown {
-  private readonly logger = new Logger(FallbackReturn.name);
+export class FallbackReturnService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(FallbackReturnService.name);
   private timer?: NodeJS.Timeout;
   private running = false;
   private prunedAt = 0;
@@ -31,9 +31,9 @@ export class FallbackReturn implements OnModuleInit, OnApplicationShutdown {
   constructor(
     private readonly goods: GoodsRepository,
     private readonly preheat: PreheatService,
-    private readonly saleLock: SaleStateLock,
-    private readonly faults: FaultInjector,
-    private readonly barriers: DatabaseBarrier,
+    private readonly saleLock: SaleStateLockService,
+    private readonly faults: FaultInjectorService,
+    private readonly barriers: DatabaseBarrierService,
     private readonly policy: RedisDownPolicy,
   ) {}
 

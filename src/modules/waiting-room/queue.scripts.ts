@@ -1,0 +1,285 @@
+import { Injectable } from '@nestjs/common';
+import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
+import { queueKeys, resultChannel, saleKeys } from '../../infra/redis/seckill-keys.js';
+
+/**
+ * The most one tick call admits: each admission costs the shuffle's inverse (about 10 µs of
+ * Redis), so that one call holds Redis some 20 ms at most; the caller calls again while its
+ * batches come back full.
+ */
+export const ADMIT_BATCH = 2_000;
+
+/** lua/queue-join.lua's answers. */
+export enum JoinCode {
+  Joined = 0,
+  Kept = 1,
+  NotOpen = 2,
+  Ended = 3,
+  /** The room is not the journal's (Redis lost or outdated it): it is being restored. */
+  Restoring = 4,
+  /** A new join from an address that put QUEUE_MAX_ACCOUNTS_PER_ADDRESS accounts in already. */
+  TooManyAccounts = 5,
+}
+
+/** A join's answer: where the buyer stands (Joined, Kept). */
+export interface JoinResult {
+  code: JoinCode;
+  /** 0: the pre-queue (position: join index), 1: behind it (position: arrival number). */
+  line: 0 | 1;
+  position: number;
+}
+
+/** lua/queue-status.lua's states, in its order. */
+export const QUEUE_STATES = [
+  'NOT_JOINED',
+  'WAITING',
+  'ADMITTED',
+  'EXPIRED',
+  'SOLD_OUT',
+  'PURCHASED',
+] as const;
+export type QueueState = (typeof QUEUE_STATES)[number];
+
+/** A buyer's standing as lua/queue-status.lua reads it. */
+export interface QueueStanding {
+  state: QueueState;
+  /** Buyers waiting ahead (WAITING, or SOLD_OUT while in line); null before the seed is drawn. */
+  ahead: number | null;
+  /** ms, Redis's clock; ADMITTED only. */
+  admittedUntil: number | null;
+  admittedLast10s: number;
+  /** Places admitted so far: a placed WAITING buyer's place in the line is head + ahead. */
+  head: number;
+  /** At or after endAt (Redis's clock): every state is final. */
+  ended: boolean;
+  /** The room's clock is stopped: the sale cannot sell now (paused, rebuilt, cut off). */
+  stopped: boolean;
+  /** PURCHASED, and the purchase is still on its way to MySQL (a refusal there undoes it). */
+  pending: boolean;
+  /** The stock left; null when the sale is not in Redis or the state does not need it. */
+  stock: number | null;
+  /** Admitted buyers who have neither bought nor lapsed. */
+  deciding: number;
+}
+
+/** What every waiting buyer's standing follows from (lua/queue-room.lua). */
+export interface RoomState {
+  head: number;
+  /** The seed is drawn: every place is fixed. */
+  shuffled: boolean;
+  /** null when the sale is not in Redis. */
+  stock: number | null;
+  inflight: number;
+  admittedLast10s: number;
+  /** Buyers not admitted yet. */
+  waiting: number;
+  /** Admitted buyers who have neither bought nor lapsed. */
+  deciding: number;
+  expired: number;
+  /** At or after endAt (Redis's clock). */
+  ended: boolean;
+  /** The room's clock is stopped: the sale cannot sell now. */
+  stopped: boolean;
+  /** The room is not the journal's (Redis lost or outdated it): it is being restored. */
+  restoring: boolean;
+}
+
+export interface TickParams {
+  startAt: number;
+  endAt: number;
+  admitPerSecond: number;
+  admissionTtlMs: number;
+  stockFactor: number;
+  /** The seed, drawn in MySQL first (RoomJournalService): Redis takes it at the draw. */
+  seed: string;
+  paused: boolean;
+  /** Two steps further apart than this stop the room's clock for the gap (nobody reached it). */
+  gapMs: number;
+}
+
+export interface TickResult {
+  admitted: number;
+  lapsed: number;
+  /** This call drew the shuffle's seed: the order is fixed from now on. */
+  drawn: boolean;
+  /** The room's clock is stopped: nobody lapses, nobody is admitted. */
+  stopped: boolean;
+  /** The room is not the journal's: nothing was done, it must be restored. */
+  restoring: boolean;
+  /** Places admitted so far, after this call. */
+  head: number;
+  /** The room's clock at this call. */
+  roomMs: number;
+  /** The admissions' end (room's clock), for `users`. */
+  untilMs: number;
+  /** The pre-queue's size the seed orders (0 before the draw). */
+  preSize: number;
+  /** The buyers this call admitted. */
+  users: number[];
+}
+
+/** The waiting room's keys in the order lua/queue-tick.lua and queue-status.lua take them. */
+function roomKeys(goodsId: number): string[] {
+  const keys = queueKeys(goodsId);
+  return [keys.state, keys.pre, keys.line, keys.admitted, keys.expired, keys.admits];
+}
+
+/** The waiting room's scripts (lua/queue-join, -tick, -status.lua), typed. */
+@Injectable()
+export class QueueScripts {
+  constructor(private readonly lua: LuaScriptsService) {}
+
+  async join(
+    goodsId: number,
+    userId: number,
+    window: { opensAt: number; startAt: number; endAt: number },
+    cap: { address: string | null; maxAccounts: number } = { address: null, maxAccounts: 1 },
+  ): Promise<JoinResult> {
+    const keys = queueKeys(goodsId);
+    const [code, line, position] = (await this.lua.run(
+      'queueJoin',
+      keys.state,
+      keys.pre,
+      keys.line,
+      keys.addresses,
+      userId,
+      window.opensAt,
+      window.startAt,
+      window.endAt,
+      // A queue sale keeps its stock in one bucket.
+      resultChannel(goodsId, userId, 1),
+      cap.address ?? '',
+      cap.maxAccounts,
+    )) as [JoinCode, number, number];
+    return { code, line: line === 1 ? 1 : 0, position };
+  }
+
+  async tick(goodsId: number, params: TickParams): Promise<TickResult> {
+    const [admitted, lapsed, drawn, stopped, head, roomMs, untilMs, preSize, users] =
+      (await this.lua.run(
+        'queueTick',
+        ...roomKeys(goodsId),
+        saleKeys(goodsId).stock,
+        queueKeys(goodsId).clock,
+        params.startAt,
+        params.endAt,
+        params.admitPerSecond,
+        params.admissionTtlMs,
+        params.stockFactor,
+        params.seed,
+        params.paused ? '1' : '0',
+        ADMIT_BATCH,
+        params.gapMs,
+      )) as [number, number, number, number, number, number, number, number, string];
+    return {
+      admitted,
+      lapsed,
+      drawn: drawn === 1,
+      stopped: stopped !== 0,
+      restoring: stopped === -1,
+      head,
+      roomMs,
+      untilMs,
+      preSize,
+      users: users === '' ? [] : users.split(',').map(Number),
+    };
+  }
+
+  /**
+   * `endAt` (ms): the sale's end, judged by Redis's clock. Null while the room is being
+   * restored (not the journal's). `place`: a SOLD_OUT buyer's place in line too (what a queue
+   * stream follows); otherwise its `ahead` is null, which spares the seed's walk when every
+   * waiting buyer asks at the last unit.
+   */
+  async status(
+    goodsId: number,
+    userId: number,
+    endAt: number,
+    { place = false }: { place?: boolean } = {},
+  ): Promise<QueueStanding | null> {
+    const sale = saleKeys(goodsId);
+    const [
+      state,
+      ahead,
+      admittedUntil,
+      admittedLast10s,
+      head,
+      ended,
+      stopped,
+      pending,
+      stock,
+      deciding,
+    ] = (await this.lua.run(
+      'queueStatus',
+      ...roomKeys(goodsId),
+      sale.stock,
+      sale.inflight,
+      sale.buyers,
+      sale.results,
+      sale.queueClock,
+      userId,
+      endAt,
+      place ? '1' : '',
+    )) as number[];
+    if (state === -1) return null;
+    const name = QUEUE_STATES[state];
+    if (name === undefined) throw new Error(`queue-status answered an unknown state ${state}`);
+    const inLine = name === 'WAITING' || name === 'SOLD_OUT';
+    return {
+      state: name,
+      ahead: inLine && ahead >= 0 ? ahead : null,
+      admittedUntil: name === 'ADMITTED' ? admittedUntil : null,
+      admittedLast10s,
+      head,
+      ended: ended === 1,
+      stopped: stopped === 1,
+      pending: pending === 1,
+      stock: stock >= 0 && (inLine || name === 'ADMITTED') ? stock : null,
+      deciding,
+    };
+  }
+
+  /** `endAt` (ms): the sale's end, judged by Redis's clock. */
+  async room(goodsId: number, endAt: number): Promise<RoomState> {
+    const keys = queueKeys(goodsId);
+    const sale = saleKeys(goodsId);
+    const [
+      head,
+      shuffled,
+      stock,
+      inflight,
+      admittedLast10s,
+      waiting,
+      deciding,
+      expired,
+      ended,
+      stopped,
+      restoring,
+    ] = (await this.lua.run(
+      'queueRoom',
+      keys.state,
+      keys.admits,
+      sale.stock,
+      sale.inflight,
+      keys.pre,
+      keys.line,
+      keys.admitted,
+      keys.expired,
+      keys.clock,
+      endAt,
+    )) as number[];
+    return {
+      head,
+      shuffled: shuffled === 1,
+      stock: stock < 0 ? null : stock,
+      inflight,
+      admittedLast10s,
+      waiting,
+      deciding,
+      expired,
+      ended: ended === 1,
+      stopped: stopped === 1,
+      restoring: restoring === 1,
+    };
+  }
+}
