@@ -48,7 +48,7 @@ function setup({ unsold = false } = {}) {
   const stock = {
     isPreheated: vi.fn(async () => state.preheated),
     forget: vi.fn(async () => undefined),
-    preheat: vi.fn(async () => {
+    preheat: vi.fn(async (..._load: unknown[]) => {
       state.preheated = true;
       return { loaded: true, lost: false, stock: unsold ? 10 : 7 };
     }),
@@ -156,10 +156,14 @@ describe('PreheatService: the rebuild of a sale that has sold', () => {
     expect(stock.forget).toHaveBeenCalledTimes(1);
     expect(orders.history).not.toHaveBeenCalled();
     // Only the window and limit are refreshed, from no history.
-    expect(stock.preheat).toHaveBeenCalledWith(1, expect.objectContaining({ stock: 7 }), {
-      buyers: [],
-      cancelledOrderNos: [],
-    });
+    // The load is told what the premise read under the lock found: a Redis that restarted empty
+    // since must not have the sale loaded whole, without its buyers.
+    expect(stock.preheat).toHaveBeenCalledWith(
+      1,
+      expect.objectContaining({ stock: 7 }),
+      { buyers: [], cancelledOrderNos: [] },
+      { refresh: true },
+    );
   });
 
   it('should answer UNAVAILABLE, loading nothing, when the sale it found loaded left Redis before its refresh', async () => {
@@ -203,5 +207,20 @@ describe('PreheatService: a sale MySQL has no orders of', () => {
     await expect(preheat.preheat(1)).resolves.toMatchObject({ loaded: true });
     expect(barrier.open).toHaveBeenCalledTimes(1);
     expect(orders.history).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('PreheatService: the load a rebuild asks for', () => {
+  it('should be a load with the history it read, not a refresh', async () => {
+    vi.useFakeTimers();
+    try {
+      const { stock, preheat } = setup();
+      await preheat.preheat(1).catch(() => undefined);
+      vi.advanceTimersByTime(CONFIRM_MS);
+      await preheat.preheat(1);
+      expect(stock.preheat.mock.calls[0]?.[3]).toEqual({ refresh: false });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -61,7 +61,7 @@ export class PreheatService {
     if (await this.loader.isPreheated(goods.id)) {
       // Whatever rebuild this instance had begun, another finished it.
       this.pending.delete(goods.id);
-      return this.load(goods, goods.stock, undefined);
+      return this.load(goods, goods.stock, 'refresh');
     }
     // Its full stock at once only on its first load: a sale Redis held before may have accepted
     // purchases whose orders are still on their way to MySQL (Redis restarted empty before any
@@ -73,7 +73,7 @@ export class PreheatService {
     ) {
       // Its waiting room made the journal's now, not by the first join of the crowd.
       if (goods.admission === 'queue') await this.queueRestore.ensureHeld(held);
-      return this.load(goods, goods.stock, undefined);
+      return this.load(goods, goods.stock, { buyers: [], cancelledOrderNos: [] });
     }
     return this.rebuild(goods, held);
   }
@@ -156,10 +156,15 @@ export class PreheatService {
     );
   }
 
+  /**
+   * `history`: the sale's buyers and cancelled orders to load it with (none for a first load), or
+   * `refresh` when this path found it loaded under the lock: then only its window and limit are
+   * written, and nothing at all if Redis has lost it since (SaleLoaderStore.preheat).
+   */
   private async load(
     goods: GoodsEntity,
     stock: number,
-    history: Parameters<SaleLoaderStore['preheat']>[2] | undefined,
+    history: Parameters<SaleLoaderStore['preheat']>[2] | 'refresh',
   ): Promise<PreheatResult> {
     const result = await this.loader.preheat(
       goods.id,
@@ -172,7 +177,8 @@ export class PreheatService {
         stockShards: goods.stockShards,
         admission: goods.admission,
       },
-      history ?? { buyers: [], cancelledOrderNos: [] },
+      history === 'refresh' ? { buyers: [], cancelledOrderNos: [] } : history,
+      { refresh: history === 'refresh' },
     );
     if (result.lost) {
       // Redis lost the sale after this load found it there: it reopens once rebuilt.

@@ -43,29 +43,30 @@ export class SaleLoaderStore {
    * key makes the sale purchasable again, so no buyer buys twice and no cancellation is
    * restocked twice.
    *
-   * A sale found loaded is only refreshed (its window and limit), its history not written: if
-   * Redis loses it before the refresh reaches the server (a restart while this load waits), the
-   * refresh writes nothing and answers `lost`, and the sale waits for a rebuild with its history.
+   * `refresh`: the caller found the sale loaded (under its sale-state lock), so it brings no
+   * history and only refreshes the window and limit. The caller says so, never a read here: a
+   * Redis that restarts empty after the caller's read (a command in flight is sent again to the
+   * new server) would make a read here find the sale missing and load it whole, without its
+   * buyers, over the restart's wipe. A refresh writes nothing to a bucket Redis has lost and
+   * answers `lost`, and the sale waits for a rebuild with its history.
    */
   async preheat(
     goodsId: number,
     sale: SaleSnapshot & { stockShards: number },
     history: { buyers: { userId: number; quantity: number }[]; cancelledOrderNos: string[] },
+    { refresh }: { refresh: boolean },
   ): Promise<{ loaded: boolean; lost: boolean; stock: number }> {
+    await this.faults.pausePoint('preheat-before-stock', { goodsId });
     this.counts.remember(goodsId, sale.stockShards);
     const buckets = allBucketKeys(goodsId, sale.stockShards);
     // Where another instance looks the count up (the buckets have their own tags).
     if (buckets.length > 1) await this.redis.hset(saleKeys(goodsId).meta, 'shards', buckets.length);
     const shares = splitEvenly(sale.stock, buckets.length);
-    const hasHistory = history.buyers.length > 0 || history.cancelledOrderNos.length > 0;
-    const refresh = await this.isPreheated(goodsId);
-    const loadHistory = hasHistory && !refresh;
     const byHome = buckets.map(() => [] as { userId: number; quantity: number }[]);
-    if (loadHistory) {
+    if (!refresh) {
       for (const buyer of history.buyers)
         byHome[homeBucket(buyer.userId, buckets.length)].push(buyer);
     }
-    await this.faults.pausePoint('preheat-before-stock', { goodsId });
     let loaded = false;
     let lost = false;
     let stock = 0;
@@ -76,7 +77,7 @@ export class SaleLoaderStore {
         { ...sale, stock: shares[bucket] },
         {
           buyers: byHome[bucket],
-          restocked: loadHistory ? history.cancelledOrderNos : [],
+          restocked: refresh ? [] : history.cancelledOrderNos,
         },
         { refresh },
       );
