@@ -25,15 +25,21 @@
               ARGV[4] head, ARGV[5] preSeq, ARGV[6] seq, ARGV[7] the room's clock when the
               journal last had it ("" none): the clock stands stopped there, so that nobody's
               time to buy runs on for the time the room was lost; it runs again at the first
-              admission step that finds the sale selling
+              admission step that finds the sale selling. ARGV[8] the restore's token: kept
+              with this server's run id (`restoring`), for "open" to check
     pre       ARGV[2..] pairs: join index, userId
     line      ARGV[2..] pairs: arrival number, userId
     addresses ARGV[2..] pairs: address, accounts (the account cap's counts, from the joins)
     admitted  ARGV[2] the room's clock as in "begin" ("" none), ARGV[3..] triples: userId,
               until, used ("1": the buyer has an order, the admission is spent); an unused one
               whose time had run out is a lapse
-    open      the room is the journal's again: marked with this server's run id
-  Returns 1 (drop: see above).
+    open      the room is the journal's again: marked with this server's run id, if this
+              restore (ARGV[2] its token) began on this server and no other began since. The
+              steps are separate calls: a Redis that restarts between two (a command in flight
+              is sent again to the new server) holds only the steps after it, and a restore
+              begun anew on the same room holds another's members; either is never marked the
+              journal's. Returns 0 then, and the room is restored again
+  Returns 1 (drop: see above; open: 0 when refused).
 ]]
 --!include lib/server-run-id.lua
 --!include lib/room-journal.lua
@@ -64,7 +70,8 @@ if step == 'drop' then
 end
 if step == 'begin' then
   redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
-  redis.call('HSET', KEYS[1], 'head', ARGV[4], 'preSeq', ARGV[5], 'seq', ARGV[6])
+  redis.call('HSET', KEYS[1], 'head', ARGV[4], 'preSeq', ARGV[5], 'seq', ARGV[6],
+    'restoring', serverRunId() .. ':' .. ARGV[8])
   if ARGV[2] ~= '' then
     redis.call('HSET', KEYS[1], 'seed', ARGV[2])
   end
@@ -107,6 +114,10 @@ if step == 'admitted' then
 end
 if step == 'open' then
   local _, runId = journalRoom(KEYS[1])
+  if redis.call('HGET', KEYS[1], 'restoring') ~= runId .. ':' .. ARGV[2] then
+    return 0
+  end
+  redis.call('HDEL', KEYS[1], 'restoring')
   redis.call('HSET', KEYS[1], 'journal', runId, 'openedJoins',
     tonumber(redis.call('HGET', KEYS[1], 'preSeq') or '0')
       + tonumber(redis.call('HGET', KEYS[1], 'seq') or '0'))

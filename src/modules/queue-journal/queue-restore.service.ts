@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { UnavailableError } from '../../common/errors/domain-error.js';
+import { randomHex } from '../../common/random/random-hex.js';
 import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
 import { queueRestoreKeys } from '../../infra/redis/seckill-keys.js';
 import { SaleStateLockService, type SaleStateHold } from '../sale-store/sale-state-lock.service.js';
@@ -102,6 +103,7 @@ export class QueueRestoreService {
     // start, and a buyer joining then would go behind the shuffle. The tick draws it again, the
     // same seed from MySQL, at the start.
     const drawn = kept?.seed && kept.preSize !== null ? kept : null;
+    const token = randomHex(8);
     await this.step(
       goodsId,
       'begin',
@@ -111,6 +113,7 @@ export class QueueRestoreService {
       preSeq,
       seq,
       kept?.roomMs ?? '',
+      token,
     );
     await this.writeMembers(goodsId, 'pre', pre);
     await this.writeMembers(goodsId, 'line', line);
@@ -134,7 +137,16 @@ export class QueueRestoreService {
           .flatMap((a) => [a.userId, a.untilMs, used.has(a.userId) ? '1' : '0']),
       );
     }
-    await this.step(goodsId, 'open');
+    if ((await this.step(goodsId, 'open', token)) !== 1) {
+      // Redis restarted (or another restore began) between its steps: the room holds part of
+      // this one, never marked the journal's; the next call restores it whole.
+      this.logger.warn(`queue restore cut short, to be done again: goods=${goodsId}`);
+      throw new UnavailableError(
+        'The waiting room is being restored; ask again after Retry-After',
+        undefined,
+        { retryAfterSeconds: 1 },
+      );
+    }
     this.logger.warn(
       `queue restored from mysql: goods=${goodsId} joins=${pre.length + line.length} admissions=${admissions.length} head=${kept?.head ?? 0} ms=${Math.round(performance.now() - started)}`,
     );

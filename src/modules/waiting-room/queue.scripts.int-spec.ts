@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
-import { queueKeys, saleKeys } from '../../infra/redis/seckill-keys.js';
+import { queueKeys, queueRestoreKeys, saleKeys } from '../../infra/redis/seckill-keys.js';
 import { encodeOrderMessage } from '../messaging/order-message.js';
 import { DeductCode, LedgerScripts, ReleaseCode } from '../sale-store/ledger.scripts.js';
 import { LoadScripts } from '../sale-store/load.scripts.js';
@@ -12,6 +12,7 @@ const HOUR = 60 * 60 * 1000;
 
 describe("the waiting room's scripts (real Redis)", () => {
   let redis: Redis;
+  let lua: LuaScriptsService;
   let queue: QueueScripts;
   let load: LoadScripts;
   let ledger: LedgerScripts;
@@ -20,7 +21,7 @@ describe("the waiting room's scripts (real Redis)", () => {
 
   beforeAll(() => {
     redis = new Redis(process.env.REDIS_URL!);
-    const lua = new LuaScriptsService(redis);
+    lua = new LuaScriptsService(redis);
     lua.onModuleInit();
     queue = new QueueScripts(lua);
     load = new LoadScripts(lua);
@@ -107,6 +108,33 @@ describe("the waiting room's scripts (real Redis)", () => {
 
   afterAll(async () => {
     await redis.quit();
+  });
+
+  it("should mark a restored room the journal's only when its restore was written whole on this server, by no other restore since", async () => {
+    const far = Date.now() + HOUR;
+    const restore = (...args: (string | number)[]) =>
+      lua.run('queueRestore', ...queueRestoreKeys(goodsId), ...args) as Promise<number>;
+    // begin: no seed, no preSize, head 0, preSeq 2, seq 0, no clock; then the token.
+    const begin = (token: string) => restore('begin', '', '', 0, 2, 0, '', token);
+
+    // Redis restarts empty between two steps: the steps after it reach the new server alone.
+    await begin('a');
+    await restore('pre', 0, 71);
+    await redis.del(...Object.values(queueKeys(goodsId)));
+    await restore('pre', 1, 72);
+    expect(await restore('open', 'a')).toBe(0);
+    // Not the journal's: a standing says "being restored", never NOT_JOINED for buyer 71.
+    expect(await queue.status(goodsId, 71, far)).toBeNull();
+
+    // Two restores of one room (a lock lost with a restart): the one begun first never marks it.
+    await begin('b');
+    await begin('c');
+    await restore('pre', 0, 71, 1, 72);
+    expect(await restore('open', 'b')).toBe(0);
+    expect(await queue.status(goodsId, 71, far)).toBeNull();
+    expect(await restore('open', 'c')).toBe(1);
+    expect((await standing(goodsId, 71, far)).state).toBe('WAITING');
+    expect((await standing(goodsId, 72, far)).state).toBe('WAITING');
   });
 
   it('should admit a pre-queue larger than a batch in the places its standings showed, each buyer once', async () => {
