@@ -44,11 +44,11 @@ export class SaleLoaderStore {
    * restocked twice.
    *
    * `refresh`: the caller found the sale loaded (under its sale-state lock), so it brings no
-   * history and only refreshes the window and limit. The caller says so, never a read here: a
-   * Redis that restarts empty after the caller's read (a command in flight is sent again to the
-   * new server) would make a read here find the sale missing and load it whole, without its
-   * buyers, over the restart's wipe. A refresh writes nothing to a bucket Redis has lost and
-   * answers `lost`, and the sale waits for a rebuild with its history.
+   * history and only refreshes the window and limit. The caller says so, never a second read
+   * here: across a Redis restart the two reads disagreed (chaos seed 9811), and this one, finding
+   * the sale missing, loaded it whole without its buyers over the restart's wipe. A refresh
+   * writes nothing to a bucket Redis has lost and answers `lost`, and the sale waits for a
+   * rebuild with its history.
    */
   async preheat(
     goodsId: number,
