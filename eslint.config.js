@@ -2,6 +2,11 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import house from './scripts/lint/house-rules.js';
 
+const REDIS_RULE =
+  'Redis is reached through a *.store.ts (keys and commands) or a *.scripts.ts (Lua) of the feature (CONTRIBUTING.md)';
+const AMQP_RULE =
+  "amqplib's types stay in src/infra/rabbitmq and src/modules/messaging (CONTRIBUTING.md)";
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'eslint.config.js'] },
   eslint.configs.recommended,
@@ -25,6 +30,42 @@ export default tseslint.config(
     ignores: ['src/**/*spec.ts', 'src/**/*.d.ts'],
     plugins: { house },
     rules: { 'house/class-matches-file': 'error' },
+  },
+  {
+    // House rules (CONTRIBUTING.md): only a feature's stores (*.store.ts) and scripts
+    // (*.scripts.ts) reach Redis, through the client and the one Lua loader in src/infra/redis.
+    files: ['src/**/*.ts'],
+    ignores: ['src/infra/redis/**', 'src/**/*.store.ts', 'src/**/*.scripts.ts', 'src/**/*spec.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/infra/redis/redis.constants.js'],
+              importNames: ['REDIS_CLIENT'],
+              message: REDIS_RULE,
+            },
+            {
+              group: ['**/infra/redis/redis-client.js'],
+              importNames: ['RedisClient'],
+              message: REDIS_RULE,
+            },
+            { group: ['**/infra/redis/lua-scripts.service.js'], message: REDIS_RULE },
+            { group: ['ioredis'], message: REDIS_RULE },
+            {
+              group: ['amqplib', 'amqp-connection-manager'],
+              message: AMQP_RULE,
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The broker's own types stay in src/infra/rabbitmq and the messaging module.
+    files: ['src/infra/rabbitmq/**/*.ts', 'src/modules/messaging/**/*.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': 'off' },
   },
   {
     // The lint rules themselves: plain JavaScript modules run by ESLint in Node.

@@ -4,6 +4,7 @@ import type { HttpConfig } from '../../config/http.config.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import type { RedisSubscriberService } from '../../infra/redis/redis-subscriber.service.js';
 import type { BlocklistScripts } from './blocklist.scripts.js';
+import { BlocklistStore } from './blocklist.store.js';
 import { BlocklistService } from './blocklist.service.js';
 
 /** A Redis whose HGETALL answers when the test says, and a subscriber the test speaks through. */
@@ -25,9 +26,8 @@ function fakes(stored: Record<string, string> = {}, trustedProxies: string[] = [
   };
   const scripts = { prune: vi.fn(async () => 1) };
   const service = new BlocklistService(
-    redis as unknown as RedisClient,
+    new BlocklistStore(redis as unknown as RedisClient, scripts as unknown as BlocklistScripts),
     subscriber as unknown as RedisSubscriberService,
-    scripts as unknown as BlocklistScripts,
     { trustedProxies } as HttpConfig,
   );
   return {

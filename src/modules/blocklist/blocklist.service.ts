@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { isIPv6 } from 'node:net';
 import {
   addressIdentity,
@@ -8,11 +8,9 @@ import {
 import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { httpConfig, type HttpConfig } from '../../config/http.config.js';
-import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { RedisSubscriberService } from '../../infra/redis/redis-subscriber.service.js';
-import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
-import { BLOCKLIST_CHANNEL, BLOCKLIST_KEY } from '../../infra/redis/seckill-keys.js';
-import { BlocklistScripts } from './blocklist.scripts.js';
+import { BLOCKLIST_CHANNEL } from '../../infra/redis/seckill-keys.js';
+import { BlocklistStore } from './blocklist.store.js';
 
 export type BlockType = 'ip' | 'user';
 
@@ -88,9 +86,8 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
   private readonly coveredProxy: (identity: string) => string | null;
 
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
+    private readonly store: BlocklistStore,
     private readonly subscriber: RedisSubscriberService,
-    private readonly scripts: BlocklistScripts,
     @InjectConfig(httpConfig) http: HttpConfig,
   ) {
     this.coveredProxy = trustedProxyCovered(http.trustedProxies);
@@ -148,7 +145,7 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
           : new Date(Date.now() + block.ttlSeconds * 1000).toISOString(),
     };
     await orUnavailable('Redis', () =>
-      this.redis.hset(BLOCKLIST_KEY, field(entry.type, entry.value), JSON.stringify(entry)),
+      this.store.save(field(entry.type, entry.value), JSON.stringify(entry)),
     );
     await this.changed({ set: entry });
     this.logger.log(
@@ -186,9 +183,7 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
   /** Unknown entries are fine: the answer is the same. */
   async remove(type: BlockType, value: string): Promise<void> {
     const canonical = canonicalValue(type, value);
-    const removed = await orUnavailable('Redis', () =>
-      this.redis.hdel(BLOCKLIST_KEY, field(type, canonical)),
-    );
+    const removed = await orUnavailable('Redis', () => this.store.delete(field(type, canonical)));
     if (removed > 0) {
       await this.changed({ removed: { type, value: canonical } });
       this.logger.log(`blocklist entry removed: ${type}=${canonical}`);
@@ -203,7 +198,7 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
   /** This instance applies the change at once, and every other one when it hears it. */
   private async changed(change: Change): Promise<void> {
     this.apply(change);
-    await this.redis.publish(BLOCKLIST_CHANNEL, JSON.stringify(change)).catch(() => 0);
+    await this.store.announce(JSON.stringify(change)).catch(() => undefined);
   }
 
   private heard(message: string): void {
@@ -228,7 +223,7 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
     const during: Change[] = [];
     this.reloadsUnderWay.add(during);
     try {
-      const stored = await this.redis.hgetall(BLOCKLIST_KEY);
+      const stored = await this.store.readAll();
       const copy = new Map<string, Held>();
       const expired: [string, string][] = [];
       const now = Date.now();
@@ -247,7 +242,7 @@ export class BlocklistService implements OnModuleInit, OnApplicationShutdown {
       for (const change of during) this.apply(change);
       // A failed prune is tried again by the next reload.
       if (expired.length > 0) {
-        await this.scripts.prune(BLOCKLIST_KEY, expired).catch(() => 0);
+        await this.store.prune(expired).catch(() => 0);
       }
     } catch (error) {
       // The copy stays as it was; the next refresh tries again.

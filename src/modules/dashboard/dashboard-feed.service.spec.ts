@@ -1,5 +1,4 @@
 import type { FastifyReply } from 'fastify';
-import type { Redis } from 'ioredis';
 import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DomainError } from '../../common/errors/domain-error.js';
@@ -9,6 +8,7 @@ import {
   MAX_FEEDS_PER_ADMIN,
   STALLED_FEED_MS,
 } from './dashboard-feed.service.js';
+import type { DashboardStore } from './dashboard.store.js';
 import type { SaleBoardService } from './sale-board.service.js';
 
 /** A response whose client reads (writes succeed) until told to stop. */
@@ -59,10 +59,10 @@ describe('DashboardFeedService', () => {
   beforeEach(() => {
     vi.useFakeTimers();
     const board = { build: async (at: number) => ({ at, sales: [], queues: [], problems: [] }) };
-    const redis = { set: async () => 'OK', get: async () => null };
+    const store = { claimBuild: async () => true, sharedSnapshot: async () => null };
     feed = new DashboardFeedService(
       board as unknown as SaleBoardService,
-      redis as unknown as Redis,
+      store as unknown as DashboardStore,
     );
   });
 

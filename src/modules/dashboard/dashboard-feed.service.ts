@@ -1,10 +1,8 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { RedisClient } from '../../infra/redis/redis-client.js';
 import type { ServerResponse } from 'node:http';
 import { DomainError, UnavailableError } from '../../common/errors/domain-error.js';
-import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
-import { DASHBOARD_SNAPSHOT_KEY, dashboardBuildKey } from '../../infra/redis/seckill-keys.js';
+import { DashboardStore } from './dashboard.store.js';
 import { SaleBoardService } from './sale-board.service.js';
 
 /** Open feeds per instance; one more is refused 429 (each is an operator's browser tab). */
@@ -59,7 +57,7 @@ export class DashboardFeedService implements BeforeApplicationShutdown {
 
   constructor(
     private readonly board: SaleBoardService,
-    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
+    private readonly store: DashboardStore,
   ) {}
 
   get openFeeds(): number {
@@ -183,17 +181,17 @@ export class DashboardFeedService implements BeforeApplicationShutdown {
    */
   private async snapshotJson(): Promise<{ at: number; json: string } | null> {
     const now = Date.now();
-    const claimed = await this.redis
-      .set(dashboardBuildKey(Math.floor(now / 1000)), '1', 'PX', SHARED_TTL_MS, 'NX')
-      .catch(() => 'OK' as const);
-    if (claimed !== 'OK') {
-      const stored = await this.redis.get(DASHBOARD_SNAPSHOT_KEY).catch(() => null);
+    const claimed = await this.store
+      .claimBuild(Math.floor(now / 1000), SHARED_TTL_MS)
+      .catch(() => true);
+    if (!claimed) {
+      const stored = await this.store.sharedSnapshot().catch(() => null);
       const at = Number(/^\{"at":(\d+)/.exec(stored ?? '')?.[1] ?? 0);
       if (stored !== null && now - at < SHARED_STALE_MS) return { at, json: stored };
     }
     const snapshot = await this.board.build(now);
     const json = JSON.stringify(snapshot);
-    await this.redis.set(DASHBOARD_SNAPSHOT_KEY, json, 'PX', SHARED_TTL_MS).catch(() => undefined);
+    await this.store.shareSnapshot(json, SHARED_TTL_MS).catch(() => undefined);
     return { at: snapshot.at, json };
   }
 

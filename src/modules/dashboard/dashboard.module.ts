@@ -5,6 +5,8 @@ import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { DashboardFeedService } from './dashboard-feed.service.js';
 import { DashboardPageService } from './dashboard-page.service.js';
 import { DashboardController } from './dashboard.controller.js';
+import { DashboardScripts } from './dashboard.scripts.js';
+import { DashboardStore } from './dashboard.store.js';
 import { RateRecorderService } from './rate-recorder.service.js';
 import { SaleBoardService } from './sale-board.service.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
@@ -26,6 +28,13 @@ import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
     WaitingRoomModule,
   ],
   controllers: [DashboardController],
-  providers: [SaleBoardService, DashboardFeedService, RateRecorderService, DashboardPageService],
+  providers: [
+    SaleBoardService,
+    DashboardFeedService,
+    RateRecorderService,
+    DashboardPageService,
+    DashboardStore,
+    DashboardScripts,
+  ],
 })
 export class DashboardModule {}

@@ -1,14 +1,11 @@
 import {
   BeforeApplicationShutdown,
-  Inject,
   Injectable,
   Logger,
   OnApplicationBootstrap,
 } from '@nestjs/common';
-import type { RedisClient } from '../../infra/redis/redis-client.js';
-import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
-import { saleKeys } from '../../infra/redis/seckill-keys.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import { DashboardStore } from './dashboard.store.js';
 import { RATE_WINDOW_SECONDS } from './sale-board.service.js';
 
 const FLUSH_INTERVAL_MS = 1_000;
@@ -30,7 +27,7 @@ export class RateRecorderService implements OnApplicationBootstrap, BeforeApplic
   private lastWarnAt = 0;
 
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
+    private readonly store: DashboardStore,
     private readonly metrics: MetricsService,
   ) {}
 
@@ -44,11 +41,7 @@ export class RateRecorderService implements OnApplicationBootstrap, BeforeApplic
     const writes: Promise<unknown>[] = [];
     for (const { second, counts } of this.metrics.purchaseTally.takeCompleted(now)) {
       for (const [goodsId, byOutcome] of counts) {
-        const key = saleKeys(goodsId).rate(second);
-        for (const [outcome, count] of byOutcome) {
-          writes.push(this.redis.hincrby(key, outcome, count));
-        }
-        writes.push(this.redis.expire(key, RATE_TTL_SECONDS));
+        writes.push(this.store.addRates(goodsId, second, byOutcome, RATE_TTL_SECONDS));
       }
     }
     if (writes.length === 0) return;

@@ -2,8 +2,6 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import type { OrderStatus } from '../../infra/database/entities/order.entity.js';
-import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
-import { saleKeys } from '../../infra/redis/seckill-keys.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
 import { statusOf } from '../goods/goods.service.js';
 import { OrderPublisher } from '../messaging/order.publisher.js';
@@ -12,6 +10,7 @@ import { ReconcileService } from '../reconcile/reconcile.service.js';
 import { BucketCountsStore } from '../sale-store/bucket-counts.store.js';
 import { SaleRepairService } from '../sale-store/sale-repair.service.js';
 import { QueueControlService, type QueueAdmission } from '../waiting-room/queue-control.service.js';
+import { DashboardScripts } from './dashboard.scripts.js';
 import type { ByStatus, DashboardSnapshot, QueueFigures, SaleFigures } from './dashboard.types.js';
 
 /** "Recent": a sale that ended within this long is still shown (its orders still expire). */
@@ -73,7 +72,7 @@ export class SaleBoardService {
 
   constructor(
     private readonly goods: GoodsRepository,
-    private readonly lua: LuaScriptsService,
+    private readonly scripts: DashboardScripts,
     private readonly publisher: OrderPublisher,
     private readonly reconcile: ReconcileService,
     private readonly buckets: BucketCountsStore,
@@ -150,23 +149,11 @@ export class SaleBoardService {
 
   private async redisSide(sale: SaleLedger, now: number): Promise<RedisSide> {
     const goodsId = sale.id;
-    const keys = saleKeys(goodsId);
     const last = Math.floor(now / 1000) - RATE_LAG_SECONDS;
     const start = last - RATE_WINDOW_SECONDS + 1;
-    const rateKeys = Array.from({ length: RATE_WINDOW_SECONDS }, (_, i) => keys.rate(start + i));
-    const [stock, inFlight, inFlightPurchases, rawVerdict, claimed, ...seconds] =
-      (await this.lua.run(
-        'dashboardSale',
-        5 + rateKeys.length,
-        keys.stock,
-        keys.meta,
-        keys.inflight,
-        keys.verdict,
-        keys.verdictClaim,
-        ...rateKeys,
-        VERDICT_REFRESH_MS,
-      )) as [number, number, number, string, number, ...string[][]];
-    if (claimed === 1) this.refreshVerdict(goodsId);
+    const { stock, inFlight, inFlightPurchases, rawVerdict, claimed, seconds } =
+      await this.scripts.sale(goodsId, start, RATE_WINDOW_SECONDS, VERDICT_REFRESH_MS);
+    if (claimed) this.refreshVerdict(goodsId);
     // A goods split over buckets: the call above read its goods-wide keys (verdict, rates); the
     // stock and what is in flight are the buckets' sum.
     const buckets =

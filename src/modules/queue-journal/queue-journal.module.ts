@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { JoinJournalService } from './join-journal.service.js';
 import { QueueJournalRepository } from './queue-journal.repository.js';
+import { QueueRestoreScripts } from './queue-restore.scripts.js';
 import { QueueRestoreService } from './queue-restore.service.js';
 import { RoomJournalService } from './room-journal.service.js';
 
@@ -14,7 +15,13 @@ import { RoomJournalService } from './room-journal.service.js';
  */
 @Module({
   imports: [SaleStoreModule],
-  providers: [QueueJournalRepository, JoinJournalService, RoomJournalService, QueueRestoreService],
+  providers: [
+    QueueJournalRepository,
+    JoinJournalService,
+    RoomJournalService,
+    QueueRestoreService,
+    QueueRestoreScripts,
+  ],
   exports: [JoinJournalService, RoomJournalService, QueueRestoreService],
 })
 export class QueueJournalModule {}

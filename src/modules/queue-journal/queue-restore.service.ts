@@ -1,11 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import { randomHex } from '../../common/random/random-hex.js';
-import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
-import { queueRestoreKeys } from '../../infra/redis/seckill-keys.js';
 import { SaleStateLockService, type SaleStateHold } from '../sale-store/sale-state-lock.service.js';
 import { WRITE_TIMEOUT_MS } from './join-journal.service.js';
 import { QueueJournalRepository, type JoinRow } from './queue-journal.repository.js';
+import { QueueRestoreScripts } from './queue-restore.scripts.js';
 
 /** Joins read from MySQL, and members written to Redis, per round trip. */
 const PAGE = 5_000;
@@ -28,7 +27,7 @@ export class QueueRestoreService {
 
   constructor(
     private readonly journal: QueueJournalRepository,
-    private readonly lua: LuaScriptsService,
+    private readonly scripts: QueueRestoreScripts,
     private readonly saleLock: SaleStateLockService,
   ) {}
 
@@ -61,7 +60,7 @@ export class QueueRestoreService {
 
   /** As `ensure`, for a caller that holds the goods' sale-state lock (the preheat). */
   async ensureHeld(held: SaleStateHold): Promise<void> {
-    if ((await this.step(held.goodsId, 'journal')) === 1) return;
+    if (await this.scripts.isJournals(held.goodsId)) return;
     await this.restoreHeld(held);
   }
 
@@ -73,7 +72,7 @@ export class QueueRestoreService {
   async restoreHeld(held: SaleStateHold): Promise<void> {
     const goodsId = held.goodsId;
     const started = performance.now();
-    const quietMs = await this.step(goodsId, 'drop');
+    const quietMs = await this.scripts.drop(goodsId);
     const room = await this.journal.room(goodsId);
     const firstPre = await this.journal.joins(goodsId, 0, -1, 1);
     const firstLine = await this.journal.joins(goodsId, 1, -1, 1);
@@ -104,17 +103,15 @@ export class QueueRestoreService {
     // same seed from MySQL, at the start.
     const drawn = kept?.seed && kept.preSize !== null ? kept : null;
     const token = randomHex(8);
-    await this.step(
-      goodsId,
-      'begin',
-      drawn?.seed ?? '',
-      drawn?.preSize ?? '',
-      kept?.head ?? 0,
+    await this.scripts.begin(goodsId, {
+      seed: drawn?.seed ?? '',
+      preSize: drawn?.preSize ?? '',
+      head: kept?.head ?? 0,
       preSeq,
       seq,
-      kept?.roomMs ?? '',
+      roomMs: kept?.roomMs ?? '',
       token,
-    );
+    });
     await this.writeMembers(goodsId, 'pre', pre);
     await this.writeMembers(goodsId, 'line', line);
     const accounts = new Map<string, number>();
@@ -123,21 +120,20 @@ export class QueueRestoreService {
     }
     const counted = [...accounts].flat();
     for (let from = 0; from < counted.length; from += 2 * PAGE) {
-      await this.step(goodsId, 'addresses', ...counted.slice(from, from + 2 * PAGE));
+      await this.scripts.addresses(goodsId, counted.slice(from, from + 2 * PAGE));
     }
     const used = await this.journal.buyersWithOrders(goodsId);
     const admissions = await this.journal.admissions(goodsId);
     for (let from = 0; from < admissions.length; from += PAGE) {
-      await this.step(
+      await this.scripts.admitted(
         goodsId,
-        'admitted',
         kept?.roomMs ?? '',
-        ...admissions
+        admissions
           .slice(from, from + PAGE)
           .flatMap((a) => [a.userId, a.untilMs, used.has(a.userId) ? '1' : '0']),
       );
     }
-    if ((await this.step(goodsId, 'open', token)) !== 1) {
+    if (!(await this.scripts.open(goodsId, token))) {
       // Redis restarted (or another restore began) between its steps: the room holds part of
       // this one, never marked the journal's; the next call restores it whole.
       this.logger.warn(`queue restore cut short, to be done again: goods=${goodsId}`);
@@ -164,15 +160,11 @@ export class QueueRestoreService {
 
   private async writeMembers(goodsId: number, step: 'pre' | 'line', rows: JoinRow[]) {
     for (let from = 0; from < rows.length; from += PAGE) {
-      await this.step(
+      await this.scripts.members(
         goodsId,
         step,
-        ...rows.slice(from, from + PAGE).flatMap((row) => [row.position, row.userId]),
+        rows.slice(from, from + PAGE).flatMap((row) => [row.position, row.userId]),
       );
     }
-  }
-
-  private async step(goodsId: number, ...args: (string | number)[]): Promise<number> {
-    return (await this.lua.run('queueRestore', ...queueRestoreKeys(goodsId), ...args)) as number;
   }
 }

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import {
   createChallenge,
   randomInt,
@@ -12,9 +12,7 @@ import { DomainError, orUnavailable } from '../../common/errors/domain-error.js'
 import { InjectConfig } from '../../config/config-namespace.js';
 import { authConfig, type AuthConfig } from '../../config/auth.config.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
-import type { RedisClient } from '../../infra/redis/redis-client.js';
-import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
-import { saleKeys } from '../../infra/redis/seckill-keys.js';
+import { ChallengeStore } from './challenge.store.js';
 
 const ALGORITHM = 'PBKDF2/SHA-256';
 /**
@@ -86,7 +84,7 @@ export class ChallengeService {
   private readonly keySignatureSecret: string;
 
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
+    private readonly redeemed: ChallengeStore,
     @InjectConfig(authConfig) auth: AuthConfig,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {
@@ -149,9 +147,9 @@ export class ChallengeService {
     const expiresAtMs = (challenge.parameters.expiresAt ?? 0) * 1000;
     const ttlMs = Math.max(1_000, expiresAtMs - Date.now());
     const fresh = await orUnavailable('Redis', () =>
-      this.redis.set(saleKeys(goodsId).challenge(challenge.signature!), '1', 'PX', ttlMs, 'NX'),
+      this.redeemed.redeemOnce(goodsId, challenge.signature!, ttlMs),
     );
-    if (fresh === null) throw refuse('The challenge was already used; get a new one');
+    if (!fresh) throw refuse('The challenge was already used; get a new one');
     this.logger.debug(`challenge redeemed: goods=${goodsId} user=${userId}`);
   }
 }

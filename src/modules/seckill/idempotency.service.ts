@@ -5,10 +5,10 @@ import { orUnavailable } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
-import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
 import { idempotencyKey } from '../../infra/redis/seckill-keys.js';
 import { SaleReadsStore } from '../sale-store/sale-reads.store.js';
 import { isFinalRefusal } from '../sale-store/deduct-refusals.js';
+import { IdempotencyScripts } from './idempotency.scripts.js';
 import { replay, type IdempotencyRecord } from './idempotency.js';
 import type { PurchaseAccepted } from './purchase.types.js';
 
@@ -25,7 +25,7 @@ export class IdempotencyService {
   private readonly logger = new Logger(IdempotencyService.name);
 
   constructor(
-    private readonly lua: LuaScriptsService,
+    private readonly scripts: IdempotencyScripts,
     private readonly sale: SaleReadsStore,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     @InjectConfig(rabbitmqConfig) private readonly rabbitmq: RabbitMqConfig,
@@ -48,7 +48,7 @@ export class IdempotencyService {
       2 * REDIS_COMMAND_TIMEOUT_MS +
       5_000;
     const stored = await orUnavailable('Redis', () =>
-      this.reserve(redisKey, goodsId, quantity, owner, reservationTtlMs),
+      this.scripts.reserve(redisKey, goodsId, quantity, owner, reservationTtlMs),
     );
     if (stored !== null) return replay(JSON.parse(stored) as IdempotencyRecord, goodsId, quantity);
 
@@ -89,7 +89,7 @@ export class IdempotencyService {
   ): Promise<void> {
     try {
       const ttlMs = record ? await this.retentionMs(goodsId) : 0;
-      const settled = await this.store(
+      const settled = await this.scripts.settle(
         redisKey,
         owner,
         record ? JSON.stringify(record) : null,
@@ -105,41 +105,6 @@ export class IdempotencyService {
         `idempotency answer not stored: user=${userId} goods=${goodsId} ${(error as Error).message}`,
       );
     }
-  }
-
-  /**
-   * lua/idempotency-reserve.lua: null when reserved for this attempt, else the JSON the key
-   * holds.
-   */
-  private async reserve(
-    key: string,
-    goodsId: number,
-    quantity: number,
-    reservationId: string,
-    reservationTtlMs: number,
-  ): Promise<string | null> {
-    const [reserved, stored] = (await this.lua.run(
-      'idempotencyReserve',
-      key,
-      goodsId,
-      reservationId,
-      reservationTtlMs,
-      quantity,
-    )) as [number, string?];
-    return reserved === 1 ? null : (stored ?? null);
-  }
-
-  /**
-   * lua/idempotency-settle.lua: stores `answer` (or frees the key when it is null); false if the
-   * reservation had expired.
-   */
-  private async store(
-    key: string,
-    reservationId: string,
-    answer: string | null,
-    ttlMs: number,
-  ): Promise<boolean> {
-    return (await this.lua.run('idempotencySettle', key, reservationId, answer ?? '', ttlMs)) === 1;
   }
 
   private async retentionMs(goodsId: number): Promise<number> {

@@ -1,15 +1,12 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { RedisClient } from '../../infra/redis/redis-client.js';
-import { createHash, randomBytes } from 'node:crypto';
+import { Injectable, Logger } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
 import { DomainError, orUnavailable } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
-import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
-import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
-import { saleKeys } from '../../infra/redis/seckill-keys.js';
 import { GoodsService } from '../goods/goods.service.js';
 import type { Challenge } from 'altcha-lib';
 import { ChallengeService } from './challenge.service.js';
+import { PurchaseTokenStore, TokenConsumeCode, USED } from './purchase-token.store.js';
 import { WaitingRoomService } from '../waiting-room/waiting-room.service.js';
 
 export interface PurchaseToken {
@@ -19,19 +16,6 @@ export interface PurchaseToken {
 
 /** 32 random bytes, base64url: anything else is refused before Redis is asked. */
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
-
-/** What lua/purchase-token-consume.lua leaves in a spent token's key. */
-const USED = 'used';
-
-/** lua/purchase-token-consume.lua's answers. */
-enum TokenConsumeCode {
-  Unknown = 0,
-  Consumed = 1,
-  OtherUser = 2,
-  Used = 3,
-}
-
-const digest = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /**
  * One-time purchase tokens (the "hidden path"): with SECKILL_REQUIRE_TOKEN on, a purchase must
@@ -45,8 +29,7 @@ export class PurchaseTokenService {
   private readonly logger = new Logger(PurchaseTokenService.name);
 
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    private readonly lua: LuaScriptsService,
+    private readonly tokens: PurchaseTokenStore,
     private readonly goods: GoodsService,
     private readonly challenges: ChallengeService,
     private readonly room: WaitingRoomService,
@@ -75,9 +58,7 @@ export class PurchaseTokenService {
     const now = Date.now();
     const ttlMs = Math.max(1, Math.min(this.seckill.tokenTtlMs, goods.endAt.getTime() - now));
     const token = randomBytes(32).toString('base64url');
-    await orUnavailable('Redis', () =>
-      this.redis.set(saleKeys(goodsId).purchaseToken(digest(token)), String(userId), 'PX', ttlMs),
-    );
+    await orUnavailable('Redis', () => this.tokens.save(goodsId, token, userId, ttlMs));
     this.logger.debug(`purchase token issued: goods=${goodsId} user=${userId} ttlMs=${ttlMs}`);
     return { token, expiresAt: new Date(now + ttlMs).toISOString() };
   }
@@ -112,9 +93,7 @@ export class PurchaseTokenService {
       );
     }
     const owner = TOKEN_SHAPE.test(token)
-      ? await orUnavailable('Redis', () =>
-          this.redis.get(saleKeys(goodsId).purchaseToken(digest(token))),
-        )
+      ? await orUnavailable('Redis', () => this.tokens.ownerOf(goodsId, token))
       : null;
     if (owner === String(userId)) return;
     if (owner === USED) {
@@ -136,11 +115,7 @@ export class PurchaseTokenService {
    */
   async spend(goodsId: number, userId: number, token: string): Promise<void> {
     try {
-      const code = (await this.lua.run(
-        'purchaseTokenConsume',
-        saleKeys(goodsId).purchaseToken(digest(token)),
-        userId,
-      )) as TokenConsumeCode;
+      const code = await this.tokens.spend(goodsId, token, userId);
       if (code !== TokenConsumeCode.Consumed && code !== TokenConsumeCode.Used) {
         this.logger.warn(
           `purchase token vanished before it was spent: goods=${goodsId} user=${userId}`,

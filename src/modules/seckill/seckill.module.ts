@@ -6,8 +6,10 @@ import { PreheatModule } from '../preheat/preheat.module.js';
 import { AvailabilityModule } from '../availability/availability.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ChallengeModule } from './challenge.module.js';
+import { IdempotencyScripts } from './idempotency.scripts.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
+import { PurchaseTokenStore } from './purchase-token.store.js';
 import { PurchaseRequestService } from './purchase-request.service.js';
 import { PurchaseResultService } from './purchase-result.service.js';
 import { PurchaseSettlementService } from './purchase-settlement.service.js';
@@ -45,7 +47,9 @@ import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
     PurchaseRequestService,
     PurchaseResultService,
     PurchaseTokenService,
+    PurchaseTokenStore,
     IdempotencyService,
+    IdempotencyScripts,
     ResultStreamsService,
   ],
 })
