@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { FallbackModule } from './fallback/fallback.module.js';
-import { PreheatModule } from '../preheat/preheat.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { PurchaseAvailabilityService } from './purchase-availability.service.js';
 import { SaleRecoveryService } from './sale-recovery.service.js';
@@ -15,7 +14,7 @@ import { SurvivorWipeModule } from './survivor-wipe.module.js';
  * AvailabilityJobsModule's.
  */
 @Module({
-  imports: [FallbackModule, PreheatModule, SaleStoreModule, SurvivorWipeModule],
+  imports: [FallbackModule, SaleStoreModule, SurvivorWipeModule],
   providers: [SaleRecoveryService, PurchaseAvailabilityService],
   exports: [SaleRecoveryService, PurchaseAvailabilityService],
 })

@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 import { GoodsModule } from '../goods/goods.module.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
-import { PreheatModule } from '../preheat/preheat.module.js';
 import { AvailabilityModule } from '../availability/availability.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ChallengeModule } from './challenge.module.js';
@@ -33,7 +32,6 @@ import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
     MessagingModule,
     GoodsModule,
     OrdersModule,
-    PreheatModule,
     AvailabilityModule,
     ChallengeModule,
     WaitingRoomModule,
