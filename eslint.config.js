@@ -1,6 +1,7 @@
 import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import house from './scripts/lint/house-rules.js';
+import { layersConfig } from './scripts/lint/layers.js';
 
 const REDIS_RULE =
   'Redis is reached through a *.store.ts (keys and commands) or a *.scripts.ts (Lua) of the feature (CONTRIBUTING.md)';
@@ -62,6 +63,8 @@ export default tseslint.config(
       ],
     },
   },
+  // House rules (CONTRIBUTING.md): the folders of src/ form layers, no import goes up or sideways.
+  layersConfig(),
   {
     // The broker's own types stay in src/infra/rabbitmq and the messaging module.
     files: ['src/infra/rabbitmq/**/*.ts', 'src/modules/messaging/**/*.ts'],

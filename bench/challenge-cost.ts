@@ -10,8 +10,8 @@ import { integerFlag, readFlags } from '../scripts/lib/args.js';
 import { runScript } from '../scripts/lib/main.js';
 import type { AuthConfig } from '../src/config/auth.config.js';
 import type { SeckillConfig } from '../src/config/seckill.config.js';
-import { ChallengeService } from '../src/modules/seckill/challenge.service.js';
-import type { ChallengeStore } from '../src/modules/seckill/challenge.store.js';
+import { ChallengeService } from '../src/modules/challenge/challenge.service.js';
+import type { ChallengeStore } from '../src/modules/challenge/challenge.store.js';
 
 const USAGE = `usage: npm run bench:challenge -- [--cost <n>] [--runs <n>]
 

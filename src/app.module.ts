@@ -8,14 +8,21 @@ import type { AppConfig } from './config/env.validation.js';
 import { DatabaseModule } from './infra/database/database.module.js';
 import { RabbitMqModule } from './infra/rabbitmq/rabbitmq.module.js';
 import { RedisModule } from './infra/redis/redis.module.js';
-import { AuthModule } from './modules/auth/auth.module.js';
+import { EntryModule } from './modules/entry/entry.module.js';
 import { HealthModule } from './modules/health/health.module.js';
 import { MetricsModule } from './modules/metrics/metrics.module.js';
 import { ApiModule } from './roles/api.module.js';
 import { WorkerModule } from './roles/worker.module.js';
 
 /** Every role: the stores, metrics, /health/* and /metrics, and the edge's authentication. */
-const CORE = [DatabaseModule, RedisModule, RabbitMqModule, MetricsModule, AuthModule, HealthModule];
+const CORE = [
+  DatabaseModule,
+  RedisModule,
+  RabbitMqModule,
+  MetricsModule,
+  EntryModule,
+  HealthModule,
+];
 
 /** Chosen once, at build time: a role's module graph holds nothing it does not run. */
 const ROLE_MODULES: Record<AppRole, Type[]> = {

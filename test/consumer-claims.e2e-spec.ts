@@ -1,9 +1,9 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it, vi } from 'vitest';
 import { FaultInjectorService } from '../src/config/fault-injector.service.js';
-import type { NewOrder } from '../src/modules/orders/order.types.js';
+import type { NewOrder } from '../src/modules/messaging/order-message.js';
 import { OrdersService } from '../src/modules/orders/orders.service.js';
-import { OrderIngestService } from '../src/modules/orders/order-ingest.service.js';
+import { OrderIngestService } from '../src/modules/order-ingest/order-ingest.service.js';
 import { PurchaseLedgerStore } from '../src/modules/sale-store/purchase-ledger.store.js';
 import { saleKeys } from '../src/infra/redis/seckill-keys.js';
 import {

@@ -8,7 +8,7 @@ import {
   type OpenBarrier,
 } from '../src/modules/messaging/redis-barrier.store.js';
 import { MetricsService } from '../src/modules/metrics/metrics.service.js';
-import { OrderIngestService } from '../src/modules/orders/order-ingest.service.js';
+import { OrderIngestService } from '../src/modules/order-ingest/order-ingest.service.js';
 import { bearer, createSale, useApp, waitFor, type Stores } from './support/harness.js';
 
 const ordersQueue = `${process.env.RABBITMQ_PREFIX!}.orders`;

@@ -5,7 +5,7 @@ import { recordChaos, secondsSince } from './support/chaos-report.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { OutboxSweeperService } from '../src/modules/messaging/outbox-sweeper.service.js';
 import { MetricsService } from '../src/modules/metrics/metrics.service.js';
-import type { NewOrder } from '../src/modules/orders/order.types.js';
+import type { NewOrder } from '../src/modules/messaging/order-message.js';
 import {
   ReleaseCode,
   PurchaseLedgerStore,

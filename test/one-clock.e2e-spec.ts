@@ -2,7 +2,8 @@ import amqp from 'amqplib';
 import { createPool, type Pool, type RowDataPacket } from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RabbitMqConnection } from '../src/infra/rabbitmq/rabbitmq.connection.js';
-import { DatabasePurchaseService } from '../src/modules/availability/fallback/database-purchase.service.js';
+import { DatabasePurchaseService } from '../src/modules/seckill/database-purchase.service.js';
+import { PurchaseAvailabilityService } from '../src/modules/availability/purchase-availability.service.js';
 import { encodeTimeoutMessage } from '../src/modules/messaging/timeout-message.js';
 import { OrderLifecycleService } from '../src/modules/orders/order-lifecycle.service.js';
 import { OrdersService } from '../src/modules/orders/orders.service.js';
@@ -63,9 +64,10 @@ describe("decisions by MySQL's clock, whatever the host's says", () => {
       goodsId,
     ]);
     const fallback = t.app.get(DatabasePurchaseService);
+    const ticket = t.app.get(PurchaseAvailabilityService).ticket(goodsId);
 
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 60_000 });
-    const answer = await fallback.purchase(goodsId, 81_001, 1).catch((error: unknown) => error);
+    const answer = await fallback.purchase(ticket, 81_001, 1).catch((error: unknown) => error);
     vi.useRealTimers();
 
     expect(answer).toMatchObject({ code: 'SALE_NOT_STARTED' });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrderEntity } from '../src/infra/database/entities/order.entity.js';
 import { VoidedRequestEntity } from '../src/infra/database/entities/voided-request.entity.js';
 import { TransactionsService } from '../src/infra/database/transactions.service.js';
-import type { NewOrder } from '../src/modules/orders/order.types.js';
+import type { NewOrder } from '../src/modules/messaging/order-message.js';
 import { newOrderNo } from '../src/modules/orders/order-no.js';
 import { OrderRepository } from '../src/modules/orders/order.repository.js';
 import { OrderWriterService } from '../src/modules/orders/order-writer.service.js';

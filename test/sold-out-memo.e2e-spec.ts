@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DatabasePurchaseService } from '../src/modules/availability/fallback/database-purchase.service.js';
+import { DatabasePurchaseService } from '../src/modules/seckill/database-purchase.service.js';
+import { PurchaseAvailabilityService } from '../src/modules/availability/purchase-availability.service.js';
 import { bearer, createSale, useApp, waitFor } from './support/harness.js';
 
 // A memo far longer than the test: only the stock-back announcement can reopen a sale in time.
@@ -81,15 +82,16 @@ describe('the database fallback with SOLD_OUT_MEMO_MS=0 (the memo off)', () => {
       goodsId,
     ]);
     const fallback = t.app.get(DatabasePurchaseService);
-    await fallback.purchase(goodsId, 1301, 1);
-    await expect(fallback.purchase(goodsId, 1302, 1)).rejects.toMatchObject({ code: 'SOLD_OUT' });
+    const ticket = t.app.get(PurchaseAvailabilityService).ticket(goodsId);
+    await fallback.purchase(ticket, 1301, 1);
+    await expect(fallback.purchase(ticket, 1302, 1)).rejects.toMatchObject({ code: 'SOLD_OUT' });
     const [order] = await t.stores.orders(goodsId);
     await t.http
       .post(`/api/v1/orders/${order.order_no}/cancel`)
       .set('Authorization', bearer(1301))
       .expect(200);
 
-    await expect(fallback.purchase(goodsId, 1302, 1)).resolves.toMatchObject({ status: 'QUEUED' });
+    await expect(fallback.purchase(ticket, 1302, 1)).resolves.toMatchObject({ status: 'QUEUED' });
     expect(await t.stores.mysqlStock(goodsId)).toBe(0);
   });
 });

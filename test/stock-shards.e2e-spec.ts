@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allBucketKeys, bucketKeys } from '../src/infra/redis/seckill-keys.js';
 import { DeductCode, LedgerScripts } from '../src/modules/sale-store/ledger.scripts.js';
 import { LoanCode, LoanScripts } from '../src/modules/sale-store/loan.scripts.js';
-import { bucketOrder, homeBucket } from '../src/infra/redis/stock-buckets.js';
+import { bucketOrder, homeBucket } from '../src/common/stock-buckets.js';
 import { encodeOrderMessage } from '../src/modules/messaging/order-message.js';
 import { OutboxSweeperService } from '../src/modules/messaging/outbox-sweeper.service.js';
 import { newOrderNo } from '../src/modules/orders/order-no.js';

@@ -21,7 +21,7 @@ import { createPool, type ResultSetHeader, type RowDataPacket } from 'mysql2/pro
 import { withIncludes } from '../../src/infra/redis/lua-source.js';
 import { saleKeys, throttleKeys } from '../../src/infra/redis/seckill-keys.js';
 import { BASELINE_SCRIPTS } from './scripts.js';
-import type { NewOrder } from '../../src/modules/orders/order.types.js';
+import type { NewOrder } from '../../src/modules/messaging/order-message.js';
 
 const env = process.env;
 const PORT = Number(env.PORT ?? 3100);

@@ -19,7 +19,7 @@ export {
   throttleKeys,
 } from '../../src/infra/redis/seckill-keys.js';
 export { ADMIT_BATCH, JoinCode } from '../../src/modules/waiting-room/queue.scripts.js';
-export { homeBucket } from '../../src/infra/redis/stock-buckets.js';
+export { homeBucket } from '../../src/common/stock-buckets.js';
 export { encodeOrderMessage } from '../../src/modules/messaging/order-message.js';
 export { splitEvenly } from '../../src/modules/sale-store/bucket-counts.store.js';
 export { DeductCode } from '../../src/modules/sale-store/ledger.scripts.js';

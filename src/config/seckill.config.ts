@@ -1,4 +1,4 @@
-import { MAX_STOCK_SHARDS } from '../infra/redis/stock-buckets.js';
+import { MAX_STOCK_SHARDS } from '../common/stock-buckets.js';
 import { configNamespace } from './config-namespace.js';
 import { readBool, readInt, type Env } from './env-readers.js';
 

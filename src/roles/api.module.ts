@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { BuyerPageModule } from '../modules/buyer-page/buyer-page.module.js';
 import { BlocklistHttpModule } from '../modules/blocklist/blocklist-http.module.js';
 import { DashboardModule } from '../modules/dashboard/dashboard.module.js';
-import { GoodsHttpModule } from '../modules/goods/goods-http.module.js';
+import { SaleViewModule } from '../modules/sale-view/sale-view.module.js';
 import { OrdersHttpModule } from '../modules/orders/orders-http.module.js';
 import { PreheatHttpModule } from '../modules/preheat/preheat-http.module.js';
 import { ReconcileHttpModule } from '../modules/reconcile/reconcile-http.module.js';
@@ -18,7 +18,7 @@ import { WaitingRoomHttpModule } from '../modules/waiting-room/waiting-room-http
 @Module({
   imports: [
     BlocklistHttpModule,
-    GoodsHttpModule,
+    SaleViewModule,
     OrdersHttpModule,
     PreheatHttpModule,
     ReconcileHttpModule,

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AvailabilityJobsModule } from '../modules/availability/availability-jobs.module.js';
-import { ConsumersModule } from '../modules/messaging/consumers.module.js';
+import { ConsumersModule } from '../modules/messaging/consumers/consumers.module.js';
 import { MessagingJobsModule } from '../modules/messaging/messaging-jobs.module.js';
 import { OrdersJobsModule } from '../modules/orders/orders-jobs.module.js';
 import { PreheatJobsModule } from '../modules/preheat/preheat-jobs.module.js';

@@ -8,7 +8,7 @@ import type TestAgent from 'supertest/lib/agent.js';
 import { createApp } from '../../src/bootstrap.js';
 import { encodeOrderMessage } from '../../src/modules/messaging/order-message.js';
 import { MetricsService } from '../../src/modules/metrics/metrics.service.js';
-import type { NewOrder } from '../../src/modules/orders/order.types.js';
+import type { NewOrder } from '../../src/modules/messaging/order-message.js';
 import { newOrderNo } from '../../src/modules/orders/order-no.js';
 import {
   DeductCode,

@@ -1,6 +1,6 @@
 import type { RedisClient } from '../../src/infra/redis/redis-client.js';
 import { allBucketKeys } from '../../src/infra/redis/seckill-keys.js';
-import { homeBucket } from '../../src/infra/redis/stock-buckets.js';
+import { homeBucket } from '../../src/common/stock-buckets.js';
 
 /** Reads of a goods whose stock is split over buckets (stockShards), for the tests' assertions. */
 

@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
 import { DomainError, UnavailableError, UnknownOutcomeError } from '../errors/domain-error.js';
-import { toErrorBody } from './all-exceptions.filter.js';
+import { toErrorBody } from '../errors/error-body.js';
 
 describe('toErrorBody', () => {
   it.each([

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { ConnectionError, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { toErrorBody, type ErrorBody } from '../filters/all-exceptions.filter.js';
+import { toErrorBody, type ErrorBody } from '../errors/error-body.js';
 import { SECURITY_HEADERS, setSecurityHeaders } from './security-headers.js';
 
 const logger = new Logger('HttpEdge');

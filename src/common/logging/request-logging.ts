@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { PinoLogger } from 'nestjs-pino';
 import { pino, type Level } from 'pino';
-import type { LoggingConfig } from '../../config/logging.config.js';
-import { PINO_LEVEL } from './logging.js';
+import { PINO_LEVEL, type LogLevelName } from './logging.js';
 
 /** Fields that join a request's log lines once known (see EntryGuard). */
 export interface RequestLogFields {
@@ -46,7 +45,7 @@ export function pathOf(url: string): string {
 export function installRequestLogging(
   fastify: FastifyInstance,
   context: PinoLogger,
-  config: Pick<LoggingConfig, 'level' | 'requestContext'>,
+  config: { level: LogLevelName; requestContext: boolean },
 ): void {
   const threshold = pino.levels.values[PINO_LEVEL[config.level]];
   fastify.addHook('onRequest', (request, reply, done) => {

@@ -1,5 +1,5 @@
 import { keySlot, type SlotScope } from './redis-client.js';
-import { homeBucket } from './stock-buckets.js';
+import { homeBucket } from '../../common/stock-buckets.js';
 
 /**
  * Every Redis key of the service, in one place. A sale's keys share the `{goodsId}` hash tag so

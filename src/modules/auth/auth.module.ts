@@ -1,13 +1,13 @@
 import { Module } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
-import { RateLimitModule } from '../rate-limit/rate-limit.module.js';
 import { AuthGuard } from './auth.guard.js';
 import { AuthenticatorService } from './authenticator.service.js';
-import { EntryGuard } from './entry.guard.js';
 
+/**
+ * Who the caller is: the bearer token checked (AuthenticatorService) and the route's access
+ * (AuthGuard). The one global guard that runs it, before the rate limits, is EntryModule's.
+ */
 @Module({
-  imports: [RateLimitModule],
-  providers: [AuthenticatorService, AuthGuard, { provide: APP_GUARD, useClass: EntryGuard }],
-  exports: [AuthenticatorService],
+  providers: [AuthenticatorService, AuthGuard],
+  exports: [AuthenticatorService, AuthGuard],
 })
 export class AuthModule {}

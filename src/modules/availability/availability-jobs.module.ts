@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { PreheatModule } from '../preheat/preheat.module.js';
-import { FallbackJobsModule } from './fallback/fallback-jobs.module.js';
+import { FallbackJobsModule } from './fallback-jobs.module.js';
 import { SurvivorWipeModule } from './survivor-wipe.module.js';
 import { SaleRebuilderService } from './sale-rebuilder.service.js';
 

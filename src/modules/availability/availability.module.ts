@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { FallbackModule } from './fallback/fallback.module.js';
+import { FallbackModule } from '../fallback/fallback.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { PurchaseAvailabilityService } from './purchase-availability.service.js';
 import { SaleRecoveryService } from './sale-recovery.service.js';

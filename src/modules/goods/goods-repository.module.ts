@@ -4,9 +4,9 @@ import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { GoodsRepository } from './goods.repository.js';
 
 /**
- * The goods table alone, apart from GoodsModule: SaleStoreModule reads a goods' bucket count
- * from its row and GoodsModule imports SaleStoreModule, and orders, fallback and dashboard need
- * the row without the goods' routes and page cache.
+ * The goods table alone, apart from GoodsModule's rows in memory: for those that need the row as
+ * MySQL holds it now (SaleStoreModule reads a goods' bucket count from it; orders, fallback and
+ * dashboard).
  */
 @Module({
   imports: [TypeOrmModule.forFeature([GoodsEntity])],

@@ -11,7 +11,7 @@ import {
   Min,
 } from 'class-validator';
 import { IsPlainText } from '../../common/pipes/plain-text.js';
-import { MAX_STOCK_SHARDS } from '../../infra/redis/stock-buckets.js';
+import { MAX_STOCK_SHARDS } from '../../common/stock-buckets.js';
 import { ADMISSIONS, type Admission } from '../../infra/database/entities/goods.entity.js';
 
 /** The most admissions per second and the longest admission a queue sale may ask for. */

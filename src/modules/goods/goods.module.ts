@@ -1,11 +1,13 @@
 import { Module } from '@nestjs/common';
-import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { GoodsRepositoryModule } from './goods-repository.module.js';
 import { GoodsService } from './goods.service.js';
 
-/** GoodsController is served by ApiModule (src/roles), on the instances that serve the API. */
+/**
+ * The goods table and its rows in memory. Its routes (GoodsController, with the live stock) are
+ * SaleViewModule's, served by ApiModule (src/roles).
+ */
 @Module({
-  imports: [GoodsRepositoryModule, SaleStoreModule],
+  imports: [GoodsRepositoryModule],
   providers: [GoodsService],
   exports: [GoodsService],
 })

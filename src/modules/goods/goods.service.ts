@@ -3,9 +3,8 @@ import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { DomainError } from '../../common/errors/domain-error.js';
 import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
-import { SaleReadsStore } from '../sale-store/sale-reads.store.js';
 import { GoodsRepository } from './goods.repository.js';
-import type { CreateGoodsDto, GoodsCreatedDto, GoodsStatus, GoodsViewDto } from './goods.dto.js';
+import type { CreateGoodsDto, GoodsCreatedDto, GoodsStatus } from './goods.dto.js';
 
 const PAGE_CACHE_MS = 1_000;
 const PAGE_CACHE_MAX = 10_000;
@@ -17,7 +16,6 @@ export class GoodsService {
 
   constructor(
     private readonly goods: GoodsRepository,
-    private readonly sale: SaleReadsStore,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
   ) {}
 
@@ -109,29 +107,6 @@ export class GoodsService {
   findByIds(ids: number[]): Promise<GoodsEntity[]> {
     return this.goods.findByIds(ids);
   }
-
-  async view(goodsId: number): Promise<GoodsViewDto> {
-    const goods = await this.findCached(goodsId);
-    const live = await this.sale.remaining(goodsId).catch((error: Error) => {
-      // Reading the page must not fail with Redis: MySQL's stock is a fine approximation.
-      this.logger.warn(`remaining from MySQL, Redis failed: goods=${goodsId} ${error.message}`);
-      return null;
-    });
-    const remaining = live ?? goods.stock;
-    return {
-      id: goods.id,
-      name: goods.name,
-      price: Number(goods.price),
-      totalStock: goods.totalStock,
-      remaining,
-      startAt: goods.startAt.toISOString(),
-      endAt: goods.endAt.toISOString(),
-      perUserLimit: goods.perUserLimit,
-      stockShards: goods.stockShards,
-      ...admissionFields(goods),
-      status: statusOf(goods, remaining, new Date()),
-    };
-  }
 }
 
 /** How long before startAt a queue sale's waiting room opens when the sale does not say. */
@@ -190,7 +165,7 @@ function admissionOf(input: CreateGoodsDto, startAt: Date): AdmissionColumns {
 }
 
 /** The admission fields of a goods answer: the queue's only for a queue sale. */
-function admissionFields(goods: AdmissionColumns) {
+export function admissionFields(goods: AdmissionColumns) {
   if (goods.admission !== 'queue') return { admission: goods.admission };
   return {
     admission: goods.admission,

@@ -2,7 +2,7 @@ import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
-import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
+import { scheduleSingletonJob } from '../../infra/scheduling/singleton-job.js';
 import { RedisLocksService } from '../../infra/redis/redis-locks.service.js';
 import { OutboxSweeperService } from './outbox-sweeper.service.js';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { NewOrder } from '../orders/order.types.js';
+import type { NewOrder } from './order-message.js';
 import { newOrderNo } from '../orders/order-no.js';
 import { encodeOrderMessage, parseOrderMessage } from './order-message.js';
 

@@ -1,5 +1,15 @@
-import type { NewOrder } from '../orders/order.types.js';
 import { isPositiveInt, ORDER_NO, parseVersionedObject } from './message-payload.js';
+
+/** An accepted purchase on its way to becoming an order row. */
+export interface NewOrder {
+  requestId: string;
+  orderNo: string;
+  userId: number;
+  goodsId: number;
+  quantity: number;
+  /** When Redis accepted the purchase (epoch ms); the payment deadline counts from here. */
+  acceptedAt: number;
+}
 
 /** Wire format of the order message (JSON). `v` lets a later format coexist during a deploy. */
 export interface OrderMessageV1 extends NewOrder {

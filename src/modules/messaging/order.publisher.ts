@@ -6,7 +6,7 @@ import { InjectConfig } from '../../config/config-namespace.js';
 import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { RabbitMqConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
 import { assertTopology } from '../../infra/rabbitmq/topology.js';
-import type { NewOrder } from '../orders/order.types.js';
+import type { NewOrder } from './order-message.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { BARRIER_MESSAGE_TYPE, encodeOrderMessage } from './order-message.js';
 import {

@@ -7,7 +7,8 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { TransactionsService, type Tx } from '../../infra/database/transactions.service.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
 import { OrderRepository } from './order.repository.js';
-import type { NewOrder, WriteOutcome } from './order.types.js';
+import type { NewOrder } from '../messaging/order-message.js';
+import type { WriteOutcome } from './order.types.js';
 import { VoidedRequestsService } from './voided-requests.service.js';
 
 class VersionConflict extends Error {}

@@ -1,13 +1,4 @@
-/** An accepted purchase on its way to becoming an order row. */
-export interface NewOrder {
-  requestId: string;
-  orderNo: string;
-  userId: number;
-  goodsId: number;
-  quantity: number;
-  /** When Redis accepted the purchase (epoch ms); the payment deadline counts from here. */
-  acceptedAt: number;
-}
+import type { NewOrder } from '../messaging/order-message.js';
 
 export type RejectReason = 'SOLD_OUT' | 'ALREADY_PURCHASED' | 'GOODS_NOT_FOUND';
 
@@ -17,25 +8,3 @@ export type WriteOutcome =
   | { kind: 'duplicate'; order: NewOrder }
   | { kind: 'rejected'; order: NewOrder; reason: RejectReason }
   | { kind: 'voided'; order: NewOrder };
-
-/** An accepted purchase handed to OrderIngestService. */
-export interface IngestPurchase {
-  order: NewOrder;
-  /** Its message was delivered CONSUMER_MAX_DELIVERIES times already: settle it for good now. */
-  exhausted: boolean;
-}
-
-/**
- * How a purchase ended, final in both stores: `written`/`duplicate` an order (its payment
- * clock started), `completed` an exhausted one found written, `rejected` (MySQL said no: sold
- * out, already bought), `refused` (MySQL refuses the row itself) and `exhausted` FAILED with
- * the stock back, `voided` released before a consumer claimed it, or its void found in MySQL
- * (dropped). `deferred`: not
- * settled, the service is stopping; its message must go to the next consumer.
- */
-export type IngestOutcome =
-  | WriteOutcome
-  | {
-      kind: 'voided' | 'refused' | 'completed' | 'exhausted' | 'deferred';
-      order: NewOrder;
-    };

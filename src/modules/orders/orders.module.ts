@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { VoidedRequestEntity } from '../../infra/database/entities/voided-request.entity.js';
 import { TransactionsService } from '../../infra/database/transactions.service.js';
-import { FallbackModule } from '../availability/fallback/fallback.module.js';
+import { FallbackModule } from '../fallback/fallback.module.js';
 import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { OrderLifecycleService } from './order-lifecycle.service.js';

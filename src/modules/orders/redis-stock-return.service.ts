@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { OrderEntity } from '../../infra/database/entities/order.entity.js';
-import { RedisDownPolicy } from '../availability/fallback/redis-down.policy.js';
+import { RedisDownPolicy } from '../fallback/redis-down.policy.js';
 import { PurchaseLedgerStore, RestockCode } from '../sale-store/purchase-ledger.store.js';
 import { OrderWriterService } from './order-writer.service.js';
 

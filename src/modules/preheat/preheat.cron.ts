@@ -3,7 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
-import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
+import { scheduleSingletonJob } from '../../infra/scheduling/singleton-job.js';
 import { RedisLocksService } from '../../infra/redis/redis-locks.service.js';
 import { PreheatService } from './preheat.service.js';
 

@@ -7,7 +7,7 @@ import {
   saleKeys,
   type SaleKeys,
 } from '../../infra/redis/seckill-keys.js';
-import { homeBucket } from '../../infra/redis/stock-buckets.js';
+import { homeBucket } from '../../common/stock-buckets.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bucketOrder } from '../../infra/redis/stock-buckets.js';
+import { bucketOrder } from '../../common/stock-buckets.js';
 import { BucketHints } from './bucket-hints.js';
 
 describe('BucketHints', () => {

@@ -1,4 +1,4 @@
-import { bucketOrder } from '../../infra/redis/stock-buckets.js';
+import { bucketOrder } from '../../common/stock-buckets.js';
 
 /**
  * Per instance, the buckets of a goods recently found empty, so that a buyer whose home bucket is

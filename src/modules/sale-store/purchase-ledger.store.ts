@@ -10,7 +10,7 @@ import {
   type ReleaseForce,
 } from './ledger.scripts.js';
 import { bucketKeys } from '../../infra/redis/seckill-keys.js';
-import { homeBucket } from '../../infra/redis/stock-buckets.js';
+import { homeBucket } from '../../common/stock-buckets.js';
 import { BucketCountsStore } from './bucket-counts.store.js';
 import { SoldOutMemoStore } from './sold-out-memo.store.js';
 import { StockLoansStore, type PurchaseAsk } from './stock-loans.store.js';

@@ -7,7 +7,7 @@ import {
   SALES_INDEX_KEY,
   saleKeys,
 } from '../../infra/redis/seckill-keys.js';
-import { homeBucket } from '../../infra/redis/stock-buckets.js';
+import { homeBucket } from '../../common/stock-buckets.js';
 import type { Admission } from '../../infra/database/entities/goods.entity.js';
 import { FaultInjectorService } from '../../config/fault-injector.service.js';
 import { BucketCountsStore, splitEvenly } from './bucket-counts.store.js';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
 import { RepairScripts, type ActiveOrderRef, type RedisSaleSnapshot } from './repair.scripts.js';
-import { homeBucket } from '../../infra/redis/stock-buckets.js';
+import { homeBucket } from '../../common/stock-buckets.js';
 import { BucketCountsStore, splitEvenly } from './bucket-counts.store.js';
 import { PurchaseLedgerStore } from './purchase-ledger.store.js';
 import { SaleReadsStore } from './sale-reads.store.js';

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { OrdersService } from '../orders/orders.service.js';
-import { SaleRecoveryService } from '../availability/sale-recovery.service.js';
+import { PurchaseAvailabilityService } from '../availability/purchase-availability.service.js';
 import { PurchaseLedgerStore } from '../sale-store/purchase-ledger.store.js';
 import type { PurchaseResultView } from './purchase.types.js';
 
@@ -13,7 +13,7 @@ export class PurchaseResultService {
     private readonly ledger: PurchaseLedgerStore,
     private readonly orders: OrdersService,
     private readonly goods: GoodsService,
-    private readonly recovery: SaleRecoveryService,
+    private readonly availability: PurchaseAvailabilityService,
   ) {}
 
   /**
@@ -40,7 +40,7 @@ export class PurchaseResultService {
     await this.goods.findOrThrow(goodsId);
     // Without Redis a purchase still on its way cannot be told from none at all.
     if (redisDown) throw new UnavailableError('Redis is unavailable; try again shortly');
-    if (this.recovery.closed(goodsId)) {
+    if (this.availability.ticket(goodsId).rebuilding) {
       throw new UnavailableError(
         'This sale is being rebuilt after a Redis restart; try again shortly',
       );

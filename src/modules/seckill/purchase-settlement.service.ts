@@ -8,7 +8,7 @@ import {
 } from '../../common/errors/domain-error.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
-import type { NewOrder } from '../orders/order.types.js';
+import type { NewOrder } from '../messaging/order-message.js';
 import { VoidedRequestsService } from '../orders/voided-requests.service.js';
 import { PurchaseLedgerStore, ReleaseCode } from '../sale-store/purchase-ledger.store.js';
 import type { PurchaseAccepted } from './purchase.types.js';

@@ -5,7 +5,7 @@ import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { GoodsService } from '../goods/goods.service.js';
 import type { Challenge } from 'altcha-lib';
-import { ChallengeService } from './challenge.service.js';
+import { ChallengeService } from '../challenge/challenge.service.js';
 import { PurchaseTokenStore, TokenConsumeCode, USED } from './purchase-token.store.js';
 import { WaitingRoomService } from '../waiting-room/waiting-room.service.js';
 

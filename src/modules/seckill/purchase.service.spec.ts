@@ -1,12 +1,14 @@
 import { describe, expect, it, vi } from 'vitest';
 import { UnavailableError, UnknownOutcomeError } from '../../common/errors/domain-error.js';
-import { toErrorBody } from '../../common/filters/all-exceptions.filter.js';
+import { toErrorBody } from '../../common/errors/error-body.js';
 import type { FaultInjectorService } from '../../config/fault-injector.service.js';
 import type { GoodsService } from '../goods/goods.service.js';
 import type { OrderPublisher } from '../messaging/order.publisher.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import type { VoidedRequestsService } from '../orders/voided-requests.service.js';
 import type { PurchaseAvailabilityService } from '../availability/purchase-availability.service.js';
+import type { PurchaseTicket } from '../availability/purchase-ticket.js';
+import type { DatabasePurchaseService } from './database-purchase.service.js';
 import {
   DeductCode,
   ReleaseCode,
@@ -62,15 +64,18 @@ function purchases(steps: {
   } as unknown as MetricsService;
   const ledger = stock as unknown as PurchaseLedgerStore;
   const availability = {
-    route: () => 'redis',
-    rebuilding: () => false,
-    heldFromRedis: () => (steps.heldAfterDeduct ?? false) && deducted,
+    ticket: (goodsId: number): PurchaseTicket => ({
+      goodsId,
+      route: 'redis',
+      rebuilding: false,
+      rebuildingNow: () => false,
+      heldFromRedis: () => (steps.heldAfterDeduct ?? false) && deducted,
+    }),
   } as unknown as PurchaseAvailabilityService;
   const viaRedis = new RedisPurchaseService(
     ledger,
     { tryLock: vi.fn(async () => ({ release: vi.fn() })) } as unknown as PurchaseLocksService,
     { isReady: () => true, publish: publishes } as unknown as OrderPublisher,
-    availability,
     new PurchaseSettlementService(
       ledger,
       voids as unknown as VoidedRequestsService,
@@ -79,7 +84,8 @@ function purchases(steps: {
     ),
     { crashPoint: vi.fn() } as unknown as FaultInjectorService,
   );
-  return new PurchaseService(availability, viaRedis, metrics);
+  const viaDatabase = { backOnRedis: vi.fn() } as unknown as DatabasePurchaseService;
+  return new PurchaseService(availability, viaRedis, viaDatabase, metrics);
 }
 
 const accepted = async () => ({ code: DeductCode.Accepted });

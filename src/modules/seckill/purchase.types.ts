@@ -1,3 +1,5 @@
+import type { PurchaseTicket } from '../availability/purchase-ticket.js';
+
 export interface PurchaseAccepted {
   status: 'QUEUED';
   requestId: string;
@@ -14,4 +16,12 @@ export interface PurchaseResultView {
 export interface PurchaseCredentials {
   idempotencyKey?: string;
   token?: string;
+}
+
+/**
+ * One way of deciding a purchase, picked by its ticket's route (PurchaseService): Redis
+ * (RedisPurchaseService) or MySQL alone while Redis cannot sell the goods (DatabasePurchaseService).
+ */
+export interface PurchaseStrategy {
+  purchase(ticket: PurchaseTicket, userId: number, quantity: number): Promise<PurchaseAccepted>;
 }

@@ -2,42 +2,45 @@ import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { FaultInjectorService } from '../../config/fault-injector.service.js';
 import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
-import { PurchaseAvailabilityService } from '../availability/purchase-availability.service.js';
-import { encodeOrderMessage } from '../messaging/order-message.js';
+import type { PurchaseTicket } from '../availability/purchase-ticket.js';
+import { encodeOrderMessage, type NewOrder } from '../messaging/order-message.js';
 import { OrderPublisher } from '../messaging/order.publisher.js';
 import { newOrderNo } from '../orders/order-no.js';
-import type { NewOrder } from '../orders/order.types.js';
 import { deductRefusal } from '../sale-store/deduct-refusals.js';
 import { DeductCode, PurchaseLedgerStore } from '../sale-store/purchase-ledger.store.js';
 import { PurchaseLocksService } from './purchase-locks.service.js';
 import { PurchaseSettlementService } from './purchase-settlement.service.js';
-import type { PurchaseAccepted } from './purchase.types.js';
+import type { PurchaseAccepted, PurchaseStrategy } from './purchase.types.js';
 
 /**
  * A purchase Redis decides: the per-user lock, the atomic deduct in Redis, the confirmed
  * publish, and (PurchaseSettlementService) what a purchase that did not go straight through answers.
  */
 @Injectable()
-export class RedisPurchaseService {
+export class RedisPurchaseService implements PurchaseStrategy {
   private readonly logger = new Logger(RedisPurchaseService.name);
 
   constructor(
     private readonly ledger: PurchaseLedgerStore,
     private readonly locks: PurchaseLocksService,
     private readonly publisher: OrderPublisher,
-    private readonly availability: PurchaseAvailabilityService,
     private readonly settlement: PurchaseSettlementService,
     private readonly faults: FaultInjectorService,
   ) {}
 
-  async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
+  async purchase(
+    ticket: PurchaseTicket,
+    userId: number,
+    quantity: number,
+  ): Promise<PurchaseAccepted> {
+    const { goodsId } = ticket;
     // The bucket count: read once per goods and instance (Redis meta, else MySQL), then from memory.
     const home = await orUnavailable('Redis or MySQL', () => this.ledger.homeKeys(goodsId, userId));
-    if (this.availability.rebuilding(goodsId)) throw rebuilding();
+    if (ticket.rebuildingNow()) throw rebuilding();
     // Asked again now that the bucket count is known: the first purchase of a goods with stock
     // buckets on this instance was judged by its goods-wide keys' master alone, and a master
     // holding one of its buckets may be held from the Redis path. The retry is decided whole.
-    if (this.availability.heldFromRedis(goodsId)) {
+    if (ticket.heldFromRedis()) {
       throw new UnavailableError('Part of this sale is held from Redis; nothing was taken');
     }
     if (!this.publisher.isReady()) {
@@ -52,7 +55,7 @@ export class RedisPurchaseService {
     }
     let confirmed: string | undefined;
     try {
-      const outcome = await this.purchaseLocked(goodsId, userId, quantity);
+      const outcome = await this.purchaseLocked(ticket, userId, quantity);
       if (outcome.confirmed) confirmed = outcome.accepted.requestId;
       return outcome.accepted;
     } finally {
@@ -65,10 +68,11 @@ export class RedisPurchaseService {
   }
 
   private async purchaseLocked(
-    goodsId: number,
+    ticket: PurchaseTicket,
     userId: number,
     quantity: number,
   ): Promise<{ accepted: PurchaseAccepted; confirmed: boolean }> {
+    const { goodsId } = ticket;
     const acceptedAt = Date.now();
     const order: NewOrder = {
       requestId: randomUUID(),
@@ -97,7 +101,7 @@ export class RedisPurchaseService {
     // Held from the Redis path while Redis took it (another instance is opening the sale to
     // MySQL, or this one's marks are past their lease): a 202 now could be refused by MySQL once
     // the fallback sells. Nothing is published yet, so giving it back in Redis settles it.
-    if (this.availability.heldFromRedis(goodsId)) {
+    if (ticket.heldFromRedis()) {
       return { accepted: await this.settlement.afterHeldDeduct(order), confirmed: false };
     }
 

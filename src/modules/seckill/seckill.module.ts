@@ -4,7 +4,12 @@ import { MessagingModule } from '../messaging/messaging.module.js';
 import { OrdersModule } from '../orders/orders.module.js';
 import { AvailabilityModule } from '../availability/availability.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
-import { ChallengeModule } from './challenge.module.js';
+import { ChallengeModule } from '../challenge/challenge.module.js';
+import { FallbackModule } from '../fallback/fallback.module.js';
+import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
+import { OrderRepositoryModule } from '../orders/order-repository.module.js';
+import { TransactionsService } from '../../infra/database/transactions.service.js';
+import { DatabasePurchaseService } from './database-purchase.service.js';
 import { IdempotencyScripts } from './idempotency.scripts.js';
 import { IdempotencyService } from './idempotency.service.js';
 import { PurchaseTokenService } from './purchase-token.service.js';
@@ -22,8 +27,8 @@ import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
 
 /**
  * The purchase path, served by the instances that serve the API (ApiModule). Which store
- * decides each purchase comes from AvailabilityModule (the restart recovery and the outage
- * policy).
+ * decides each purchase is its ticket's (AvailabilityModule: the restart recovery and the outage
+ * policy); the two ways of deciding one, Redis and MySQL alone, are strategies side by side here.
  */
 @Module({
   imports: [
@@ -33,6 +38,9 @@ import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
     GoodsModule,
     OrdersModule,
     AvailabilityModule,
+    FallbackModule,
+    GoodsRepositoryModule,
+    OrderRepositoryModule,
     ChallengeModule,
     WaitingRoomModule,
   ],
@@ -40,6 +48,8 @@ import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
   providers: [
     PurchaseService,
     RedisPurchaseService,
+    DatabasePurchaseService,
+    TransactionsService,
     PurchaseLocksService,
     PurchaseSettlementService,
     PurchaseRequestService,

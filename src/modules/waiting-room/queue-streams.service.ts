@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, type MessageEvent } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { EventFeed, type FeedValues } from '../../common/http/event-feed.js';
-import { StreamBudget } from '../../common/http/stream-budget.js';
+import { StreamBudget } from '../../infra/redis/stream-budget.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
 import { StreamSlotsService } from '../../infra/redis/stream-slots.service.js';

@@ -1,6 +1,6 @@
 import { Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { scheduleSingletonJob } from '../../common/scheduling/singleton-job.js';
+import { scheduleSingletonJob } from '../../infra/scheduling/singleton-job.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
 import { RedisLocksService } from '../../infra/redis/redis-locks.service.js';

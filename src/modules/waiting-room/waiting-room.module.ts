@@ -4,7 +4,7 @@ import { OrderRepositoryModule } from '../orders/order-repository.module.js';
 import { QueueJournalModule } from '../queue-journal/queue-journal.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
-import { ChallengeModule } from '../seckill/challenge.module.js';
+import { ChallengeModule } from '../challenge/challenge.module.js';
 import { AdmissionPacerService } from './admission-pacer.service.js';
 import { QueueControlService } from './queue-control.service.js';
 import { QueueScripts } from './queue.scripts.js';

@@ -5,7 +5,7 @@ import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { GoodsService } from '../goods/goods.service.js';
-import { ChallengeService } from '../seckill/challenge.service.js';
+import { ChallengeService } from '../challenge/challenge.service.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
 import { JoinJournalService } from '../queue-journal/join-journal.service.js';
 import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
