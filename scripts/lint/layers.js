@@ -53,10 +53,7 @@ export const LAYERS = [
     layer: 'the order write path, the load, the sale page',
     folders: ['src/modules/order-ingest', 'src/modules/preheat', 'src/modules/sale-view'],
   },
-  {
-    layer: 'consumers and availability',
-    folders: ['src/modules/messaging/consumers', 'src/modules/availability'],
-  },
+  { layer: 'availability', folders: ['src/modules/availability'] },
   {
     layer: 'the waiting room, reconcile, health',
     folders: ['src/modules/waiting-room', 'src/modules/reconcile', 'src/modules/health'],

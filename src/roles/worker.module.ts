@@ -1,16 +1,17 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { AvailabilityJobsModule } from '../modules/availability/availability-jobs.module.js';
-import { ConsumersModule } from '../modules/messaging/consumers/consumers.module.js';
 import { MessagingJobsModule } from '../modules/messaging/messaging-jobs.module.js';
+import { OrderIngestModule } from '../modules/order-ingest/order-ingest.module.js';
 import { OrdersJobsModule } from '../modules/orders/orders-jobs.module.js';
 import { PreheatJobsModule } from '../modules/preheat/preheat-jobs.module.js';
 import { ReconcileJobsModule } from '../modules/reconcile/reconcile-jobs.module.js';
 import { WaitingRoomJobsModule } from '../modules/waiting-room/waiting-room-jobs.module.js';
 
 /**
- * What a working instance (APP_ROLE `worker` or `all`) adds: the order and timeout consumers,
- * and the cluster-wide jobs, each run by one instance at a time (a Redlock per job): preheat,
+ * What a working instance (APP_ROLE `worker` or `all`) adds: the order write path with its
+ * consumer (OrderIngestModule), the payment timeouts' consumer (OrdersJobsModule), and the
+ * cluster-wide jobs, each run by one instance at a time (a lock per job in Redis): preheat,
  * outbox sweep, overdue-order expiry, reconcile, eviction of ended sales, the waiting rooms'
  * admissions, and the rebuild of the
  * sales after a Redis restart, and the return to Redis of the sales MySQL sold while it was down.
@@ -19,7 +20,7 @@ import { WaitingRoomJobsModule } from '../modules/waiting-room/waiting-room-jobs
 @Module({
   imports: [
     ScheduleModule.forRoot(),
-    ConsumersModule,
+    OrderIngestModule,
     MessagingJobsModule,
     OrdersJobsModule,
     PreheatJobsModule,

@@ -11,8 +11,8 @@ export type JobSchedule = { intervalMs: number } | { cron: string };
 
 /**
  * Registers `run` with @nestjs/schedule's registry (an interval or a cron job), such that across
- * all instances it runs on one at a time: each tick takes a Redlock named after the job and skips
- * the run when another instance holds it. A tick that is still running when the next one fires
+ * all instances it runs on one at a time: each tick takes the job's lock in Redis (one key, set only when free, with a
+ * time to live: lua/lock-take.lua) and skips the run when another instance holds it. A tick that is still running when the next one fires
  * is skipped too. It also runs once at start: a restarted instance should not wait a whole
  * period.
  */

@@ -40,9 +40,10 @@ const barrierStores: FactoryProvider<BarrierStore[]> = {
 /**
  * What the service does while Redis is down (REDIS_DOWN_MODE, read here only): the policy
  * (closed, or sell through MySQL), this instance's switch between the stores (FallbackGateService,
- * read through AvailabilityModule's tickets), and the barrier stores the order consumers drain
- * (ConsumersModule). The purchase MySQL decides alone is SeckillModule's DatabasePurchaseService. FallbackReturnService, which brings the sales MySQL sold
- * back to Redis, runs in WorkerModule (src/roles).
+ * read through AvailabilityModule's tickets), and the barrier stores the order consumer drains
+ * (OrderIngestModule). The purchase MySQL decides alone is SeckillModule's
+ * DatabasePurchaseService; FallbackReturnService, which brings the sales MySQL sold back to Redis,
+ * is AvailabilityJobsModule's, on the workers.
  */
 @Module({
   imports: [

@@ -1,5 +1,5 @@
-import type { Channel, ConsumeMessage } from 'amqplib';
-import { Delivery } from './delivery.js';
+import type { Delivery } from './delivery.js';
+import type { ConsumerChannel } from './queue-consumer.js';
 
 /**
  * One consumer session of the order barrier (messaging/redis-barrier.store.ts): the id it
@@ -22,17 +22,18 @@ export class ConsumerSession {
 
   constructor(
     readonly id: string,
-    readonly channel: Channel,
+    readonly channel: ConsumerChannel,
   ) {}
 
-  /** The message as a delivery numbered in this session, counted unsettled until it is settled. */
-  receive(message: ConsumeMessage): Delivery {
+  /** The delivery numbered in this session, counted unsettled until it is settled. */
+  receive(delivery: Delivery): Delivery {
     const seq = ++this.received;
     this.unsettled.add(seq);
-    return new Delivery(this.channel, message, (how) => {
+    delivery.whenSettled((how) => {
       this.unsettled.delete(seq);
       if (how === 'requeue') this.gaveBack = true;
     });
+    return delivery;
   }
 
   /** It gave a delivery back to the queue: it drains no barrier any more. */

@@ -1,5 +1,4 @@
 import { Logger } from '@nestjs/common';
-import type { Channel, ConsumeMessage } from 'amqplib';
 
 const logger = new Logger('Delivery');
 
@@ -9,38 +8,48 @@ const logger = new Logger('Delivery');
  */
 export type Settlement = 'ack' | 'reject' | 'requeue';
 
+/** What a consumer reads of a message the broker delivered. */
+export interface ReceivedMessage {
+  readonly content: Buffer;
+  /** The message's `type` property (the order queue carries order barriers among the orders). */
+  readonly type?: string;
+  readonly messageId: string;
+  /** How many times the broker delivered this message before (quorum queues count). */
+  readonly previousDeliveries: number;
+}
+
 /**
- * One message as the broker handed it to a consumer, settled at most once. RabbitMQ answers a
- * delivery tag acked twice by closing the channel (406), which requeues every unacked message
- * on it and burns a delivery of each: so a second settle does nothing, whoever asks for it.
+ * One message as the broker handed it to a consumer (QueueConsumer), settled at most once.
+ * RabbitMQ answers a delivery tag acked twice by closing the channel (406), which requeues every
+ * unacked message on it and burns a delivery of each: so a second settle does nothing, whoever
+ * asks for it.
  */
 export class Delivery {
   private settled = false;
+  private readonly listeners: ((how: Settlement) => void)[] = [];
 
   constructor(
-    private readonly channel: Channel,
-    readonly message: ConsumeMessage,
-    /** Told once, when it is settled, and how (an order barrier waits for deliveries to be). */
-    private readonly onSettled?: (how: Settlement) => void,
+    readonly message: ReceivedMessage,
+    /** Tells the broker, on the channel the message came on; throws once that channel closed. */
+    private readonly tellBroker: (how: Settlement) => void,
   ) {}
 
-  /** How many times the broker delivered this message before (quorum queues count). */
-  get previousDeliveries(): number {
-    return Number(this.message.properties.headers?.['x-delivery-count'] ?? 0);
+  /** `listener` is told once, when it is settled, and how (an order barrier waits for deliveries to be). */
+  whenSettled(listener: (how: Settlement) => void): void {
+    this.listeners.push(listener);
   }
 
   /** Acks, rejects or requeues it (see Settlement); false if it was settled already. */
   settle(how: Settlement): boolean {
     if (this.settled) return false;
     this.settled = true;
-    this.onSettled?.(how);
+    for (const listener of this.listeners) listener(how);
     try {
-      if (how === 'ack') this.channel.ack(this.message);
-      else this.channel.nack(this.message, false, how === 'requeue');
+      this.tellBroker(how);
     } catch (error) {
       // The channel closed meanwhile and took its deliveries back to the queue.
       logger.warn(
-        `could not ${how}, it will be redelivered: messageId=${String(this.message.properties.messageId)} ${(error as Error).message}`,
+        `could not ${how}, it will be redelivered: messageId=${this.message.messageId} ${(error as Error).message}`,
       );
     }
     return true;

@@ -7,7 +7,8 @@ import { MetricsModule } from '../metrics/metrics.module.js';
 
 /**
  * Publishing, which every role does: purchases (api), payment timeouts and the outbox sweep
- * (worker). The consumers are in ConsumersModule, only on the instances that consume.
+ * (worker). The consumers belong to the features they feed (OrderIngestModule, OrdersJobsModule),
+ * on the instances that consume, and read their queues through QueueConsumer.
  */
 @Module({
   imports: [MetricsModule, SaleStoreModule],

@@ -39,7 +39,7 @@ export interface BarrierMarks {
 
 /**
  * Step 4, whatever store keeps the registry and the marks (Redis here; MySQL for the barrier
- * that opens the Redis-down fallback, availability/fallback/database-barrier.service.ts).
+ * that opens the Redis-down fallback, fallback/database-barrier.service.ts).
  */
 export async function judgeBarrier(
   barrier: OpenBarrier,

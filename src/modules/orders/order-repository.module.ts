@@ -4,8 +4,9 @@ import { OrderEntity } from '../../infra/database/entities/order.entity.js';
 import { OrderRepository } from './order.repository.js';
 
 /**
- * The orders table alone, apart from OrdersModule: FallbackModule writes the orders it sells
- * while Redis is down, and OrdersModule imports FallbackModule (the Redis-down policy).
+ * The orders table alone, apart from OrdersModule's services: for the purchase MySQL decides
+ * while Redis is down (SeckillModule's DatabasePurchaseService writes its order) and the waiting
+ * room's outlook of returns, which need the rows without the order lifecycle.
  */
 @Module({
   imports: [TypeOrmModule.forFeature([OrderEntity])],

@@ -84,7 +84,7 @@ export class OrdersService {
    * goods row stays locked until then: a cancel (or a database-mode sale) committing after the
    * snapshot waits for the load, so its Redis step finds the sale loaded instead of missing
    * (a restock then has nothing to give back to, and the load would count the order as active).
-   * Closes the database fallback of the goods (availability/fallback/): call it only to load Redis with it.
+   * Closes the database fallback of the goods (src/modules/fallback/): call it only to load Redis with it.
    */
   async history<T>(goodsId: number, load: (history: SaleHistory) => Promise<T>): Promise<T> {
     return this.transactions.run(async (tx) => {

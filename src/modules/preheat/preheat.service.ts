@@ -80,7 +80,7 @@ export class PreheatService {
 
   /**
    * Loads the sale into Redis from MySQL's stock and orders, whatever Redis holds of it: for a
-   * sale MySQL sold while Redis was down (availability/fallback/), whose caller read that mark under the lock.
+   * sale MySQL sold while Redis was down (src/modules/fallback/), whose caller read that mark under the lock.
    */
   async rebuildFromMysql(held: SaleStateHold): Promise<PreheatResult> {
     return this.rebuild(await this.goods.findOrThrow(held.goodsId), held);

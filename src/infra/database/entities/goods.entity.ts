@@ -40,7 +40,7 @@ export class GoodsEntity {
   @Column({ name: 'per_user_limit', type: 'int', unsigned: true, default: 1 })
   perUserLimit: number;
 
-  /** Redis buckets the stock is split over (see infra/redis/stock-buckets.ts); fixed at creation. */
+  /** Redis buckets the stock is split over (see common/stock-buckets.ts); fixed at creation. */
   @Column({ name: 'stock_shards', type: 'tinyint', unsigned: true, default: 1 })
   stockShards: number;
 
@@ -68,7 +68,7 @@ export class GoodsEntity {
   @Column({ name: 'redis_loaded_at', type: 'datetime', precision: 3, nullable: true })
   redisLoadedAt: Date | null;
 
-  /** MySQL sells this goods while Redis is down (the fallback opened it; see availability/fallback/). */
+  /** MySQL sells this goods while Redis is down (the fallback opened it; see modules/fallback/). */
   @Column({ name: 'fallback_open', type: 'boolean', default: false })
   fallbackOpen: boolean;
 

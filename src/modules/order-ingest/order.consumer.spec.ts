@@ -1,17 +1,16 @@
-import type { Channel, ConsumeMessage } from 'amqplib';
+import type { ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { fakeBroker } from '../../../../test/support/fake-broker.js';
-import type { AppSection } from '../../../config/app.config.js';
-import type { RabbitMqConfig } from '../../../config/rabbitmq.config.js';
-import { MetricsService } from '../../metrics/metrics.service.js';
-import type { OrderIngestService } from '../../order-ingest/order-ingest.service.js';
-import type { NewOrder } from '../order-message.js';
-import type { IngestOutcome, IngestPurchase } from '../../order-ingest/order-ingest.types.js';
-import { Delivery } from '../delivery.js';
-import type { BarrierStore } from '../barrier-store.js';
+import { fakeBroker } from '../../../test/support/fake-broker.js';
+import type { AppSection } from '../../config/app.config.js';
+import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import type { OrderIngestService } from './order-ingest.service.js';
+import type { NewOrder } from '../messaging/order-message.js';
+import type { IngestOutcome, IngestPurchase } from './order-ingest.types.js';
+import type { BarrierStore } from '../messaging/barrier-store.js';
 import { OrderConsumer } from './order.consumer.js';
-import { BARRIER_MESSAGE_TYPE, encodeOrderMessage } from '../order-message.js';
+import { BARRIER_MESSAGE_TYPE, encodeOrderMessage } from '../messaging/order-message.js';
 
 let nextUser = 1;
 
@@ -401,32 +400,5 @@ describe('OrderConsumer', () => {
     broker.deliver(message(order()));
     await new Promise((resolve) => setTimeout(resolve, 10));
     expect(ingest.ingest).not.toHaveBeenCalled();
-  });
-});
-
-describe('Delivery', () => {
-  it('should reach the broker once however often it is settled', () => {
-    const channel = { ack: vi.fn(), nack: vi.fn() };
-    const delivery = new Delivery(channel as unknown as Channel, message(order()));
-
-    expect(delivery.settle('ack')).toBe(true);
-    expect(delivery.settle('ack')).toBe(false);
-    expect(delivery.settle('reject')).toBe(false);
-
-    expect(channel.ack).toHaveBeenCalledTimes(1);
-    expect(channel.nack).not.toHaveBeenCalled();
-  });
-
-  it('should count as settled when its channel closed meanwhile (the broker requeued it)', () => {
-    const channel = {
-      ack: vi.fn(() => {
-        throw new Error('Channel closed');
-      }),
-    };
-    const delivery = new Delivery(channel as unknown as Channel, message(order()));
-
-    expect(delivery.settle('ack')).toBe(true);
-    expect(delivery.settle('ack')).toBe(false);
-    expect(channel.ack).toHaveBeenCalledTimes(1);
   });
 });

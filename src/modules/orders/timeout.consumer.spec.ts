@@ -1,17 +1,17 @@
 import type { ConsumeMessage } from 'amqplib';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { fakeBroker } from '../../../../test/support/fake-broker.js';
-import type { AppSection } from '../../../config/app.config.js';
-import type { RabbitMqConfig } from '../../../config/rabbitmq.config.js';
-import { MetricsService } from '../../metrics/metrics.service.js';
+import { fakeBroker } from '../../../test/support/fake-broker.js';
+import type { AppSection } from '../../config/app.config.js';
+import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import type {
   ExpireOutcome,
   ExpireResult,
   OrderLifecycleService,
-} from '../../orders/order-lifecycle.service.js';
-import type { OrderPublisher } from '../order.publisher.js';
+} from './order-lifecycle.service.js';
+import type { OrderPublisher } from '../messaging/order.publisher.js';
 import { TimeoutConsumer } from './timeout.consumer.js';
-import { encodeTimeoutMessage, type OrderTimeout } from '../timeout-message.js';
+import { encodeTimeoutMessage, type OrderTimeout } from '../messaging/timeout-message.js';
 
 const GOODS = 7;
 let nextOrder = 1;

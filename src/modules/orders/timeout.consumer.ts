@@ -1,17 +1,16 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import type { ChannelWrapper } from 'amqp-connection-manager';
-import type { Channel, ConsumeMessage } from 'amqplib';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { backoffWithJitter } from '../../../common/database/transient-errors.js';
-import { InjectConfig } from '../../../config/config-namespace.js';
-import { rabbitmqConfig, type RabbitMqConfig } from '../../../config/rabbitmq.config.js';
-import { appConfig, type AppSection } from '../../../config/app.config.js';
-import { RabbitMqConnection } from '../../../infra/rabbitmq/rabbitmq.connection.js';
-import { assertTopology } from '../../../infra/rabbitmq/topology.js';
-import { MetricsService } from '../../metrics/metrics.service.js';
-import { OrderLifecycleService, type ExpireOutcome } from '../../orders/order-lifecycle.service.js';
-import { OrderPublisher } from '../order.publisher.js';
-import { parseTimeoutMessage, type OrderTimeout } from '../timeout-message.js';
+import { backoffWithJitter } from '../../common/database/transient-errors.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
+import { appConfig, type AppSection } from '../../config/app.config.js';
+import { RabbitMqConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { OrderLifecycleService, type ExpireOutcome } from './order-lifecycle.service.js';
+import type { Delivery } from '../messaging/delivery.js';
+import { OrderPublisher } from '../messaging/order.publisher.js';
+import { QueueConsumer } from '../messaging/queue-consumer.js';
+import { parseTimeoutMessage, type OrderTimeout } from '../messaging/timeout-message.js';
 
 /**
  * Messages in hand at once. Each carries a written batch's orders (up to the consumer batch
@@ -44,7 +43,7 @@ const MAX_HOLD_MS = 10_000;
 @Injectable()
 export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(TimeoutConsumer.name);
-  private channel?: ChannelWrapper;
+  private queue?: QueueConsumer;
   private readonly inProgress = new Set<Promise<void>>();
   private stopping = false;
   /** Ends the waits of held orders at shutdown. */
@@ -61,29 +60,23 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
 
   onApplicationBootstrap(): void {
     if (!this.rabbitmq.consumer.enabled) return;
-    this.channel = this.rabbit.createChannel('consume', {
+    this.queue = new QueueConsumer(this.rabbit, {
       name: 'timeout-consumer',
-      setup: async (channel: Channel) => {
-        await assertTopology(channel, this.rabbit.names);
-        await channel.prefetch(PREFETCH);
-        await channel.consume(
-          this.rabbit.names.timeoutQueue,
-          (message) => {
-            if (!message || this.stopping) return;
-            const work = this.handle(channel, message).finally(() => this.inProgress.delete(work));
-            this.inProgress.add(work);
-          },
-          { noAck: false },
-        );
+      queue: this.rabbit.names.timeoutQueue,
+      prefetch: PREFETCH,
+      received: (delivery) => {
+        if (this.stopping) return;
+        const work = this.handle(delivery).finally(() => this.inProgress.delete(work));
+        this.inProgress.add(work);
       },
     });
   }
 
-  private async handle(channel: Channel, message: ConsumeMessage): Promise<void> {
-    const orders = parseTimeoutMessage(message.content);
+  private async handle(delivery: Delivery): Promise<void> {
+    const orders = parseTimeoutMessage(delivery.message.content);
     if (typeof orders === 'string') {
       this.logger.error(`dead-lettered timeout message: ${orders}`);
-      this.settle(channel, message, false);
+      delivery.settle('reject');
       this.metrics.timeoutMessages.inc({ outcome: 'dead_lettered' });
       return;
     }
@@ -92,7 +85,7 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
     for (let attempt = 0; !this.stopping;) {
       const { failed, heldForMs } = await this.expireAll(orders, settled);
       if (settled.size === orders.length) {
-        this.settle(channel, message, true);
+        delivery.settle('ack');
         for (const outcome of settled.values()) this.metrics.timeoutMessages.inc({ outcome });
         return;
       }
@@ -157,20 +150,11 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
     return { failed, heldForMs };
   }
 
-  private settle(channel: Channel, message: ConsumeMessage, ack: boolean): void {
-    try {
-      if (ack) channel.ack(message);
-      else channel.nack(message, false, false);
-    } catch (error) {
-      this.logger.warn(`could not settle, it will be redelivered: ${(error as Error).message}`);
-    }
-  }
-
   async onModuleDestroy(): Promise<void> {
-    if (!this.channel) return;
+    if (!this.queue) return;
     this.stopping = true;
     this.stopped.abort();
     await Promise.race([Promise.all(this.inProgress), sleep(this.app.shutdownTimeoutMs)]);
-    await this.channel.close();
+    await this.queue.close();
   }
 }

@@ -5,25 +5,27 @@ import {
   OnApplicationBootstrap,
   OnModuleDestroy,
 } from '@nestjs/common';
-import type { ChannelWrapper } from 'amqp-connection-manager';
-import type { Channel, ConsumeMessage } from 'amqplib';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Batcher } from '../../../common/batching/batcher.js';
-import { backoffWithJitter } from '../../../common/database/transient-errors.js';
-import { randomHex } from '../../../common/random/random-hex.js';
-import { InjectConfig } from '../../../config/config-namespace.js';
-import { rabbitmqConfig, type RabbitMqConfig } from '../../../config/rabbitmq.config.js';
-import { appConfig, type AppSection } from '../../../config/app.config.js';
-import { RabbitMqConnection } from '../../../infra/rabbitmq/rabbitmq.connection.js';
-import { assertTopology } from '../../../infra/rabbitmq/topology.js';
-import { MetricsService } from '../../metrics/metrics.service.js';
-import { OrderIngestService } from '../../order-ingest/order-ingest.service.js';
-import type { IngestOutcome, IngestPurchase } from '../../order-ingest/order-ingest.types.js';
-import { ConsumerSession } from '../consumer-session.js';
-import { Delivery } from '../delivery.js';
-import { ORDER_BARRIER_STORES, type BarrierStore } from '../barrier-store.js';
-import { CONSUMER_TICK_MS } from '../redis-barrier.store.js';
-import { BARRIER_MESSAGE_TYPE, parseBarrierMessage, parseOrderMessage } from '../order-message.js';
+import { Batcher } from '../../common/batching/batcher.js';
+import { backoffWithJitter } from '../../common/database/transient-errors.js';
+import { randomHex } from '../../common/random/random-hex.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
+import { appConfig, type AppSection } from '../../config/app.config.js';
+import { RabbitMqConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { OrderIngestService } from './order-ingest.service.js';
+import type { IngestOutcome, IngestPurchase } from './order-ingest.types.js';
+import { ConsumerSession } from '../messaging/consumer-session.js';
+import type { Delivery } from '../messaging/delivery.js';
+import { QueueConsumer, type ConsumerChannel } from '../messaging/queue-consumer.js';
+import { ORDER_BARRIER_STORES, type BarrierStore } from '../messaging/barrier-store.js';
+import { CONSUMER_TICK_MS } from '../messaging/redis-barrier.store.js';
+import {
+  BARRIER_MESSAGE_TYPE,
+  parseBarrierMessage,
+  parseOrderMessage,
+} from '../messaging/order-message.js';
 
 /** A purchase of the batch and every delivery that carries it (the sweeper may republish). */
 interface Purchase extends IngestPurchase {
@@ -54,7 +56,7 @@ const SETTLEMENT: Record<IngestOutcome['kind'], { how: 'ack' | 'reject'; metric:
 @Injectable()
 export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(OrderConsumer.name);
-  private channel?: ChannelWrapper;
+  private queue?: QueueConsumer;
   private readonly batcher: Batcher<Delivery>;
   private readonly stop = new AbortController();
   private readonly instance = randomHex(6);
@@ -84,29 +86,25 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
 
   onApplicationBootstrap(): void {
     if (!this.rabbitmq.consumer.enabled) return;
-    this.channel = this.rabbit.createChannel('consume', {
+    this.queue = new QueueConsumer(this.rabbit, {
       name: 'order-consumer',
-      setup: async (channel: Channel) => {
-        await assertTopology(channel, this.rabbit.names);
-        await channel.prefetch(this.rabbitmq.consumer.prefetch);
+      queue: this.rabbit.names.ordersQueue,
+      prefetch: this.rabbitmq.consumer.prefetch,
+      opened: async (channel) => {
         // A new channel is a new session: what the old one held went back to the queue, and
         // the old sessions beat no more. It is in the barrier's registry before its first
         // delivery.
         this.retiring.clear();
         await this.join(this.startSession(channel));
-        await channel.consume(
-          this.rabbit.names.ordersQueue,
-          (message) => {
-            // Stopping: left unacked, the broker gives it to another consumer.
-            if (!message || this.stop.signal.aborted) return;
-            if (message.properties.type === BARRIER_MESSAGE_TYPE) {
-              void this.barrierDelivered(channel, message);
-              return;
-            }
-            this.batcher.push(this.current!.receive(message));
-          },
-          { noAck: false },
-        );
+      },
+      received: (delivery) => {
+        // Stopping: left unacked, the broker gives it to another consumer.
+        if (this.stop.signal.aborted) return;
+        if (delivery.message.type === BARRIER_MESSAGE_TYPE) {
+          void this.barrierDelivered(delivery);
+          return;
+        }
+        this.batcher.push(this.current!.receive(delivery));
       },
     });
     this.ticker = setInterval(() => void this.tick(), CONSUMER_TICK_MS);
@@ -114,8 +112,8 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /** Marks an order barrier delivered (retrying while Redis fails), then acks its message. */
-  private async barrierDelivered(channel: Channel, message: ConsumeMessage): Promise<void> {
-    const id = parseBarrierMessage(message.content);
+  private async barrierDelivered(delivery: Delivery): Promise<void> {
+    const id = parseBarrierMessage(delivery.message.content);
     for (let attempt = 0; id !== null && !this.stop.signal.aborted; attempt++) {
       try {
         await this.storeOf(id).markDelivered(id);
@@ -125,10 +123,10 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
         await sleep(backoffWithJitter(attempt, 100, 1_000));
       }
     }
-    new Delivery(channel, message).settle('ack');
+    delivery.settle('ack');
   }
 
-  private startSession(channel: Channel): ConsumerSession {
+  private startSession(channel: ConsumerChannel): ConsumerSession {
     this.current = new ConsumerSession(`${this.instance}.${++this.sessionsStarted}`, channel);
     return this.current;
   }
@@ -197,7 +195,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
     if (drain === 'none') {
       if (!(await this.storeOf(id).isDelivered(id))) return;
       // The round trip on the session's own channel: one that closed meanwhile fails here.
-      await session.channel.checkQueue(this.rabbit.names.ordersQueue);
+      await session.channel.roundTrip();
       session.fence(id);
       return;
     }
@@ -237,7 +235,8 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
         deliveries: [],
       };
       purchase.deliveries.push(delivery);
-      purchase.exhausted ||= delivery.previousDeliveries >= this.rabbitmq.consumer.maxDeliveries;
+      purchase.exhausted ||=
+        delivery.message.previousDeliveries >= this.rabbitmq.consumer.maxDeliveries;
       purchases.set(order.requestId, purchase);
     }
     return new Map([...byGoods].map(([goodsId, purchases]) => [goodsId, [...purchases.values()]]));
@@ -252,7 +251,7 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
 
   private deadLetter(delivery: Delivery, reason: string): void {
     this.logger.error(
-      `dead-lettered order message: messageId=${String(delivery.message.properties.messageId)} ${reason}`,
+      `dead-lettered order message: messageId=${delivery.message.messageId} ${reason}`,
     );
     delivery.settle('reject');
     this.metrics.orderMessages.inc({ outcome: 'dead_lettered' });
@@ -260,11 +259,11 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** Stops taking messages, finishes the batch in hand, acks it, then closes the channel. */
   async onModuleDestroy(): Promise<void> {
-    if (!this.channel) return;
+    if (!this.queue) return;
     clearInterval(this.ticker);
     this.stop.abort();
     await Promise.race([this.batcher.drain(), sleep(this.app.shutdownTimeoutMs)]);
-    await this.channel.close();
+    await this.queue.close();
     // Gone now rather than when its beat expires: a barrier that saw it restarts at once.
     for (const store of this.stores) {
       for (const session of [this.current, ...this.retiring]) {
