@@ -3,7 +3,7 @@ import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import { loggerParams } from './common/logging/logging.js';
 import { AppConfigModule } from './config/app-config.module.js';
-import type { AppRole } from './config/app.config.js';
+import type { AppRole } from './config/app-section.js';
 import type { AppConfig } from './config/env.validation.js';
 import { DatabaseModule } from './infra/database/database.module.js';
 import { RabbitMqModule } from './infra/rabbitmq/rabbitmq.module.js';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { AppRole } from '../src/config/app.config.js';
+import type { AppRole } from '../src/config/app-section.js';
 import { ChildApp } from './support/child-app.js';
 import {
   adminAuth,

@@ -1,6 +1,6 @@
 import { Inject } from '@nestjs/common';
 import { getConfigToken } from '@nestjs/config';
-import type { AppSection } from './app.config.js';
+import type { AppSection } from './app-section.js';
 import type { Env } from './env-readers.js';
 
 /**

@@ -1,4 +1,5 @@
-import { appConfig, readAppSection, type AppSection } from './app.config.js';
+import { appConfig } from './app.config.js';
+import { readAppSection, type AppSection } from './app-section.js';
 import { authConfig, type AuthConfig } from './auth.config.js';
 import { availabilityConfig, type AvailabilityConfig } from './availability.config.js';
 import type { ConfigNamespace } from './config-namespace.js';

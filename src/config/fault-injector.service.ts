@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
-import { appConfig, type AppSection } from './app.config.js';
+import { appConfig } from './app.config.js';
+import type { AppSection } from './app-section.js';
 import { InjectConfig } from './config-namespace.js';
 import {
   faultsConfig,

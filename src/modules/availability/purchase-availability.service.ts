@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RedisDownPolicy } from '../fallback/redis-down.policy.js';
-import type { PurchaseTicket } from './purchase-ticket.js';
+import { PurchaseTicket } from './purchase-ticket.js';
 import { SaleRecoveryService } from './sale-recovery.service.js';
 
 /**
@@ -18,13 +18,6 @@ export class PurchaseAvailabilityService {
 
   /** Cut first, before anything is read for the purchase (or its result). */
   ticket(goodsId: number): PurchaseTicket {
-    const rebuilding = this.recovery.closed(goodsId);
-    return {
-      goodsId,
-      route: this.policy.route(goodsId, rebuilding),
-      rebuilding,
-      rebuildingNow: () => this.recovery.closed(goodsId),
-      heldFromRedis: () => this.policy.route(goodsId, false) === 'database',
-    };
+    return new PurchaseTicket(goodsId, this.recovery, this.policy);
   }
 }

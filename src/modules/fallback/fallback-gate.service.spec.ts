@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { AppSection } from '../../config/app.config.js';
+import type { AppSection } from '../../config/app-section.js';
 import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import type { RedisWatchdogService } from '../../infra/redis/redis-watchdog.service.js';
 import type { GoodsRepository } from '../goods/goods.repository.js';

@@ -8,7 +8,8 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter } from '../../common/database/transient-errors.js';
 import { InjectConfig } from '../../config/config-namespace.js';
-import { appConfig, type AppSection } from '../../config/app.config.js';
+import { appConfig } from '../../config/app.config.js';
+import type { AppSection } from '../../config/app-section.js';
 import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { RedisWatchdogService } from '../../infra/redis/redis-watchdog.service.js';
 import { GoodsRepository } from '../goods/goods.repository.js';

@@ -2,7 +2,7 @@ import type { ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { fakeBroker } from '../../../test/support/fake-broker.js';
-import type { AppSection } from '../../config/app.config.js';
+import type { AppSection } from '../../config/app-section.js';
 import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import type { OrderIngestService } from './order-ingest.service.js';

@@ -1,4 +1,4 @@
-import type { PurchaseTicket } from '../availability/purchase-ticket.js';
+import { PurchaseTicket } from '../availability/purchase-ticket.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { UnavailableError, UnknownOutcomeError } from '../../common/errors/domain-error.js';
 import type { RabbitMqConfig } from '../../config/rabbitmq.config.js';
@@ -13,13 +13,7 @@ import type { FallbackGateService } from '../fallback/fallback-gate.service.js';
 
 /** A ticket whose route is MySQL, as PurchaseAvailabilityService cuts one while Redis cannot sell. */
 function databaseTicket(goodsId: number): PurchaseTicket {
-  return {
-    goodsId,
-    route: 'database',
-    rebuilding: false,
-    rebuildingNow: () => false,
-    heldFromRedis: () => true,
-  };
+  return new PurchaseTicket(goodsId, { closed: () => false }, { route: () => 'database' });
 }
 
 describe('DatabasePurchaseService', () => {

@@ -7,7 +7,7 @@ import type { OrderPublisher } from '../messaging/order.publisher.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import type { VoidedRequestsService } from '../orders/voided-requests.service.js';
 import type { PurchaseAvailabilityService } from '../availability/purchase-availability.service.js';
-import type { PurchaseTicket } from '../availability/purchase-ticket.js';
+import { PurchaseTicket } from '../availability/purchase-ticket.js';
 import type { DatabasePurchaseService } from './database-purchase.service.js';
 import {
   DeductCode,
@@ -64,13 +64,16 @@ function purchases(steps: {
   } as unknown as MetricsService;
   const ledger = stock as unknown as PurchaseLedgerStore;
   const availability = {
-    ticket: (goodsId: number): PurchaseTicket => ({
-      goodsId,
-      route: 'redis',
-      rebuilding: false,
-      rebuildingNow: () => false,
-      heldFromRedis: () => (steps.heldAfterDeduct ?? false) && deducted,
-    }),
+    // The Redis route throughout; held from it after the deduct when the step says so.
+    ticket: (goodsId: number) =>
+      new PurchaseTicket(
+        goodsId,
+        { closed: () => false },
+        {
+          route: (_goodsId: number, redisClosed: boolean) =>
+            !redisClosed && (steps.heldAfterDeduct ?? false) && deducted ? 'database' : 'redis',
+        },
+      ),
   } as unknown as PurchaseAvailabilityService;
   const viaRedis = new RedisPurchaseService(
     ledger,

@@ -36,11 +36,12 @@ export class RedisPurchaseService implements PurchaseStrategy {
     const { goodsId } = ticket;
     // The bucket count: read once per goods and instance (Redis meta, else MySQL), then from memory.
     const home = await orUnavailable('Redis or MySQL', () => this.ledger.homeKeys(goodsId, userId));
-    if (ticket.rebuildingNow()) throw rebuilding();
     // Asked again now that the bucket count is known: the first purchase of a goods with stock
     // buckets on this instance was judged by its goods-wide keys' master alone, and a master
     // holding one of its buckets may be held from the Redis path. The retry is decided whole.
-    if (ticket.heldFromRedis()) {
+    const still = ticket.recheck();
+    if (still === 'rebuilding') throw rebuilding();
+    if (still === 'held') {
       throw new UnavailableError('Part of this sale is held from Redis; nothing was taken');
     }
     if (!this.publisher.isReady()) {
