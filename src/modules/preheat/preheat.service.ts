@@ -8,7 +8,7 @@ import { RedisBarrierStore, type OpenBarrier } from '../messaging/redis-barrier.
 import { OrdersService } from '../orders/orders.service.js';
 import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
 import { SaleStateLockService, type SaleStateHold } from '../sale-store/sale-state-lock.service.js';
-import { SaleLoaderStore } from '../sale-store/sale-loader.store.js';
+import { SaleLoaderStore, type SaleHistory } from '../sale-store/sale-loader.store.js';
 
 export interface PreheatResult {
   goodsId: number;
@@ -164,7 +164,7 @@ export class PreheatService {
   private async load(
     goods: GoodsEntity,
     stock: number,
-    history: Parameters<SaleLoaderStore['preheat']>[2] | 'refresh',
+    history: SaleHistory | 'refresh',
   ): Promise<PreheatResult> {
     const result = await this.loader.preheat(
       goods.id,
@@ -177,8 +177,7 @@ export class PreheatService {
         stockShards: goods.stockShards,
         admission: goods.admission,
       },
-      history === 'refresh' ? { buyers: [], cancelledOrderNos: [] } : history,
-      { refresh: history === 'refresh' },
+      history,
     );
     if (result.lost) {
       // Redis lost the sale after this load found it there: it reopens once rebuilt.

@@ -14,6 +14,12 @@ import { BucketCountsStore, splitEvenly } from './bucket-counts.store.js';
 import { LoadScripts } from './load.scripts.js';
 import { SoldOutMemoStore } from './sold-out-memo.store.js';
 
+/** What MySQL says a sale sold: its buyers, and the orders cancelled since (to restock once). */
+export interface SaleHistory {
+  buyers: { userId: number; quantity: number }[];
+  cancelledOrderNos: string[];
+}
+
 export interface SaleSnapshot {
   totalStock: number;
   startAt: Date;
@@ -43,8 +49,8 @@ export class SaleLoaderStore {
    * key makes the sale purchasable again, so no buyer buys twice and no cancellation is
    * restocked twice.
    *
-   * `refresh`: the caller found the sale loaded (under its sale-state lock), so it brings no
-   * history and only refreshes the window and limit. The caller says so, never a second read
+   * `history` is `refresh` when the caller found the sale loaded (under its sale-state lock): it
+   * brings no history, and only the window and limit are refreshed. The caller says so, never a second read
    * here: across a Redis restart the two reads disagreed (chaos seed 9811), and this one, finding
    * the sale missing, loaded it whole without its buyers over the restart's wipe. A refresh
    * writes nothing to a bucket Redis has lost and answers `lost`, and the sale waits for a
@@ -53,9 +59,9 @@ export class SaleLoaderStore {
   async preheat(
     goodsId: number,
     sale: SaleSnapshot & { stockShards: number },
-    history: { buyers: { userId: number; quantity: number }[]; cancelledOrderNos: string[] },
-    { refresh }: { refresh: boolean },
+    history: SaleHistory | 'refresh',
   ): Promise<{ loaded: boolean; lost: boolean; stock: number }> {
+    const refresh = history === 'refresh';
     await this.faults.pausePoint('preheat-before-stock', { goodsId });
     this.counts.remember(goodsId, sale.stockShards);
     const buckets = allBucketKeys(goodsId, sale.stockShards);
