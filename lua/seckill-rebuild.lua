@@ -17,6 +17,11 @@
   KEYS[6] restocked  seckill:{gid}:restocked
   KEYS[7] loans      seckill:{gid}:loans      stock this bucket lent and not settled yet: taken
                                               (a goods with several buckets; empty otherwise)
+  KEYS[8] retaken    seckill:{gid}:retaken    hash orderNo -> {requestId, userId, quantity}: late
+                                              payments that took their unit again
+                                              (lua/seckill-retake.lua). Each holds its unit,
+                                              restocked or not, and whatever MySQL's snapshot says:
+                                              its MySQL commit (PAID) may come after the snapshot
 
   ARGV[1] total stock
   ARGV[2] completed since (ms, Redis server time read before the MySQL snapshot)
@@ -48,7 +53,7 @@ end
 
 local activeEnd = 4 + 4 * tonumber(ARGV[3])
 for i = 5, activeEnd, 4 do
-  if redis.call('SISMEMBER', KEYS[6], ARGV[i + 3]) == 0 then
+  if redis.call('SISMEMBER', KEYS[6], ARGV[i + 3]) == 0 or redis.call('HEXISTS', KEYS[8], ARGV[i + 3]) == 1 then
     count(ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]))
   end
 end
@@ -64,6 +69,11 @@ for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], ARGV[2], '+inf')) d
   if requestId and (orderNo == '' or redis.call('SISMEMBER', KEYS[6], orderNo) == 0) then
     count(requestId, userId, tonumber(quantity))
   end
+end
+local retaken = redis.call('HGETALL', KEYS[8])
+for i = 1, #retaken, 2 do
+  local order = cjson.decode(retaken[i + 1])
+  count(order.requestId, order.userId, tonumber(order.quantity))
 end
 
 local lent = redis.call('HGETALL', KEYS[7])

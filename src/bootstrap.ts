@@ -8,7 +8,7 @@ import { AllExceptionsFilter } from './common/filters/all-exceptions.filter.js';
 import { installClientAddress, trustedProxies } from './common/http/client-address.js';
 import { answerClientError, answerRouterError } from './common/http/edge-answers.js';
 import { parseJsonBody } from './common/http/json-body.js';
-import { applyRouteBodyLimits } from './common/http/route-config.js';
+import { applyRouteBodyLimits, type EdgeRouteConfig } from './common/http/route-config.js';
 import { setSecurityHeaders } from './common/http/security-headers.js';
 import { PARAMS_PROVIDER_TOKEN, PinoLogger, Logger as PinoNestLogger } from 'nestjs-pino';
 import { logDestination, requestIdFor } from './common/logging/logging.js';
@@ -154,12 +154,14 @@ function configureApp(
     'application/json',
     { parseAs: 'string' },
     (
-      _request: FastifyRequest,
+      request: FastifyRequest,
       body: string | Buffer,
       done: (error: Error | null, value?: unknown) => void,
     ) => {
       try {
-        done(null, parseJsonBody(body.toString()));
+        const text = body.toString();
+        const { rawBody } = (request.routeOptions.config ?? {}) as EdgeRouteConfig;
+        done(null, rawBody ? text : parseJsonBody(text));
       } catch (error) {
         done(error as Error);
       }

@@ -86,8 +86,8 @@ describe('the admin event feed (GET /api/v1/admin/events)', () => {
       inFlight: 0,
       dbStock: 0,
       totalStock: stock,
-      orders: { pendingPayment: stock, paid: 0, cancelled: 0 },
-      units: { pendingPayment: stock, paid: 0, cancelled: 0 },
+      orders: { pendingPayment: stock, paid: 0, cancelled: 0, refundRequired: 0 },
+      units: { pendingPayment: stock, paid: 0, cancelled: 0, refundRequired: 0 },
       verdict: { consistent: true, drift: { redis: 0, db: 0 } },
     });
     expect(snapshot.queues?.find((queue) => queue.role === 'orders')).toMatchObject({
@@ -123,7 +123,7 @@ describe('the admin event feed (GET /api/v1/admin/events)', () => {
     expect(saleIn(after, goodsId)).toMatchObject({
       remaining: 5,
       sold: 0,
-      orders: { pendingPayment: 0, paid: 0, cancelled: 1 },
+      orders: { pendingPayment: 0, paid: 0, cancelled: 1, refundRequired: 0 },
     });
   });
 

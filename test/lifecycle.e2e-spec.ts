@@ -277,7 +277,7 @@ describe('order lifecycle: pay, cancel, payment timeout, reconcile', () => {
       redisStock: 7,
       redisState: 'LOADED',
       buyers: 3,
-      orders: { pendingPayment: 0, paid: 3, cancelled: 5 },
+      orders: { pendingPayment: 0, paid: 3, cancelled: 5, refundRequired: 0 },
       inFlight: 0,
       consistent: true,
       drift: { redis: 0, db: 0 },

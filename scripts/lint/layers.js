@@ -50,8 +50,13 @@ export const LAYERS = [
   { layer: 'the Redis-down policy', folders: ['src/modules/fallback'] },
   { layer: 'orders', folders: ['src/modules/orders'] },
   {
-    layer: 'the order write path, the load, the sale page',
-    folders: ['src/modules/order-ingest', 'src/modules/preheat', 'src/modules/sale-view'],
+    layer: 'the order write path, the load, the sale page, payments',
+    folders: [
+      'src/modules/order-ingest',
+      'src/modules/preheat',
+      'src/modules/sale-view',
+      'src/modules/payments',
+    ],
   },
   { layer: 'availability', folders: ['src/modules/availability'] },
   {

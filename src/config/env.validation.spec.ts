@@ -211,6 +211,32 @@ describe('validateEnv', () => {
     expect(error.message).toContain(seed);
   });
 
+  it('should leave the payment webhook off without a secret, in CNY, with 300 s of tolerance', () => {
+    expect(validateEnv({}).payments).toEqual({
+      webhookSecrets: [],
+      toleranceSeconds: 300,
+      graceMs: 120_000,
+      currency: 'CNY',
+    });
+  });
+
+  it('should read two payment secrets while one is rotated, and refuse three, short ones or a bad currency', () => {
+    const two = validateEnv({
+      PAYMENT_WEBHOOK_SECRET: 'whsec_old_0123456789, whsec_new_0123456789',
+    });
+    expect(two.payments.webhookSecrets).toEqual(['whsec_old_0123456789', 'whsec_new_0123456789']);
+    expect(
+      refusal({
+        PAYMENT_WEBHOOK_SECRET: 'a'.repeat(16) + ',' + 'b'.repeat(16) + ',' + 'c'.repeat(16),
+      }).message,
+    ).toMatch(/^PAYMENT_WEBHOOK_SECRET holds at most 2/);
+    expect(refusal({ PAYMENT_WEBHOOK_SECRET: 'short' }).message).toMatch(
+      /^PAYMENT_WEBHOOK_SECRET: /,
+    );
+    expect(refusal({ SHOP_CURRENCY: 'yuan' }).message).toMatch(/^SHOP_CURRENCY must be/);
+    expect(refusal({ PAYMENT_GRACE_SECONDS: '-1' }).message).toMatch(/^PAYMENT_GRACE_SECONDS/);
+  });
+
   it('should parse TRUSTED_PROXIES as a comma-separated, trimmed list', () => {
     const config = validateEnv({ TRUSTED_PROXIES: '127.0.0.1, 10.0.0.0/8' });
 

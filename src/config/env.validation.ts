@@ -9,6 +9,7 @@ import { faultsConfig, type FaultsConfig } from './faults.config.js';
 import { httpConfig, type HttpConfig } from './http.config.js';
 import { jobsConfig, type JobsConfig } from './jobs.config.js';
 import { loggingConfig, type LoggingConfig } from './logging.config.js';
+import { paymentsConfig, type PaymentsConfig } from './payments.config.js';
 import { rabbitmqConfig, type RabbitMqConfig } from './rabbitmq.config.js';
 import { rateLimitConfig, type RateLimitConfig } from './rate-limit.config.js';
 import { redisConfig, type RedisConfig } from './redis.config.js';
@@ -30,6 +31,7 @@ export interface AppConfig {
   auth: AuthConfig;
   seckill: SeckillConfig;
   waitingRoom: WaitingRoomConfig;
+  payments: PaymentsConfig;
   jobs: JobsConfig;
   rateLimit: RateLimitConfig;
   availability: AvailabilityConfig;
@@ -51,6 +53,7 @@ export const CONFIG_NAMESPACES: { [K in keyof AppConfig]: ConfigNamespace<K, App
   rabbitmq: rabbitmqConfig,
   seckill: seckillConfig,
   waitingRoom: waitingRoomConfig,
+  payments: paymentsConfig,
   jobs: jobsConfig,
   rateLimit: rateLimitConfig,
   availability: availabilityConfig,

@@ -4,6 +4,7 @@ import { BlocklistHttpModule } from '../modules/blocklist/blocklist-http.module.
 import { DashboardModule } from '../modules/dashboard/dashboard.module.js';
 import { SaleViewModule } from '../modules/sale-view/sale-view.module.js';
 import { OrdersHttpModule } from '../modules/orders/orders-http.module.js';
+import { PaymentsModule } from '../modules/payments/payments.module.js';
 import { PreheatHttpModule } from '../modules/preheat/preheat-http.module.js';
 import { ReconcileHttpModule } from '../modules/reconcile/reconcile-http.module.js';
 import { SeckillModule } from '../modules/seckill/seckill.module.js';
@@ -20,6 +21,7 @@ import { WaitingRoomHttpModule } from '../modules/waiting-room/waiting-room-http
     BlocklistHttpModule,
     SaleViewModule,
     OrdersHttpModule,
+    PaymentsModule,
     PreheatHttpModule,
     ReconcileHttpModule,
     SeckillModule,

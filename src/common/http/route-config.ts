@@ -12,6 +12,8 @@ export interface EdgeRouteConfig {
   soldOutShortcut?: boolean;
   /** A blocklisted user or client address is refused on this route before anything else. */
   blocklistChecked?: boolean;
+  /** The handler gets the JSON body as its text, unparsed (a webhook's signature covers it). */
+  rawBody?: boolean;
 }
 
 /**
@@ -37,6 +39,9 @@ export function edgeRouteConfig(part: EdgeRouteConfig): MethodDecorator {
  * (without being read when its Content-Length says so).
  */
 export const BodyLimit = (bytes: number) => edgeRouteConfig({ bodyLimit: bytes });
+
+/** The route's JSON body reaches its handler as the string sent, byte for byte. */
+export const RawJsonBody = () => edgeRouteConfig({ rawBody: true });
 
 /** Nest passes the router a route's config, not its options: the body limit is moved in here. */
 export function applyRouteBodyLimits(fastify: FastifyInstance, serverLimit: number): void {

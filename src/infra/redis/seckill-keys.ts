@@ -41,6 +41,11 @@ function keysUnder(prefix: string) {
     completed: `${prefix}:completed`,
     restocked: `${prefix}:restocked`,
     /**
+     * Cancelled orders paid late that took their unit again (lua/seckill-retake.lua): orderNo ->
+     * {requestId, userId, quantity}, so that a rebuild counts them before MySQL says PAID.
+     */
+    retaken: `${prefix}:retaken`,
+    /**
      * Stock lent by this bucket to a purchase recorded in another (the buyer's home) bucket:
      * requestId -> {quantity, at, userId, home}, until the purchase is recorded or the loan given back.
      */

@@ -3,11 +3,12 @@ import type { QueueRole } from '../messaging/order.publisher.js';
 import type { SaleVerdict } from '../reconcile/reconcile-verdicts.store.js';
 import type { QueueBoard } from '../waiting-room/queue-control.service.js';
 
-/** Per order status: pending payment, paid, cancelled. */
+/** Per order status: pending payment, paid, cancelled, paid after its cancel with nothing left. */
 export interface ByStatus {
   pendingPayment: number;
   paid: number;
   cancelled: number;
+  refundRequired: number;
 }
 
 /** One sale as the dashboard shows it: the sale's figures, whichever instance built them. */

@@ -53,6 +53,7 @@ const STATUS_FIELD: Record<OrderStatus, keyof ByStatus> = {
   PENDING_PAYMENT: 'pendingPayment',
   PAID: 'paid',
   CANCELLED: 'cancelled',
+  REFUND_REQUIRED: 'refundRequired',
 };
 
 const STATUS_RANK = { ACTIVE: 0, SOLD_OUT: 0, UPCOMING: 1, ENDED: 2 } as const;
@@ -125,8 +126,8 @@ export class SaleBoardService {
           dbStock: Number(row.stock),
           startAt: row.startAt,
           endAt: row.endAt,
-          orders: { pendingPayment: 0, paid: 0, cancelled: 0 },
-          units: { pendingPayment: 0, paid: 0, cancelled: 0 },
+          orders: { pendingPayment: 0, paid: 0, cancelled: 0, refundRequired: 0 },
+          units: { pendingPayment: 0, paid: 0, cancelled: 0, refundRequired: 0 },
           admission:
             row.admission === 'queue'
               ? {

@@ -164,6 +164,11 @@ export class GoodsRepository {
     );
   }
 
+  /** Taken only if the stock holds it (a late payment's retake, under the row's lock). */
+  takeStockIfLeft(tx: Tx, goodsId: number, quantity: number): Promise<boolean> {
+    return this.changeStock(tx, goodsId, '-', quantity, ' AND stock >= ?', [quantity]);
+  }
+
   async returnStock(tx: Tx, goodsId: number, quantity: number): Promise<void> {
     await this.changeStock(tx, goodsId, '+', quantity, '', []);
   }

@@ -68,8 +68,15 @@ export class MetricsService {
 
   readonly orderTransitions = new Counter({
     name: 'seckill_order_transitions_total',
-    help: 'Order state changes, by the status reached (PAID, CANCELLED)',
+    help: 'Order state changes, by the status reached (PAID, CANCELLED, REFUND_REQUIRED)',
     labelNames: ['to'] as const,
+    registers: [this.registry],
+  });
+
+  readonly paymentEvents = new Counter({
+    name: 'seckill_payment_events_total',
+    help: "The payment provider's webhook events, by type and outcome (paid, retaken, refund_required, extended, unchanged, duplicate, mismatch, bad_signature)",
+    labelNames: ['type', 'outcome'] as const,
     registers: [this.registry],
   });
 

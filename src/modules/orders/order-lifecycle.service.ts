@@ -15,8 +15,9 @@ export type ExpireResult =
   { outcome: Exclude<ExpireOutcome, 'not_due'> } | { outcome: 'not_due'; dueInMs: number };
 
 /**
- * The order state machine: PENDING_PAYMENT → PAID and PENDING_PAYMENT → CANCELLED, nothing
- * else. Each transition is one conditional UPDATE (status and version) whose affected-row count
+ * The order state machine: PENDING_PAYMENT → PAID and PENDING_PAYMENT → CANCELLED here; a
+ * payment that lands after the cancel moves CANCELLED → PAID or REFUND_REQUIRED
+ * (OrderRetakeService). Each transition is one conditional UPDATE (status and version) whose affected-row count
  * says who won a race, so pay and cancel/expire racing on one order end in exactly one outcome,
  * and only the winner of a cancel gives stock back.
  */
@@ -37,7 +38,7 @@ export class OrderLifecycleService {
     let order = await this.findOwned(orderNo, userId);
     for (;;) {
       if (order.status === 'PAID') return { orderNo, status: 'PAID' };
-      if (order.status === 'CANCELLED') {
+      if (order.status === 'CANCELLED' || order.status === 'REFUND_REQUIRED') {
         throw new DomainError('ORDER_CANCELLED', 'This order was cancelled and cannot be paid');
       }
       if (await this.transitions.run(order, 'PAID')) {
@@ -64,8 +65,15 @@ export class OrderLifecycleService {
     userId: number,
   ): Promise<{ orderNo: string; status: 'CANCELLED' }> {
     const order = await this.findOwned(orderNo, userId);
-    if ((await this.cancel(order, 'USER')) === 'PAID') {
+    const final = await this.cancel(order, 'USER');
+    if (final === 'PAID') {
       throw new DomainError('ORDER_PAID', 'This order is paid and cannot be cancelled');
+    }
+    if (final === 'REFUND_REQUIRED') {
+      throw new DomainError(
+        'ORDER_PAID',
+        'This order was paid after its cancel; its refund is due',
+      );
     }
     return { orderNo, status: 'CANCELLED' };
   }

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
 import type { OrderEntity } from '../../infra/database/entities/order.entity.js';
-import { TransactionsService } from '../../infra/database/transactions.service.js';
+import { TransactionsService, type Tx } from '../../infra/database/transactions.service.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
 import { OrderRepository } from './order.repository.js';
 
@@ -13,6 +13,9 @@ export type CancelReason = 'USER' | 'EXPIRED';
 
 /** A payment must come before the deadline, an expiry after it (OrderRepository judges both). */
 export type Transition = 'PAID' | CancelReason;
+
+/** The caller's own writes, in the transaction of the change (a payment event's record). */
+export type AlongWith = (tx: Tx) => Promise<void>;
 
 /**
  * An order's move out of PENDING_PAYMENT in MySQL: one conditional UPDATE on its status and
@@ -30,11 +33,12 @@ export class OrderTransitionsService {
   /**
    * One conditional UPDATE; for a cancel, MySQL's stock comes back in the same transaction.
    * A deadlock or lock timeout rolls the transaction back whole, so it is simply run again.
+   * `alongWith` runs in the same transaction once the change is made; what it throws undoes it.
    */
-  async run(order: OrderEntity, transition: Transition): Promise<boolean> {
+  async run(order: OrderEntity, transition: Transition, alongWith?: AlongWith): Promise<boolean> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.transitionOnce(order, transition);
+        return await this.transitionOnce(order, transition, alongWith);
       } catch (error) {
         if (!isTransientDbError(error) || attempt >= MAX_TRANSIENT_RETRIES) throw error;
         await sleep(backoffWithJitter(attempt, 5, 200));
@@ -42,14 +46,40 @@ export class OrderTransitionsService {
     }
   }
 
-  private transitionOnce(order: OrderEntity, transition: Transition): Promise<boolean> {
+  private transitionOnce(
+    order: OrderEntity,
+    transition: Transition,
+    alongWith?: AlongWith,
+  ): Promise<boolean> {
     return this.transactions.run(async (tx) => {
-      if (transition === 'PAID') return this.orders.payIfVersion(tx, order.id, order.version);
-      const deadline = transition === 'EXPIRED' ? 'passed' : 'any';
-      if (!(await this.orders.cancelIfVersion(tx, order.id, order.version, deadline))) {
+      if (transition === 'PAID') {
+        if (!(await this.orders.payIfVersion(tx, order.id, order.version))) return false;
+      } else {
+        const deadline = transition === 'EXPIRED' ? 'passed' : 'any';
+        if (!(await this.orders.cancelIfVersion(tx, order.id, order.version, deadline))) {
+          return false;
+        }
+        await this.goods.returnStock(tx, order.goodsId, order.quantity);
+      }
+      await alongWith?.(tx);
+      return true;
+    });
+  }
+
+  /**
+   * A payment under way moves the deadline `graceMs` later, once, before it has passed; false:
+   * the order changed since `order` was read, was extended already, or is past its deadline.
+   */
+  async extendDeadline(
+    order: OrderEntity,
+    graceMs: number,
+    alongWith: AlongWith,
+  ): Promise<boolean> {
+    return this.transactions.run(async (tx) => {
+      if (!(await this.orders.extendDeadlineOnce(tx, order.id, order.version, graceMs))) {
         return false;
       }
-      await this.goods.returnStock(tx, order.goodsId, order.quantity);
+      await alongWith(tx);
       return true;
     });
   }

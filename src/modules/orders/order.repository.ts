@@ -1,7 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Raw, Repository } from 'typeorm';
-import { OrderEntity, type OrderStatus } from '../../infra/database/entities/order.entity.js';
+import { In, Raw, Repository } from 'typeorm';
+import {
+  OrderEntity,
+  STOCK_RETURNED,
+  type OrderStatus,
+} from '../../infra/database/entities/order.entity.js';
 import type { Tx } from '../../infra/database/transactions.service.js';
 
 /** An order row to write, PENDING_PAYMENT. */
@@ -83,7 +87,8 @@ export class OrderRepository {
       select: { orderNo: true, userId: true, quantity: true },
       where: {
         goodsId,
-        status: 'CANCELLED',
+        // A refund's order was cancelled first: its stock came back then, as a cancel's does.
+        status: In(STOCK_RETURNED),
         updatedAt: Raw(
           (column) =>
             `${column} >= NOW(3) - INTERVAL :withinUs MICROSECOND AND ${column} <= NOW(3) - INTERVAL :olderThanUs MICROSECOND`,
@@ -165,6 +170,55 @@ export class OrderRepository {
     return rows.length > 0;
   }
 
+  /** A locking read (FOR UPDATE) of the order's row; null when there is none. */
+  async lockById(tx: Tx, orderId: number): Promise<OrderEntity | null> {
+    return tx.findOne(OrderEntity, { where: { id: orderId }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  /** Whether the buyer holds an order of the goods other than `orderId` that holds stock. */
+  async holdsAnother(tx: Tx, goodsId: number, userId: number, orderId: number): Promise<boolean> {
+    const rows = await tx.query<unknown[]>(
+      'SELECT 1 FROM seckill_order WHERE goods_id = ? AND user_id = ? AND active_key = 1 AND id <> ? LIMIT 1',
+      [goodsId, userId, orderId],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * A cancelled order paid late leaves CANCELLED at `version`: PAID (its unit taken again) or
+   * REFUND_REQUIRED (none left).
+   */
+  async settleLatePayment(
+    tx: Tx,
+    orderId: number,
+    version: number,
+    to: 'PAID' | 'REFUND_REQUIRED',
+  ): Promise<boolean> {
+    const result = await tx.query<{ affectedRows: number }>(
+      `UPDATE seckill_order SET status = ?, version = version + 1 WHERE id = ? AND status = 'CANCELLED' AND version = ?`,
+      [to, orderId, version],
+    );
+    return result.affectedRows === 1;
+  }
+
+  /**
+   * Moves a pending order's deadline `graceMs` later, once (a payment under way); only before the
+   * deadline has passed by MySQL's clock, and at `version`.
+   */
+  async extendDeadlineOnce(
+    tx: Tx,
+    orderId: number,
+    version: number,
+    graceMs: number,
+  ): Promise<boolean> {
+    const result = await tx.query<{ affectedRows: number }>(
+      `UPDATE seckill_order SET expire_at = expire_at + INTERVAL ? MICROSECOND, payment_grace_at = NOW(3), version = version + 1
+        WHERE id = ? AND status = 'PENDING_PAYMENT' AND version = ? AND payment_grace_at IS NULL AND expire_at > NOW(3)`,
+      [graceMs * 1_000, orderId, version],
+    );
+    return result.affectedRows === 1;
+  }
+
   /** One statement for all the rows: a duplicate key refuses them together. */
   async insertPending(tx: Tx, orders: PendingOrder[]): Promise<void> {
     if (orders.length === 0) return;
@@ -201,7 +255,12 @@ export class OrderRepository {
       'SELECT status, COALESCE(SUM(quantity), 0) AS quantity FROM seckill_order WHERE goods_id = ? GROUP BY status',
       [goodsId],
     );
-    const quantities: Record<OrderStatus, number> = { PENDING_PAYMENT: 0, PAID: 0, CANCELLED: 0 };
+    const quantities: Record<OrderStatus, number> = {
+      PENDING_PAYMENT: 0,
+      PAID: 0,
+      CANCELLED: 0,
+      REFUND_REQUIRED: 0,
+    };
     for (const row of rows) quantities[row.status] = Number(row.quantity);
     return quantities;
   }

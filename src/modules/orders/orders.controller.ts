@@ -33,8 +33,10 @@ export class OrdersController {
   @Post(':orderNo/pay')
   @HttpCode(200)
   @ApiOperation({
-    summary: 'Pay your order (simulated payment); paying a paid order again is 200',
-    description: '409 ORDER_CANCELLED once cancelled or past its expireAt.',
+    summary:
+      'Pay your order without a provider (tests and simple setups); paying a paid order again is 200',
+    description:
+      "A stand-in: a shop takes payment through the provider's signed webhook (POST /api/v1/payments/webhook, docs/payments.md). 409 ORDER_CANCELLED once cancelled or past its expireAt.",
   })
   @ApiOkResponse({ type: OrderStatusDto })
   @ApiErrors(

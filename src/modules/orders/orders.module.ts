@@ -6,6 +6,8 @@ import { FallbackModule } from '../fallback/fallback.module.js';
 import { GoodsRepositoryModule } from '../goods/goods-repository.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { OrderLifecycleService } from './order-lifecycle.service.js';
+import { OrderPaymentsService } from './order-payments.service.js';
+import { OrderRetakeService } from './order-retake.service.js';
 import { OrderTransitionsService } from './order-transitions.service.js';
 import { RedisStockReturnService } from './redis-stock-return.service.js';
 import { OrderRepositoryModule } from './order-repository.module.js';
@@ -16,7 +18,7 @@ import { VoidedRequestsService } from './voided-requests.service.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 
 /**
- * Orders in MySQL: reading, writing, pay, cancel, expire. Its routes are OrdersHttpModule's, its
+ * Orders in MySQL: reading, writing, pay, cancel, expire, the provider's payment events. Its routes are OrdersHttpModule's, its
  * job OrdersJobsModule's, and the writing of delivered purchases OrderIngestModule's.
  */
 @Module({
@@ -34,10 +36,18 @@ import { MetricsModule } from '../metrics/metrics.module.js';
     OrdersService,
     OrderWriterService,
     OrderLifecycleService,
+    OrderPaymentsService,
+    OrderRetakeService,
     OrderTransitionsService,
     RedisStockReturnService,
     VoidedRequestsService,
   ],
-  exports: [OrdersService, OrderWriterService, OrderLifecycleService, VoidedRequestsService],
+  exports: [
+    OrdersService,
+    OrderWriterService,
+    OrderLifecycleService,
+    OrderPaymentsService,
+    VoidedRequestsService,
+  ],
 })
 export class OrdersModule {}

@@ -1,5 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import type { OrderEntity, OrderStatus } from '../../infra/database/entities/order.entity.js';
+import {
+  holdsStock,
+  type OrderEntity,
+  type OrderStatus,
+} from '../../infra/database/entities/order.entity.js';
 import { TransactionsService } from '../../infra/database/transactions.service.js';
 import { DomainError, echoed } from '../../common/errors/domain-error.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
@@ -79,7 +83,7 @@ export class OrdersService {
 
   /**
    * What a rebuilt Redis must know, read in one snapshot: the orders holding stock (not
-   * cancelled), their buyers, and the cancelled orders' numbers (their stock is back already),
+   * cancelled nor refunded), their buyers, and the others' numbers (their stock is back already),
    * handed to `load`, which writes them to Redis before the snapshot's transaction ends. The
    * goods row stays locked until then: a cancel (or a database-mode sale) committing after the
    * snapshot waits for the load, so its Redis step finds the sale loaded instead of missing
@@ -96,7 +100,7 @@ export class OrdersService {
       await this.goods.markRebuilt(tx, goodsId);
       const orders = await this.orders.ofGoods(tx, goodsId);
       const activeOrders = orders
-        .filter((order) => order.status !== 'CANCELLED')
+        .filter((order) => holdsStock(order.status))
         .map(({ requestId, userId, quantity, orderNo }) => ({
           requestId,
           userId,
@@ -112,7 +116,7 @@ export class OrdersService {
         activeOrders,
         buyers: [...buyers].map(([userId, quantity]) => ({ userId, quantity })),
         cancelledOrderNos: orders
-          .filter((order) => order.status === 'CANCELLED')
+          .filter((order) => !holdsStock(order.status))
           .map((order) => order.orderNo),
       });
     }, 'REPEATABLE READ');

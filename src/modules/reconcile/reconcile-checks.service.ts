@@ -50,6 +50,10 @@ export class ReconcileChecksService {
     );
     this.metrics.ordersByStatus.set({ goods, status: 'PAID' }, report.orders.paid);
     this.metrics.ordersByStatus.set({ goods, status: 'CANCELLED' }, report.orders.cancelled);
+    this.metrics.ordersByStatus.set(
+      { goods, status: 'REFUND_REQUIRED' },
+      report.orders.refundRequired,
+    );
     if (settling) {
       this.logger.debug(`reconcile: goods=${goodsId} restocks under way, not drift`);
     } else if (!report.consistent) {

@@ -17,6 +17,8 @@ class OrderQuantitiesDto {
   @ApiProperty() pendingPayment: number;
   @ApiProperty() paid: number;
   @ApiProperty() cancelled: number;
+  @ApiProperty({ description: 'Paid after the cancel, no unit left to take again: no stock held' })
+  refundRequired: number;
 }
 
 class DriftDto {

@@ -21,7 +21,7 @@ export interface ReconcileReport {
    */
   redisState: RedisSaleState;
   buyers: number;
-  orders: { pendingPayment: number; paid: number; cancelled: number };
+  orders: { pendingPayment: number; paid: number; cancelled: number; refundRequired: number };
   inFlight: number;
   consistent: boolean;
   /** Units unaccounted for: total − (stock + active [+ in flight]); 0 when consistent. */
@@ -86,6 +86,7 @@ export class ReconcileService {
         pendingPayment: quantities.PENDING_PAYMENT,
         paid: quantities.PAID,
         cancelled: quantities.CANCELLED,
+        refundRequired: quantities.REFUND_REQUIRED,
       },
       inFlight: redis.inFlightQuantity,
       consistent: redisState === 'LOADED' && redisDrift === 0 && dbDrift === 0,

@@ -35,6 +35,25 @@ export enum RestockCode {
   NotPreheated = 2,
 }
 
+/** lua/seckill-retake.lua's answers ("give-back": AlreadyTaken is "held none", Retaken "given back"). */
+export enum RetakeCode {
+  Already = 0,
+  Retaken = 1,
+  Kept = 2,
+  NotPreheated = 3,
+  SoldOut = 4,
+  BuyerHolds = 5,
+  Frozen = 6,
+}
+
+/** A late payment's order, as the retake counts it. */
+export interface RetakenOrder {
+  orderNo: string;
+  requestId: string;
+  userId: number;
+  quantity: number;
+}
+
 export interface CompletedOrder {
   requestId: string;
   userId: number;
@@ -193,6 +212,26 @@ export class LedgerScripts {
       ...args,
     )) as [number, string[]];
     return { completed, retaken };
+  }
+
+  async retake(
+    keys: SaleKeys,
+    mode: 'take' | 'give-back',
+    order: RetakenOrder,
+  ): Promise<RetakeCode> {
+    return (await this.lua.run(
+      'seckillRetake',
+      keys.stock,
+      keys.buyers,
+      keys.restocked,
+      keys.retaken,
+      keys.meta,
+      mode,
+      order.orderNo,
+      order.userId,
+      order.quantity,
+      order.requestId,
+    )) as RetakeCode;
   }
 
   async restock(

@@ -6,6 +6,8 @@ import {
   LedgerScripts,
   ReleaseCode,
   RestockCode,
+  RetakeCode,
+  type RetakenOrder,
   type CompletedOrder,
   type ReleaseForce,
 } from './ledger.scripts.js';
@@ -15,8 +17,8 @@ import { BucketCountsStore } from './bucket-counts.store.js';
 import { SoldOutMemoStore } from './sold-out-memo.store.js';
 import { StockLoansStore, type PurchaseAsk } from './stock-loans.store.js';
 
-export { DeductCode, ReleaseCode, RestockCode };
-export type { CompletedOrder, ReleaseForce };
+export { DeductCode, ReleaseCode, RestockCode, RetakeCode };
+export type { CompletedOrder, ReleaseForce, RetakenOrder };
 
 /** A purchase, as the consumers know it: enough to find the buyer's home bucket. */
 interface BuyerRef {
@@ -179,6 +181,23 @@ export class PurchaseLedgerStore {
     const keys = await this.counts.homeKeys(goodsId, userId);
     const code = await this.scripts.restock(keys, orderNo, userId, quantity);
     if (code === RestockCode.Restocked) await this.soldOut.stockBack(goodsId);
+    return code;
+  }
+
+  /**
+   * A late payment's order takes its unit again in its buyer's home bucket ("take"), or holds none
+   * there ("give-back"); idempotent by order number (lua/seckill-retake.lua). Only the home bucket
+   * is asked: its cancel gave the unit back there, so it is short only when another buyer took
+   * that unit since.
+   */
+  async retake(
+    goodsId: number,
+    mode: 'take' | 'give-back',
+    order: RetakenOrder,
+  ): Promise<RetakeCode> {
+    const keys = await this.counts.homeKeys(goodsId, order.userId);
+    const code = await this.scripts.retake(keys, mode, order);
+    if (mode === 'give-back' && code === RetakeCode.Retaken) await this.soldOut.stockBack(goodsId);
     return code;
   }
 

@@ -107,6 +107,7 @@ export class RepairScripts {
       keys.meta,
       keys.restocked,
       keys.loans,
+      keys.retaken,
       totalStock,
       completedSince,
       activeOrders.length,

@@ -7,7 +7,13 @@ import { withIncludes } from '../../infra/redis/lua-source.js';
 import { saleKeys, throttleKeys, type SaleKeys } from '../../infra/redis/seckill-keys.js';
 import { encodeOrderMessage } from '../messaging/order-message.js';
 import { ThrottleScripts } from '../rate-limit/throttle.scripts.js';
-import { DeductCode, LedgerScripts, ReleaseCode, RestockCode } from './ledger.scripts.js';
+import {
+  DeductCode,
+  LedgerScripts,
+  ReleaseCode,
+  RestockCode,
+  RetakeCode,
+} from './ledger.scripts.js';
 import { LoadScripts } from './load.scripts.js';
 import { LoanCode, LoanScripts } from './loan.scripts.js';
 import { RepairScripts, type ActiveOrderRef } from './repair.scripts.js';
@@ -137,6 +143,7 @@ describe("the sale's scripts (real Redis)", () => {
       restocked: (await redis.smembers(keys.restocked)).sort(),
       loans: await redis.hgetall(keys.loans),
       borrowed: await redis.hgetall(keys.borrowed),
+      retaken: await redis.hgetall(keys.retaken),
       admitted: await redis.zrange(keys.admitted, 0, -1, 'WITHSCORES'),
     };
   }
@@ -1045,6 +1052,112 @@ describe("the sale's scripts (real Redis)", () => {
       expect(await redis.hgetall(sale.keys.buyers)).toEqual({});
       expect(await stockOf(sale)).toBe(10);
       expect((await buy(sale, userId)).code).toBe(DeductCode.Accepted);
+    });
+  });
+
+  describe('retake (a late payment)', () => {
+    const order = (userId: number, quantity = 1) => ({
+      orderNo: `SK${String(userId).padStart(10, '0')}`,
+      requestId: randomUUID(),
+      userId,
+      quantity,
+    });
+
+    it("should take a restocked order's unit again once, however often it is asked", async () => {
+      const sale = await openSale({ stock: 3, limit: 5 });
+      const late = order(1201, 2);
+      await buy(sale, 1201, 2);
+      expect(await ledger.restock(sale.keys, late.orderNo, 1201, 2)).toBe(RestockCode.Restocked);
+      expect(await stockOf(sale)).toBe(3);
+
+      expect(await ledger.retake(sale.keys, 'take', late)).toBe(RetakeCode.Retaken);
+      const after = await snapshot(sale);
+      expect(await ledger.retake(sale.keys, 'take', late)).toBe(RetakeCode.Already);
+      expect(await snapshot(sale)).toEqual(after);
+      expect(after.stock).toBe('1');
+      expect(after.buyers).toEqual({ '1201': '2' });
+      // Its cancel's restock, redelivered, gives nothing back.
+      expect(await ledger.restock(sale.keys, late.orderNo, 1201, 2)).toBe(
+        RestockCode.AlreadyRestocked,
+      );
+      expect(await stockOf(sale)).toBe(1);
+    });
+
+    it('should keep the unit of an order whose restock has not come, and make that restock a no-op', async () => {
+      const sale = await openSale({ stock: 3, limit: 5 });
+      const late = order(1202);
+      await buy(sale, 1202);
+      const before = await snapshot(sale);
+
+      expect(await ledger.retake(sale.keys, 'take', late)).toBe(RetakeCode.Kept);
+      expect((await snapshot(sale)).stock).toBe(before.stock);
+      expect(await ledger.restock(sale.keys, late.orderNo, 1202, 1)).toBe(
+        RestockCode.AlreadyRestocked,
+      );
+      expect(await stockOf(sale)).toBe(2);
+      expect(await redis.hget(sale.keys.buyers, '1202')).toBe('1');
+    });
+
+    it('should refuse, changing nothing, when the unit is gone or the buyer holds another purchase', async () => {
+      const sale = await openSale({ stock: 1, limit: 5 });
+      const late = order(1203);
+      await buy(sale, 1203);
+      await ledger.restock(sale.keys, late.orderNo, 1203, 1);
+      expect((await buy(sale, 1204)).code).toBe(DeductCode.Accepted);
+      let before = await snapshot(sale);
+      expect(await ledger.retake(sale.keys, 'take', late)).toBe(RetakeCode.SoldOut);
+      expect(await snapshot(sale)).toEqual(before);
+
+      const other = await openSale({ stock: 5, limit: 5 });
+      const again = order(1205);
+      await buy(other, 1205);
+      await ledger.restock(other.keys, again.orderNo, 1205, 1);
+      expect((await buy(other, 1205)).code).toBe(DeductCode.Accepted);
+      before = await snapshot(other);
+      expect(await ledger.retake(other.keys, 'take', again)).toBe(RetakeCode.BuyerHolds);
+      expect(await snapshot(other)).toEqual(before);
+      expect(await ledger.retake(newSale().keys, 'take', again)).toBe(RetakeCode.NotPreheated);
+    });
+
+    it('should give back what the order holds once, whether it was taken again or never restocked', async () => {
+      const sale = await openSale({ stock: 4, limit: 5 });
+      const retaken = order(1206);
+      const kept = order(1207);
+      await buy(sale, 1206);
+      await buy(sale, 1207);
+      await ledger.restock(sale.keys, retaken.orderNo, 1206, 1);
+      await ledger.retake(sale.keys, 'take', retaken);
+      expect(await stockOf(sale)).toBe(2);
+
+      expect(await ledger.retake(sale.keys, 'give-back', retaken)).toBe(RetakeCode.Retaken);
+      expect(await ledger.retake(sale.keys, 'give-back', kept)).toBe(RetakeCode.Retaken);
+      expect(await ledger.retake(sale.keys, 'give-back', retaken)).toBe(RetakeCode.Already);
+      expect(await ledger.retake(sale.keys, 'give-back', kept)).toBe(RetakeCode.Already);
+      expect(await ledger.restock(sale.keys, kept.orderNo, 1207, 1)).toBe(
+        RestockCode.AlreadyRestocked,
+      );
+      expect(await stockOf(sale)).toBe(4);
+      expect(await redis.hgetall(sale.keys.buyers)).toEqual({});
+    });
+
+    it("should have a rebuild count a retaken unit that MySQL's snapshot still has as cancelled", async () => {
+      const sale = await openSale({ stock: 3, limit: 5 });
+      const late = { ...order(1208), requestId: (await buy(sale, 1208)).requestId };
+      await ledger.complete(sale.keys, [{ ...late }]);
+      await ledger.restock(sale.keys, late.orderNo, 1208, 1);
+      await ledger.retake(sale.keys, 'take', late);
+      const since = await redisNowMs();
+
+      // The retake's MySQL commit (PAID) has not come: the snapshot has the order as cancelled.
+      const result = await repair.rebuild(sale.keys, 3, since, [], [late.orderNo]);
+      expect(result).toEqual({ stock: 2, usedQuantity: 1, buyerCount: 1 });
+      // Then it commits: MySQL has it PAID, restocked in Redis, and the rebuild counts it once.
+      const paid = { ...late };
+      expect(await repair.rebuild(sale.keys, 3, since, [paid])).toEqual({
+        stock: 2,
+        usedQuantity: 1,
+        buyerCount: 1,
+      });
     });
   });
 

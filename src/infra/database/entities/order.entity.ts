@@ -6,8 +6,16 @@ import {
   UpdateDateColumn,
 } from 'typeorm';
 
-export const ORDER_STATUSES = ['PENDING_PAYMENT', 'PAID', 'CANCELLED'] as const;
+/**
+ * `REFUND_REQUIRED`: paid after its cancel, with no unit left to take again. Like a cancelled order
+ * it holds no stock (it was given back at the cancel).
+ */
+export const ORDER_STATUSES = ['PENDING_PAYMENT', 'PAID', 'CANCELLED', 'REFUND_REQUIRED'] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
+
+/** The statuses whose stock was given back: not active, the buyer may hold another order. */
+export const STOCK_RETURNED: readonly OrderStatus[] = ['CANCELLED', 'REFUND_REQUIRED'];
+export const holdsStock = (status: OrderStatus): boolean => !STOCK_RETURNED.includes(status);
 
 const integer = {
   to: (value: number) => value,
@@ -43,6 +51,10 @@ export class OrderEntity {
 
   @Column({ name: 'expire_at', type: 'datetime', precision: 3 })
   expireAt: Date;
+
+  /** When a `payment.started` extended the deadline (once); null before. */
+  @Column({ name: 'payment_grace_at', type: 'datetime', precision: 3, nullable: true })
+  paymentGraceAt: Date | null;
 
   @CreateDateColumn({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt: Date;

@@ -1,0 +1,121 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
+import { UnavailableError } from '../../common/errors/domain-error.js';
+import type { OrderEntity } from '../../infra/database/entities/order.entity.js';
+import { TransactionsService } from '../../infra/database/transactions.service.js';
+import { GoodsRepository } from '../goods/goods.repository.js';
+import { MetricsService } from '../metrics/metrics.service.js';
+import { PurchaseLedgerStore, RetakeCode } from '../sale-store/purchase-ledger.store.js';
+import type { PaymentResult, RecordPayment } from './order-payment.types.js';
+import { OrderRepository } from './order.repository.js';
+
+const MAX_TRANSIENT_RETRIES = 10;
+
+/** The Redis answers after which the order holds its unit there (or Redis holds no sale). */
+const HELD_IN_REDIS = new Set([
+  RetakeCode.Retaken,
+  RetakeCode.Kept,
+  RetakeCode.Already,
+  RetakeCode.NotPreheated,
+]);
+
+/**
+ * A payment that landed after its order was cancelled (docs/payments.md, "Late payments"). The
+ * order takes a unit again if the sale has one, in both stores, or becomes REFUND_REQUIRED.
+ *
+ * One MySQL transaction decides, holding the goods row (FOR UPDATE) from the start: every other
+ * writer of the goods' stock (the order writer, the database-mode sale, a cancel) and the rebuild
+ * of Redis from MySQL wait for it. Under that lock MySQL is asked first (stock left, the buyer
+ * holds no other order), then Redis takes the unit (lua/seckill-retake.lua: the stock Redis sells
+ * from, and the buyer's in-flight purchases MySQL cannot see yet), then MySQL follows and commits.
+ * Redis goes first because it is what sells: a unit MySQL took while Redis still offered it would
+ * be sold twice. If MySQL never commits (a crash, a lost connection), Redis holds a unit for a
+ * cancelled order: it undersells, never oversells, and the provider's retry of the event (it was
+ * not recorded) finds the unit taken already and commits. A rebuild from MySQL counts the retake
+ * too (its record in Redis), so that a commit after the rebuild's snapshot is not sold twice.
+ */
+@Injectable()
+export class OrderRetakeService {
+  private readonly logger = new Logger(OrderRetakeService.name);
+
+  constructor(
+    private readonly transactions: TransactionsService,
+    private readonly orders: OrderRepository,
+    private readonly goods: GoodsRepository,
+    private readonly ledger: PurchaseLedgerStore,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  /** null: the order is no longer CANCELLED at `order.version` (read it again). */
+  async settle(order: OrderEntity, record: RecordPayment): Promise<PaymentResult | null> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const result = await this.settleOnce(order, record);
+        if (result) this.logSettled(order, result);
+        return result;
+      } catch (error) {
+        // A deadlock rolls the whole transaction back; Redis's step is idempotent by order.
+        if (!isTransientDbError(error) || attempt >= MAX_TRANSIENT_RETRIES) throw error;
+        await sleep(backoffWithJitter(attempt, 5, 200));
+      }
+    }
+  }
+
+  private settleOnce(order: OrderEntity, record: RecordPayment): Promise<PaymentResult | null> {
+    return this.transactions.run(async (tx) => {
+      const stock = await this.goods.lockStock(tx, order.goodsId);
+      const current = await this.orders.lockById(tx, order.id);
+      if (current?.status !== 'CANCELLED' || current.version !== order.version) return null;
+      const mysqlHasRoom =
+        stock !== null &&
+        stock >= order.quantity &&
+        !(await this.orders.holdsAnother(tx, order.goodsId, order.userId, order.id));
+      const code = mysqlHasRoom
+        ? await this.ledger.retake(order.goodsId, 'take', order)
+        : RetakeCode.SoldOut;
+      if (code === RetakeCode.Frozen) {
+        throw new UnavailableError(
+          `A repair is counting goods ${order.goodsId}; the payment is taken again shortly`,
+        );
+      }
+      if (HELD_IN_REDIS.has(code)) {
+        // Checked above under the row's lock: these cannot refuse.
+        if (!(await this.goods.takeStockIfLeft(tx, order.goodsId, order.quantity))) {
+          throw new Error(`goods ${order.goodsId}: the stock checked under its lock changed`);
+        }
+        await this.move(tx, order, 'PAID');
+        const result: PaymentResult = { status: 'PAID', outcome: 'retaken' };
+        await record(tx, result);
+        return result;
+      }
+      // None left (or the buyer holds another order): whatever an earlier attempt took in Redis
+      // for this order is given back, and the refund is asked for.
+      await this.ledger.retake(order.goodsId, 'give-back', order);
+      await this.move(tx, order, 'REFUND_REQUIRED');
+      const result: PaymentResult = { status: 'REFUND_REQUIRED', outcome: 'refund_required' };
+      await record(tx, result);
+      return result;
+    });
+  }
+
+  private async move(
+    tx: Parameters<RecordPayment>[0],
+    order: OrderEntity,
+    to: 'PAID' | 'REFUND_REQUIRED',
+  ): Promise<void> {
+    if (!(await this.orders.settleLatePayment(tx, order.id, order.version, to))) {
+      throw new Error(`order ${order.orderNo}: its row changed under its lock`);
+    }
+  }
+
+  private logSettled(order: OrderEntity, result: PaymentResult): void {
+    const ids = `order=${order.orderNo} user=${order.userId} goods=${order.goodsId} quantity=${order.quantity}`;
+    if (result.status === 'PAID') {
+      this.logger.warn(`late payment took its unit again: ${ids}`);
+    } else {
+      this.logger.warn(`late payment found no unit left, refund required: ${ids}`);
+    }
+    this.metrics.orderTransitions.inc({ to: result.status });
+  }
+}

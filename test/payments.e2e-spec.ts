@@ -1,0 +1,268 @@
+import type { RowDataPacket } from 'mysql2/promise';
+import { describe, expect, it } from 'vitest';
+import { signatureHeader } from '../src/common/webhook-signature.js';
+import { OrderLifecycleService } from '../src/modules/orders/order-lifecycle.service.js';
+import {
+  adminAuth,
+  bearer,
+  consistentReconcile,
+  counter,
+  createSale,
+  useApp,
+  waitFor,
+} from './support/harness.js';
+import {
+  PAYMENT_SECRET,
+  paymentEvent,
+  sendEvent,
+  UNIT_AMOUNT,
+} from './support/payment-provider.js';
+
+const PAYMENT_TIMEOUT_MS = 2_000;
+const GRACE_SECONDS = 4;
+const OLD_SECRET = 'whsec_old_0123456789abcdef';
+
+describe('payments: the provider webhook', () => {
+  const t = useApp({
+    ORDER_PAYMENT_TIMEOUT_MS: String(PAYMENT_TIMEOUT_MS),
+    PAYMENT_WEBHOOK_SECRET: `${OLD_SECRET},${PAYMENT_SECRET}`,
+    PAYMENT_GRACE_SECONDS: String(GRACE_SECONDS),
+  });
+  const { stores } = t;
+
+  async function buy(goodsId: number, userId: number): Promise<string> {
+    await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(userId))
+      .expect(202);
+    return waitFor(
+      async () =>
+        (await stores.orders(goodsId)).find(
+          (row) => Number(row.user_id) === userId && row.status === 'PENDING_PAYMENT',
+        )?.order_no,
+      { what: `the order of user ${userId}` },
+    );
+  }
+
+  const order = async (orderNo: string) =>
+    (await t.http.get(`/api/v1/orders/${orderNo}`).set('Authorization', adminAuth()).expect(200))
+      .body as { status: string; expireAt: string };
+
+  const recordedEvents = async (orderNo: string) => {
+    const [rows] = await stores.mysql.query<RowDataPacket[]>(
+      'SELECT event_id, outcome, status FROM seckill_payment_event WHERE order_no = ?',
+      [orderNo],
+    );
+    return rows;
+  };
+
+  /** Buys one unit and waits until its deadline has cancelled it and Redis has the unit back. */
+  async function expiredOrder(goodsId: number, userId: number, stock: number) {
+    const orderNo = await buy(goodsId, userId);
+    await waitFor(async () => (await order(orderNo)).status === 'CANCELLED', {
+      timeoutMs: PAYMENT_TIMEOUT_MS + 15_000,
+      what: 'the order to expire',
+    });
+    await waitFor(async () => (await stores.redisStock(goodsId)) === stock, {
+      what: 'its unit back in redis',
+    });
+    return orderNo;
+  }
+
+  it('should refuse a missing, wrong or stale signature with 401 BAD_SIGNATURE and change nothing, and take either secret while one is rotated', async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    const orderNo = await buy(goodsId, 3201);
+    const event = paymentEvent('payment.succeeded', orderNo);
+    const body = JSON.stringify(event);
+    const now = Math.floor(Date.now() / 1_000);
+    const refusals = [
+      await sendEvent(t.http, event, { header: null }),
+      await sendEvent(t.http, event, { secrets: ['whsec_someone_else_0123456'] }),
+      await sendEvent(t.http, event, { at: now - 301 }),
+      await sendEvent(t.http, event, { at: now + 301 }),
+      await sendEvent(t.http, event, { header: 'v1=abc' }),
+      // Signed over another body than the one sent (the amount changed on the way).
+      await sendEvent(t.http, event, {
+        header: signatureHeader([PAYMENT_SECRET], body.replace(String(UNIT_AMOUNT), '1')),
+      }),
+    ];
+    for (const refusal of refusals) {
+      expect(refusal.status).toBe(401);
+      expect(refusal.body).toEqual({
+        statusCode: 401,
+        code: 'BAD_SIGNATURE',
+        message: expect.any(String),
+      });
+    }
+    expect((await order(orderNo)).status).toBe('PENDING_PAYMENT');
+    expect(await recordedEvents(orderNo)).toHaveLength(0);
+
+    const paid = await sendEvent(t.http, event, { secrets: [OLD_SECRET] }).expect(200);
+    expect(paid.body).toEqual({ eventId: event.id, orderNo, status: 'PAID' });
+    const other = await buy(goodsId, 3202);
+    await sendEvent(t.http, paymentEvent('payment.succeeded', other)).expect(200);
+    expect((await order(other)).status).toBe('PAID');
+  });
+
+  it('should apply an event once however often and however concurrently it is delivered, answering each delivery the same', async () => {
+    const goodsId = await createSale(t.http, { stock: 3 });
+    const orderNo = await buy(goodsId, 3211);
+    const event = paymentEvent('payment.succeeded', orderNo);
+    const before = await counter(t.app, 'seckill_payment_events_total', 'duplicate');
+
+    const answers = await Promise.all(Array.from({ length: 4 }, () => sendEvent(t.http, event)));
+    answers.push(await sendEvent(t.http, event));
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      expect(answer.body).toEqual({ eventId: event.id, orderNo, status: 'PAID' });
+    }
+    expect(await recordedEvents(orderNo)).toEqual([
+      { event_id: event.id, outcome: 'paid', status: 'PAID' },
+    ]);
+    expect(await counter(t.app, 'seckill_payment_events_total', 'duplicate')).toBe(before + 4);
+    expect(await stores.mysqlStock(goodsId)).toBe(2);
+    expect(await stores.redisStock(goodsId)).toBe(2);
+  });
+
+  it("should refuse an amount or currency that is not the order's with 409 PAYMENT_MISMATCH, a malformed event with 400, an unknown order with 404, changing nothing", async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    const orderNo = await buy(goodsId, 3221);
+    for (const wrong of [
+      paymentEvent('payment.succeeded', orderNo, { amount: UNIT_AMOUNT - 1 }),
+      paymentEvent('payment.succeeded', orderNo, { currency: 'USD' }),
+    ]) {
+      const refused = await sendEvent(t.http, wrong).expect(409);
+      expect(refused.body).toEqual({
+        statusCode: 409,
+        code: 'PAYMENT_MISMATCH',
+        message: expect.any(String),
+      });
+    }
+    const malformed = await sendEvent(t.http, '{"id": "evt_x", "type": ').expect(400);
+    expect(malformed.body.code).toBe('VALIDATION_FAILED');
+    const badField = await sendEvent(t.http, {
+      ...paymentEvent('payment.succeeded', orderNo),
+      type: 'payment.refunded',
+    } as never).expect(400);
+    expect(badField.body.code).toBe('VALIDATION_FAILED');
+    const unknown = await sendEvent(
+      t.http,
+      paymentEvent('payment.succeeded', 'SK1NOSUCHORDER'),
+    ).expect(404);
+    expect(unknown.body.code).toBe('ORDER_NOT_FOUND');
+    expect((await order(orderNo)).status).toBe('PENDING_PAYMENT');
+    expect(await recordedEvents(orderNo)).toHaveLength(0);
+  });
+
+  it('should extend the deadline once on payment.started, so that the payment timeout lets a payment under way finish', async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    const orderNo = await buy(goodsId, 3231);
+    const deadline = Date.parse((await order(orderNo)).expireAt);
+
+    const started = await sendEvent(t.http, paymentEvent('payment.started', orderNo)).expect(200);
+    expect(started.body.status).toBe('PENDING_PAYMENT');
+    const extended = Date.parse((await order(orderNo)).expireAt);
+    expect(extended - deadline).toBe(GRACE_SECONDS * 1_000);
+    // Once: a second start (another attempt at the checkout) moves it no further.
+    await sendEvent(t.http, paymentEvent('payment.started', orderNo)).expect(200);
+    expect(Date.parse((await order(orderNo)).expireAt)).toBe(extended);
+    expect(await recordedEvents(orderNo)).toEqual(
+      expect.arrayContaining([expect.objectContaining({ outcome: 'extended' })]),
+    );
+
+    // Past the first deadline by MySQL's clock, the payment timeout finds the order not due.
+    await waitFor(
+      async () => {
+        const [rows] = await stores.mysql.query<RowDataPacket[]>('SELECT NOW(3) > ? AS passed', [
+          new Date(deadline + 500),
+        ]);
+        return Number(rows[0].passed) === 1;
+      },
+      { timeoutMs: PAYMENT_TIMEOUT_MS + 5_000, what: 'the first deadline to pass' },
+    );
+    expect(await t.app.get(OrderLifecycleService).expire(orderNo)).toMatchObject({
+      outcome: 'not_due',
+    });
+    expect(Date.now()).toBeGreaterThan(deadline);
+    expect((await order(orderNo)).status).toBe('PENDING_PAYMENT');
+    const paid = await sendEvent(t.http, paymentEvent('payment.succeeded', orderNo)).expect(200);
+    expect(paid.body.status).toBe('PAID');
+    expect(await stores.mysqlStock(goodsId)).toBe(1);
+  });
+
+  it('should take the unit again for a payment that lands after the cancel while one is left: PAID, counted once in both stores', async () => {
+    const goodsId = await createSale(t.http, { stock: 2 });
+    const orderNo = await expiredOrder(goodsId, 3241, 2);
+    expect(await stores.mysqlStock(goodsId)).toBe(2);
+    const event = paymentEvent('payment.succeeded', orderNo);
+
+    for (let i = 0; i < 2; i++) {
+      const late = await sendEvent(t.http, event).expect(200);
+      expect(late.body).toEqual({ eventId: event.id, orderNo, status: 'PAID' });
+    }
+    // Another event for it (the provider's own retry under a new id) changes nothing either.
+    await sendEvent(t.http, paymentEvent('payment.succeeded', orderNo)).expect(200);
+    expect((await order(orderNo)).status).toBe('PAID');
+    expect(await stores.mysqlStock(goodsId)).toBe(1);
+    expect(await stores.redisStock(goodsId)).toBe(1);
+    expect(await stores.redisBuyers(goodsId)).toEqual({ '3241': '1' });
+    const report = await consistentReconcile(t.http, goodsId);
+    expect(report.orders).toMatchObject({ paid: 1, cancelled: 0, refundRequired: 0 });
+    // One active order per buyer, as always: the buyer cannot buy a second.
+    const again = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(3241))
+      .expect(409);
+    expect(again.body.code).toBe('ALREADY_PURCHASED');
+  });
+
+  it('should leave a late payment REFUND_REQUIRED, never oversold, when its unit was sold to another buyer', async () => {
+    const goodsId = await createSale(t.http, { stock: 1 });
+    const orderNo = await expiredOrder(goodsId, 3251, 1);
+    await buy(goodsId, 3252);
+
+    const late = await sendEvent(t.http, paymentEvent('payment.succeeded', orderNo)).expect(200);
+    expect(late.body.status).toBe('REFUND_REQUIRED');
+    expect((await order(orderNo)).status).toBe('REFUND_REQUIRED');
+    expect(await stores.mysqlStock(goodsId)).toBe(0);
+    expect(await stores.redisStock(goodsId)).toBe(0);
+    const report = await consistentReconcile(t.http, goodsId);
+    expect(report.orders).toMatchObject({ pendingPayment: 1, refundRequired: 1 });
+    const cancel = await t.http
+      .post(`/api/v1/orders/${orderNo}/cancel`)
+      .set('Authorization', bearer(3251))
+      .expect(409);
+    expect(cancel.body.code).toBe('ORDER_PAID');
+  });
+
+  it('should leave a late payment REFUND_REQUIRED when its buyer holds another order of the goods', async () => {
+    const goodsId = await createSale(t.http, { stock: 3 });
+    const first = await buy(goodsId, 3261);
+    await t.http
+      .post(`/api/v1/orders/${first}/cancel`)
+      .set('Authorization', bearer(3261))
+      .expect(200);
+    await waitFor(async () => (await stores.redisStock(goodsId)) === 3, { what: 'the restock' });
+    const second = await buy(goodsId, 3261);
+
+    const late = await sendEvent(t.http, paymentEvent('payment.succeeded', first)).expect(200);
+    expect(late.body.status).toBe('REFUND_REQUIRED');
+    expect((await order(second)).status).toBe('PENDING_PAYMENT');
+    expect(await stores.mysqlStock(goodsId)).toBe(2);
+    expect(await stores.redisStock(goodsId)).toBe(2);
+    await consistentReconcile(t.http, goodsId);
+  });
+});
+
+describe('payments: without a provider secret', () => {
+  const t = useApp({ PAYMENT_WEBHOOK_SECRET: '' });
+
+  it('should answer the webhook 503 UNAVAILABLE, since no event can be trusted', async () => {
+    const answer = await sendEvent(t.http, paymentEvent('payment.succeeded', 'SK1')).expect(503);
+    expect(answer.body).toEqual({
+      statusCode: 503,
+      code: 'UNAVAILABLE',
+      message: expect.any(String),
+    });
+  });
+});
