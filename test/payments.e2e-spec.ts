@@ -1,6 +1,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { signatureHeader } from '../src/common/webhook-signature.js';
+import { SaleBoardService } from '../src/modules/dashboard/sale-board.service.js';
 import { OrderLifecycleService } from '../src/modules/orders/order-lifecycle.service.js';
 import {
   adminAuth,
@@ -208,6 +209,11 @@ describe('payments: the provider webhook', () => {
     expect(await stores.redisBuyers(goodsId)).toEqual({ '3241': '1' });
     const report = await consistentReconcile(t.http, goodsId);
     expect(report.orders).toMatchObject({ paid: 1, cancelled: 0, refundRequired: 0 });
+    const board = await t.app.get(SaleBoardService).build();
+    expect(board.sales.find((sale) => sale.id === goodsId)?.latePayments).toEqual({
+      retaken: 1,
+      refundRequired: 0,
+    });
     // One active order per buyer, as always: the buyer cannot buy a second.
     const again = await t.http
       .post(`/api/v1/seckill/${goodsId}`)
@@ -228,6 +234,11 @@ describe('payments: the provider webhook', () => {
     expect(await stores.redisStock(goodsId)).toBe(0);
     const report = await consistentReconcile(t.http, goodsId);
     expect(report.orders).toMatchObject({ pendingPayment: 1, refundRequired: 1 });
+    const board = await t.app.get(SaleBoardService).build();
+    expect(board.sales.find((sale) => sale.id === goodsId)).toMatchObject({
+      latePayments: { retaken: 0, refundRequired: 1 },
+      units: { refundRequired: 1 },
+    });
     const cancel = await t.http
       .post(`/api/v1/orders/${orderNo}/cancel`)
       .set('Authorization', bearer(3251))

@@ -185,8 +185,16 @@ import { readEventStream, takeTokenFromAddress, takeTokenFromForm } from './shar
       inflight: find('.inflight'),
       consistent: find('.consistent'),
       drift: find('.drift'),
-      orders: [find('.count .pending'), find('.count .paid'), find('.count .cancelled')],
-      units: [find('.units .pending'), find('.units .paid'), find('.units .cancelled')],
+      orders: ['pending', 'paid', 'cancelled', 'refund'].map((key) => find(`.count .${key}`)),
+      units: ['pending', 'paid', 'cancelled', 'refund'].map((key) => find(`.units .${key}`)),
+      late: { retaken: find('.late-retaken'), refunds: find('.late-refunds') },
+      merchant: {
+        root: find('.merchant'),
+        pending: find('.merchant-pending'),
+        delivered: find('.merchant-delivered'),
+        parked: find('.merchant-parked'),
+        retry: find('.merchant-retry'),
+      },
       chartBox: find('.chart'),
       totals: find('.totals'),
       result: find('.action-result'),
@@ -212,6 +220,16 @@ import { readEventStream, takeTokenFromAddress, takeTokenFromForm } from './shar
     card.queue.waiting.dataset.testid = `sale-${id}-queue-waiting`;
     card.queue.admitted.dataset.testid = `sale-${id}-queue-admitted`;
     card.queue.toggle.dataset.testid = `sale-${id}-queue-toggle`;
+    card.merchant.parked.dataset.testid = `sale-${id}-merchant-parked`;
+    card.merchant.retry.dataset.testid = `sale-${id}-merchant-retry`;
+    card.merchant.retry.addEventListener('click', () =>
+      act(
+        card,
+        '/api/v1/admin/merchant-events/retry',
+        (body) => `${number.format(body.retried)} parked events sent again`,
+        { body: { goodsId: id } },
+      ),
+    );
     card.queue.toggle.addEventListener('click', () => {
       const action = card.queue.isPaused ? 'resume' : 'pause';
       act(card, `/api/v1/admin/goods/${id}/queue/${action}`, (body) =>
@@ -269,7 +287,17 @@ import { readEventStream, takeTokenFromAddress, takeTokenFromForm } from './shar
     card.consistent.textContent = verdict ? (verdict.consistent ? 'yes' : 'no') : '…';
     card.consistent.dataset.verdict = verdict ? String(verdict.consistent) : 'pending';
     card.drift.textContent = verdictNote(verdict);
-    const keys = ['pendingPayment', 'paid', 'cancelled'];
+    card.late.retaken.textContent = number.format(sale.latePayments.retaken);
+    card.late.refunds.textContent = number.format(sale.latePayments.refundRequired);
+    const merchant = sale.merchantEvents;
+    card.merchant.root.hidden = !merchant;
+    if (merchant) {
+      card.merchant.pending.textContent = number.format(merchant.pending);
+      card.merchant.delivered.textContent = number.format(merchant.delivered);
+      card.merchant.parked.textContent = number.format(merchant.parked);
+      card.merchant.retry.hidden = merchant.parked === 0;
+    }
+    const keys = ['pendingPayment', 'paid', 'cancelled', 'refundRequired'];
     keys.forEach((key, i) => {
       card.orders[i].textContent = number.format(sale.orders[key]);
       card.units[i].textContent = number.format(sale.units[key]);

@@ -56,6 +56,7 @@ export const LAYERS = [
       'src/modules/preheat',
       'src/modules/sale-view',
       'src/modules/payments',
+      'src/modules/merchant-events',
     ],
   },
   { layer: 'availability', folders: ['src/modules/availability'] },

@@ -237,6 +237,29 @@ describe('validateEnv', () => {
     expect(refusal({ PAYMENT_GRACE_SECONDS: '-1' }).message).toMatch(/^PAYMENT_GRACE_SECONDS/);
   });
 
+  it('should leave merchant events off without a URL, and refuse a URL without a secret of its own', () => {
+    expect(validateEnv({}).merchant).toEqual({
+      url: null,
+      secret: '',
+      retryForMs: 86_400_000,
+      timeoutMs: 5_000,
+    });
+    const on = validateEnv({
+      MERCHANT_WEBHOOK_URL: 'https://shop.example/hooks/seckill',
+      MERCHANT_WEBHOOK_SECRET: 'whsec_merchant_0123456789',
+    });
+    expect(on.merchant.url).toBe('https://shop.example/hooks/seckill');
+    expect(refusal({ MERCHANT_WEBHOOK_URL: 'https://shop.example/hooks' }).message).toMatch(
+      /^MERCHANT_WEBHOOK_SECRET must be set/,
+    );
+    expect(
+      refusal({
+        MERCHANT_WEBHOOK_URL: 'ftp://shop.example',
+        MERCHANT_WEBHOOK_SECRET: 'x'.repeat(20),
+      }).message,
+    ).toMatch(/^MERCHANT_WEBHOOK_URL must use/);
+  });
+
   it('should parse TRUSTED_PROXIES as a comma-separated, trimmed list', () => {
     const config = validateEnv({ TRUSTED_PROXIES: '127.0.0.1, 10.0.0.0/8' });
 

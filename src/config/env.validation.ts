@@ -9,6 +9,7 @@ import { faultsConfig, type FaultsConfig } from './faults.config.js';
 import { httpConfig, type HttpConfig } from './http.config.js';
 import { jobsConfig, type JobsConfig } from './jobs.config.js';
 import { loggingConfig, type LoggingConfig } from './logging.config.js';
+import { merchantConfig, type MerchantConfig } from './merchant.config.js';
 import { paymentsConfig, type PaymentsConfig } from './payments.config.js';
 import { rabbitmqConfig, type RabbitMqConfig } from './rabbitmq.config.js';
 import { rateLimitConfig, type RateLimitConfig } from './rate-limit.config.js';
@@ -32,6 +33,7 @@ export interface AppConfig {
   seckill: SeckillConfig;
   waitingRoom: WaitingRoomConfig;
   payments: PaymentsConfig;
+  merchant: MerchantConfig;
   jobs: JobsConfig;
   rateLimit: RateLimitConfig;
   availability: AvailabilityConfig;
@@ -54,6 +56,7 @@ export const CONFIG_NAMESPACES: { [K in keyof AppConfig]: ConfigNamespace<K, App
   seckill: seckillConfig,
   waitingRoom: waitingRoomConfig,
   payments: paymentsConfig,
+  merchant: merchantConfig,
   jobs: jobsConfig,
   rateLimit: rateLimitConfig,
   availability: availabilityConfig,

@@ -3,6 +3,7 @@ import { BuyerPageModule } from '../modules/buyer-page/buyer-page.module.js';
 import { BlocklistHttpModule } from '../modules/blocklist/blocklist-http.module.js';
 import { DashboardModule } from '../modules/dashboard/dashboard.module.js';
 import { SaleViewModule } from '../modules/sale-view/sale-view.module.js';
+import { MerchantEventsHttpModule } from '../modules/merchant-events/merchant-events-http.module.js';
 import { OrdersHttpModule } from '../modules/orders/orders-http.module.js';
 import { PaymentsModule } from '../modules/payments/payments.module.js';
 import { PreheatHttpModule } from '../modules/preheat/preheat-http.module.js';
@@ -22,6 +23,7 @@ import { WaitingRoomHttpModule } from '../modules/waiting-room/waiting-room-http
     SaleViewModule,
     OrdersHttpModule,
     PaymentsModule,
+    MerchantEventsHttpModule,
     PreheatHttpModule,
     ReconcileHttpModule,
     SeckillModule,

@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
+import { MerchantEventsModule } from '../merchant-events/merchant-events.module.js';
 import { MessagingModule } from '../messaging/messaging.module.js';
+import { PaymentsModule } from '../payments/payments.module.js';
 import { ReconcileModule } from '../reconcile/reconcile.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { DashboardFeedService } from './dashboard-feed.service.js';
@@ -26,6 +28,8 @@ import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
     SaleStoreModule,
     GoodsRepositoryModule,
     WaitingRoomModule,
+    PaymentsModule,
+    MerchantEventsModule,
   ],
   controllers: [DashboardController],
   providers: [

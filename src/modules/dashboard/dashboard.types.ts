@@ -1,5 +1,7 @@
 import type { GoodsStatus } from '../goods/goods.dto.js';
+import type { MerchantEventCounts } from '../merchant-events/merchant-event.repository.js';
 import type { QueueRole } from '../messaging/order.publisher.js';
+import type { LatePaymentCounts } from '../payments/payment-event.repository.js';
 import type { SaleVerdict } from '../reconcile/reconcile-verdicts.store.js';
 import type { QueueBoard } from '../waiting-room/queue-control.service.js';
 
@@ -41,6 +43,10 @@ export interface SaleFigures {
   rates: { start: number; codes: Record<string, number[]> };
   /** A queue sale's waiting room (null for an open sale, or when Redis was not read). */
   queue: QueueBoard | null;
+  /** Payments that landed after their order's cancel: taken again, or left to refund. */
+  latePayments: LatePaymentCounts;
+  /** The merchant's order events of the sale; null while MERCHANT_WEBHOOK_URL is unset. */
+  merchantEvents: MerchantEventCounts | null;
 }
 
 export interface QueueFigures {

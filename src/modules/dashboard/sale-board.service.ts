@@ -1,5 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { InjectConfig } from '../../config/config-namespace.js';
+import { MerchantDeliveryService } from '../merchant-events/merchant-delivery.service.js';
+import { MerchantEventRepository } from '../merchant-events/merchant-event.repository.js';
+import { PaymentEventRepository } from '../payments/payment-event.repository.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import type { OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
@@ -62,7 +65,7 @@ const STATUS_RANK = { ACTIVE: 0, SOLD_OUT: 0, UPCOMING: 1, ENDED: 2 } as const;
  * Builds one dashboard snapshot of every open or recent sale: open now, opening within the preheat
  * lookahead, or ended within the last hour (at most MAX_SALES). The figures are the sale's, not
  * this instance's: one MySQL statement for all the listed sales (goods rows and orders grouped by
- * status, one consistent read), one Lua call per sale in Redis (stock, in flight, the shared
+ * status, one consistent read) and two for their late payments and merchant events, one Lua call per sale in Redis (stock, in flight, the shared
  * reconcile verdict, the per-second answers every instance added), and the broker's queue
  * counters. A few reads per second in all, however many dashboards are open.
  */
@@ -79,6 +82,9 @@ export class SaleBoardService {
     private readonly buckets: BucketCountsStore,
     private readonly repair: SaleRepairService,
     private readonly queues: QueueControlService,
+    private readonly paymentEvents: PaymentEventRepository,
+    private readonly merchantEvents: MerchantEventRepository,
+    private readonly merchantDelivery: MerchantDeliveryService,
     @InjectConfig(jobsConfig) private readonly jobs: JobsConfig,
   ) {}
 
@@ -87,6 +93,11 @@ export class SaleBoardService {
     // MySQL first: an order landing between the two reads is then briefly counted in neither
     // place (sold reads one low for a second) rather than in both (one too many).
     const ledgers = await this.ledgers(now);
+    const ids = ledgers.map((sale) => sale.id);
+    const [latePayments, merchantEvents] = await Promise.all([
+      this.paymentEvents.latePayments(ids),
+      this.merchantDelivery.enabled ? this.merchantEvents.countsByGoods(ids) : null,
+    ]);
     const [sides, queues] = await Promise.all([
       Promise.all(
         ledgers.map((sale) =>
@@ -101,7 +112,13 @@ export class SaleBoardService {
         return null;
       }),
     ]);
-    const sales = ledgers.map((sale, index) => figures(sale, sides[index], now));
+    const sales = ledgers.map((sale, index) => ({
+      ...figures(sale, sides[index], now),
+      latePayments: latePayments.get(sale.id) ?? { retaken: 0, refundRequired: 0 },
+      merchantEvents: merchantEvents
+        ? (merchantEvents.get(sale.id) ?? { pending: 0, delivered: 0, parked: 0 })
+        : null,
+    }));
     sales.sort((a, b) => STATUS_RANK[a.status] - STATUS_RANK[b.status]);
     return { at: now, sales, queues: queues satisfies QueueFigures[] | null, problems };
   }
@@ -197,7 +214,11 @@ export function rateSeries(seconds: string[][]): Record<string, number[]> {
   return codes;
 }
 
-function figures(sale: SaleLedger, redis: RedisSide | null, now: number): SaleFigures {
+function figures(
+  sale: SaleLedger,
+  redis: RedisSide | null,
+  now: number,
+): Omit<SaleFigures, 'latePayments' | 'merchantEvents'> {
   const stock = redis?.stock ?? null;
   const remaining = stock ?? sale.dbStock;
   const inFlight = redis?.inFlight ?? 0;

@@ -73,6 +73,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly merchantEvents = new Counter({
+    name: 'seckill_merchant_events_total',
+    help: "Deliveries of order events to the merchant's webhook, by outcome (delivered, failed, parked)",
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly paymentEvents = new Counter({
     name: 'seckill_payment_events_total',
     help: "The payment provider's webhook events, by type and outcome (paid, retaken, refund_required, extended, unchanged, duplicate, mismatch, bad_signature)",

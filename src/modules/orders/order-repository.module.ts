@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { OrderEntity } from '../../infra/database/entities/order.entity.js';
+import { MerchantOutboxRepository } from './merchant-outbox.repository.js';
 import { OrderRepository } from './order.repository.js';
 
 /**
@@ -10,7 +11,7 @@ import { OrderRepository } from './order.repository.js';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([OrderEntity])],
-  providers: [OrderRepository],
-  exports: [OrderRepository],
+  providers: [OrderRepository, MerchantOutboxRepository],
+  exports: [OrderRepository, MerchantOutboxRepository],
 })
 export class OrderRepositoryModule {}

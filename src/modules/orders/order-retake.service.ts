@@ -8,6 +8,7 @@ import { GoodsRepository } from '../goods/goods.repository.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { PurchaseLedgerStore, RetakeCode } from '../sale-store/purchase-ledger.store.js';
 import type { PaymentResult, RecordPayment } from './order-payment.types.js';
+import { MerchantOutboxRepository } from './merchant-outbox.repository.js';
 import { OrderRepository } from './order.repository.js';
 
 const MAX_TRANSIENT_RETRIES = 10;
@@ -45,6 +46,7 @@ export class OrderRetakeService {
     private readonly goods: GoodsRepository,
     private readonly ledger: PurchaseLedgerStore,
     private readonly metrics: MetricsService,
+    private readonly outbox: MerchantOutboxRepository,
   ) {}
 
   /** null: the order is no longer CANCELLED at `order.version` (read it again). */
@@ -107,6 +109,7 @@ export class OrderRetakeService {
     if (!(await this.orders.settleLatePayment(tx, order.id, order.version, to))) {
       throw new Error(`order ${order.orderNo}: its row changed under its lock`);
     }
+    await this.outbox.append(tx, to === 'PAID' ? 'order.paid' : 'order.refund_required', [order]);
   }
 
   private logSettled(order: OrderEntity, result: PaymentResult): void {

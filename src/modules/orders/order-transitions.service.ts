@@ -4,6 +4,7 @@ import { backoffWithJitter, isTransientDbError } from '../../common/database/tra
 import type { OrderEntity } from '../../infra/database/entities/order.entity.js';
 import { TransactionsService, type Tx } from '../../infra/database/transactions.service.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
+import { MerchantOutboxRepository, type MerchantEventType } from './merchant-outbox.repository.js';
 import { OrderRepository } from './order.repository.js';
 
 const MAX_TRANSIENT_RETRIES = 10;
@@ -13,6 +14,13 @@ export type CancelReason = 'USER' | 'EXPIRED';
 
 /** A payment must come before the deadline, an expiry after it (OrderRepository judges both). */
 export type Transition = 'PAID' | CancelReason;
+
+/** The merchant's event of each transition. */
+const EVENT_OF: Record<Transition, MerchantEventType> = {
+  PAID: 'order.paid',
+  USER: 'order.cancelled',
+  EXPIRED: 'order.expired',
+};
 
 /** The caller's own writes, in the transaction of the change (a payment event's record). */
 export type AlongWith = (tx: Tx) => Promise<void>;
@@ -28,6 +36,7 @@ export class OrderTransitionsService {
     private readonly transactions: TransactionsService,
     private readonly orders: OrderRepository,
     private readonly goods: GoodsRepository,
+    private readonly outbox: MerchantOutboxRepository,
   ) {}
 
   /**
@@ -61,6 +70,7 @@ export class OrderTransitionsService {
         }
         await this.goods.returnStock(tx, order.goodsId, order.quantity);
       }
+      await this.outbox.append(tx, EVENT_OF[transition], [order]);
       await alongWith?.(tx);
       return true;
     });

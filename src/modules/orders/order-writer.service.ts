@@ -6,6 +6,7 @@ import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.j
 import { MetricsService } from '../metrics/metrics.service.js';
 import { TransactionsService, type Tx } from '../../infra/database/transactions.service.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
+import { MerchantOutboxRepository } from './merchant-outbox.repository.js';
 import { OrderRepository } from './order.repository.js';
 import type { NewOrder } from '../messaging/order-message.js';
 import type { WriteOutcome } from './order.types.js';
@@ -56,6 +57,7 @@ export class OrderWriterService {
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     private readonly metrics: MetricsService,
     private readonly voided: VoidedRequestsService,
+    private readonly outbox: MerchantOutboxRepository,
   ) {}
 
   /**
@@ -187,6 +189,11 @@ export class OrderWriterService {
         quantity: order.quantity,
         expireAt: new Date(order.acceptedAt + timeoutMs),
       })),
+    );
+    await this.outbox.append(
+      tx,
+      'order.created',
+      accepted.map((order) => ({ ...order, goodsId })),
     );
     // After the INSERT, not before: the order rows written first are what a void recorded
     // meanwhile waits for (VoidedRequestsService explains the exclusion).

@@ -7,6 +7,7 @@ import type { TransactionsService, Tx } from '../../infra/database/transactions.
 import type { FallbackSaleState, GoodsRepository } from '../goods/goods.repository.js';
 import type { OrderPublisher } from '../messaging/order.publisher.js';
 import { MetricsService } from '../metrics/metrics.service.js';
+import type { MerchantOutboxRepository } from '../orders/merchant-outbox.repository.js';
 import type { OrderRepository } from '../orders/order.repository.js';
 import { DatabasePurchaseService } from './database-purchase.service.js';
 import type { FallbackGateService } from '../fallback/fallback-gate.service.js';
@@ -39,6 +40,7 @@ describe('DatabasePurchaseService', () => {
       db.transactions as unknown as TransactionsService,
       db.goods as unknown as GoodsRepository,
       db.orders as unknown as OrderRepository,
+      { append: vi.fn(async () => undefined) } as unknown as MerchantOutboxRepository,
       { redisDown: () => true, fenceOpenedAt: () => null } as unknown as FallbackGateService,
       { publishTimeouts: vi.fn(async () => true) } as unknown as OrderPublisher,
       new MetricsService(),

@@ -15,6 +15,7 @@ import { MetricsService } from '../metrics/metrics.service.js';
 import { TransactionsService } from '../../infra/database/transactions.service.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
 import { newOrderNo } from '../orders/order-no.js';
+import { MerchantOutboxRepository } from '../orders/merchant-outbox.repository.js';
 import { OrderRepository } from '../orders/order.repository.js';
 import { duplicateKeyIndex } from '../orders/order-writer.service.js';
 import type { PurchaseTicket } from '../availability/purchase-ticket.js';
@@ -71,6 +72,7 @@ export class DatabasePurchaseService implements PurchaseStrategy {
     private readonly transactions: TransactionsService,
     private readonly goods: GoodsRepository,
     private readonly orders: OrderRepository,
+    private readonly outbox: MerchantOutboxRepository,
     private readonly gate: FallbackGateService,
     private readonly publisher: OrderPublisher,
     private readonly metrics: MetricsService,
@@ -168,6 +170,7 @@ export class DatabasePurchaseService implements PurchaseStrategy {
             expireAt: { afterMs: this.seckill.orderPaymentTimeoutMs },
           },
         ]);
+        await this.outbox.append(tx, 'order.created', [{ ...order, userId, goodsId, quantity }]);
         committing = true;
       });
       return null;
