@@ -3,7 +3,9 @@
 // into MySQL, and checks the stock invariants. Then it follows the orders' lifecycle: pays a
 // share of them as their owners, waits for the rest to pass their payment deadline and be
 // cancelled (which gives their stock back), and checks the stores again, through the admin
-// reconcile route too. Exit code 1 when any invariant is broken.
+// reconcile route too. The payments go through a fake payment provider's signed webhooks (some
+// events twice, some out of order, a few after the deadline) and every order event is received
+// by a fake shop (scripts/fake-provider/). Exit code 1 when any invariant is broken.
 //
 // The parts live in scripts/demo/ (options, the server's routes, MySQL reads, the phases, the
 // report) and scripts/lib/ (server process, load, cleanup), shared with the bench.
@@ -24,6 +26,7 @@ import {
   runBurst,
   runPays,
   waitForExpiry,
+  type PayPhase,
 } from './demo/phases.js';
 import {
   buildLifecycleTable,
@@ -51,6 +54,17 @@ import { loadDotEnv, signToken } from './lib/jwt.js';
 import { runScript } from './lib/main.js';
 import { preheatGoods } from './lib/sale.js';
 import { findFreePort, startServer, stopServer, waitForReady } from './lib/server-process.js';
+import type { MerchantReceiver } from './fake-provider/merchant-receiver.js';
+import { FakeProvider } from './fake-provider/provider.js';
+import {
+  demoSecrets,
+  payLate,
+  paymentsPhase,
+  payThroughProvider,
+  startMerchant,
+  waitForMerchant,
+  type DemoSecrets,
+} from './demo/payments.js';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SERVER_LOG_PATH = join(tmpdir(), 'demo-server.log');
@@ -58,10 +72,19 @@ const ADMIN_USER_ID = 1;
 // Late enough for the burst to sit inside the dashboard's chart (it shows seconds two seconds
 // late), early enough to come before the demo's 10 s payment timeout.
 const SCREENSHOT_AFTER_BURST_MS = 6_000;
+/** The share of the accepted orders whose payment the provider sends after their deadline. */
+const LATE_SHARE = 0.05;
+
+/** The fake provider and shop of a server the demo started (or null: the owners pay). */
+interface Payments {
+  secrets: DemoSecrets;
+  receiver: MerchantReceiver;
+}
 
 async function launchServer(
   requestedPort: number | undefined,
   paymentTimeoutMs: number,
+  payments: Payments,
 ): Promise<string> {
   const port = requestedPort ?? (await findFreePort());
   console.log(
@@ -80,6 +103,10 @@ async function launchServer(
       TRUSTED_PROXIES: '127.0.0.1,::1',
       // Short, so that the expiry phase sees the unpaid orders cancelled within the run.
       ORDER_PAYMENT_TIMEOUT_MS: String(paymentTimeoutMs),
+      // The fake provider signs with this; the fake shop receives the order events.
+      PAYMENT_WEBHOOK_SECRET: payments.secrets.payment,
+      MERCHANT_WEBHOOK_URL: payments.receiver.url,
+      MERCHANT_WEBHOOK_SECRET: payments.secrets.merchant,
     },
   });
   onCleanup(() => stopServer(server));
@@ -97,8 +124,26 @@ async function runLifecycle(
   accepted: number,
   burstDoneAt: number,
   options: DemoOptions,
+  payments: Payments | null,
 ): Promise<LifecycleReport> {
-  const pays = await runPays(db, baseUrl, goodsId, options);
+  const provider = payments
+    ? new FakeProvider({ baseUrl, secret: payments.secrets.payment })
+    : null;
+  let pays: PayPhase;
+  let onTime = 0;
+  if (provider) {
+    const paid = await payThroughProvider(
+      provider,
+      db,
+      goodsId,
+      options.payShare,
+      options.concurrency,
+    );
+    pays = { orders: paid.orders, results: [] };
+    onTime = paid.paid.length;
+  } else {
+    pays = await runPays(db, baseUrl, goodsId, options);
+  }
   if (options.screenshot !== undefined) {
     await screenshotDashboard({
       baseUrl,
@@ -111,12 +156,37 @@ async function runLifecycle(
   }
   const tooLate = countPaidTooLate(pays.results);
   console.log(
-    `pays done: ${countPaid(pays.results)} of ${pays.results.length} paid` +
-      `${tooLate > 0 ? `, ${tooLate} too late (ORDER_CANCELLED)` : ''}; waiting for the unpaid orders to expire…`,
+    provider
+      ? `provider payments sent for ${onTime} orders; waiting for the unpaid orders to expire…`
+      : `pays done: ${countPaid(pays.results)} of ${pays.results.length} paid` +
+          `${tooLate > 0 ? `, ${tooLate} too late (ORDER_CANCELLED)` : ''}; waiting for the unpaid orders to expire…`,
   );
   const expiry = await waitForExpiry(db, goodsId, options.expiryTimeoutSeconds);
+  if (!provider || !payments) {
+    const final = await readFinalState(db, baseUrl, adminToken, goodsId);
+    return { accepted, payShare: options.payShare, pays, expiry, final };
+  }
+  // A few payments land after their deadline cancelled the order: each takes its unit again.
+  const lateOrders = await payLate(
+    provider,
+    db,
+    goodsId,
+    Math.max(1, Math.round(accepted * LATE_SHARE)),
+  );
+  console.log(
+    `${lateOrders.length} late payments sent; waiting for the shop to hear every order event…`,
+  );
+  const merchant = await waitForMerchant(db, payments.receiver, goodsId);
   const final = await readFinalState(db, baseUrl, adminToken, goodsId);
-  return { accepted, payShare: options.payShare, pays, expiry, final };
+  return {
+    accepted,
+    payShare: options.payShare,
+    pays,
+    payments: paymentsPhase(provider, onTime, lateOrders),
+    merchant,
+    expiry,
+    final,
+  };
 }
 
 /**
@@ -128,6 +198,7 @@ async function runQueueDemo(
   baseUrl: string,
   adminToken: string,
   options: DemoOptions,
+  payments: Payments | null,
 ): Promise<boolean> {
   const run = await runQueueSale(baseUrl, adminToken, options);
   const saleEndedAt = performance.now();
@@ -163,6 +234,7 @@ async function runQueueDemo(
     accepted,
     performance.now(),
     options,
+    payments,
   );
   console.log(buildLifecycleTable(lifecycle));
   const lifecycleOk = printChecks(evaluateLifecycleChecks(lifecycle));
@@ -176,11 +248,18 @@ async function runDemo(options: DemoOptions): Promise<boolean> {
         `not used); the expiry phase waits up to ${options.expiryTimeoutSeconds} s (--expiry-timeout)`,
     );
   }
+  // A server of its own gets a provider secret and a shop of the demo's; on one given by --url
+  // (whose secrets the demo does not know) the owners pay through their pay route.
+  const secrets = demoSecrets();
+  const payments: Payments | null =
+    options.url === undefined ? { secrets, receiver: await startMerchant(secrets.merchant) } : null;
   const baseUrl =
     options.url ??
-    (await launchServer(options.port, Math.round(options.paymentTimeoutSeconds * 1000)));
+    (await launchServer(options.port, Math.round(options.paymentTimeoutSeconds * 1000), payments!));
   const adminToken = signToken({ userId: ADMIN_USER_ID, admin: true });
-  if (options.queue) return runQueueDemo(await connectMysql(), baseUrl, adminToken, options);
+  if (options.queue) {
+    return runQueueDemo(await connectMysql(), baseUrl, adminToken, options, payments);
+  }
   const goodsId = await createDemoGoods(baseUrl, adminToken, options.stock);
   await preheatGoods(baseUrl, adminToken, goodsId);
   console.log(
@@ -223,6 +302,7 @@ async function runDemo(options: DemoOptions): Promise<boolean> {
     accepted,
     burstDoneAt,
     options,
+    payments,
   );
   console.log(buildLifecycleTable(lifecycle));
   // Both lists are printed whatever the first one says.

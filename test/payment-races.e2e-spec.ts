@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeProvider, type Checkout } from '../scripts/fake-provider/provider.js';
 import { MerchantReceiver } from '../scripts/fake-provider/merchant-receiver.js';
 import {
-  adminAuth,
   bearer,
   consistentReconcile,
   createSale,

@@ -41,7 +41,9 @@ const orderNo = (acceptedMs: number, suffix: string) => `SK${START + acceptedMs}
  * (one 202, one DUPLICATE_REQUEST) and cancelled; buyer 13 timed out and the purchase did land
  * (an unknown outcome that ended as an order, expired since); buyer 14 got a 503, nothing taken;
  * buyer 15 got a 503 carrying its request id, which ended FAILED without an order; buyer 16 tried
- * to buy without joining the waiting room and was refused.
+ * to buy without joining the waiting room and was refused. Buyer 13's expired order was paid
+ * late, with no unit left (REFUND_REQUIRED); buyer 17's order was paid by the provider's webhook,
+ * its event delivered twice. The shop heard every order event.
  */
 function cleanRun(): CheckInput & { history: HistoryEntry[] } {
   nextId = 1;
@@ -69,7 +71,7 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
       requestId: 'r-13',
       userId: 13,
       quantity: 1,
-      status: 'CANCELLED',
+      status: 'REFUND_REQUIRED',
       createdAtEpochMs: START + 2_600,
       updatedAtEpochMs: START + 32_600,
     },
@@ -157,8 +159,52 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
       requestId: 'r-17',
       undersell: { mysqlStock: 2, redisStock: 2 },
     }),
-    entry({ op: 'pay', buyer: 17, orderNo: orderNo(60_010, 'D4'), sentMs: 60_300 }),
+    ...[60_300, 60_400].map((sentMs, copy) =>
+      entry({
+        op: 'webhook',
+        buyer: 17,
+        orderNo: orderNo(60_010, 'D4'),
+        sentMs,
+        webhook: {
+          eventId: 'evt_d4',
+          type: 'payment.succeeded',
+          late: false,
+          repeat: copy === 1,
+          answered: 'PAID',
+        },
+      }),
+    ),
+    entry({
+      op: 'webhook',
+      buyer: 13,
+      orderNo: orders[2].orderNo,
+      sentMs: 40_000,
+      webhook: {
+        eventId: 'evt_c3',
+        type: 'payment.succeeded',
+        late: true,
+        repeat: false,
+        answered: 'REFUND_REQUIRED',
+      },
+    }),
   ];
+  const merchantEvents = [
+    [orders[0].orderNo, 'order.created'],
+    [orders[0].orderNo, 'order.paid'],
+    [orders[1].orderNo, 'order.created'],
+    [orders[1].orderNo, 'order.cancelled'],
+    [orders[2].orderNo, 'order.created'],
+    [orders[2].orderNo, 'order.expired'],
+    [orders[2].orderNo, 'order.refund_required'],
+    [orders[3].orderNo, 'order.created'],
+    [orders[3].orderNo, 'order.paid'],
+  ].map(([no, type], i) => ({
+    eventId: `m-${i}`,
+    orderNo: no,
+    type,
+    delivered: true,
+    parked: false,
+  }));
   return {
     history,
     brokerCloses: [],
@@ -178,6 +224,11 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
       boundMs: 60_000,
       reopens: [{ goodsId: GOODS, instance: 'api-1', ms: 1_200, answer: '202' }],
     },
+    merchantReceived: merchantEvents.map((event) => ({
+      id: event.eventId,
+      orderNo: event.orderNo,
+      type: event.type,
+    })),
     snapshot: {
       deadLetters: 0,
       quiet: { reached: true, waitedMs: 4_000, last: 'quiet' },
@@ -191,6 +242,12 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
           redisStock: 1,
           redisBuyers: { '11': 1, '17': 1 },
           restocked: [orders[1].orderNo, orders[2].orderNo],
+          retaken: [],
+          paymentEvents: [
+            { orderNo: orders[3].orderNo, type: 'payment.succeeded', outcome: 'paid' },
+            { orderNo: orders[2].orderNo, type: 'payment.succeeded', outcome: 'refund_required' },
+          ],
+          merchantEvents,
           reconcile: { consistent: true },
         },
       ],
@@ -209,6 +266,15 @@ function violationsOf(input: CheckInput, name: InvariantName) {
 }
 
 const sale = (input: CheckInput) => input.snapshot.sales[0];
+
+/** The shop heard these events of an order the test adds. */
+function told(input: CheckInput, no: string, types: string[]): void {
+  for (const type of types) {
+    const event = { eventId: `m-${no}-${type}`, orderNo: no, type, delivered: true, parked: false };
+    sale(input).merchantEvents!.push(event);
+    input.merchantReceived = [...input.merchantReceived!, { id: event.eventId, orderNo: no, type }];
+  }
+}
 
 describe('the chaos checker', () => {
   it('should pass a clean history and count the unknown outcomes by how they ended', () => {
@@ -452,6 +518,7 @@ describe('the chaos checker', () => {
       updatedAtEpochMs: START + 5_200,
     });
     sale(input).restocked.push(orderNo(5_010, 'X1'));
+    told(input, orderNo(5_010, 'X1'), ['order.created', 'order.cancelled']);
     const [twice] = violationsOf(input, 'one-active-order-per-buyer');
     expect(twice.requestIds).toEqual(['r-11b', 'r-11']);
     expect(twice.message).toContain(`while the buyer held active order ${orderNo(1_010, 'A1')}`);
@@ -462,6 +529,12 @@ describe('the chaos checker', () => {
     );
     sale(input).orders[0].status = 'CANCELLED';
     sale(input).orders[0].updatedAtEpochMs = START + 4_000;
+    const a1 = orderNo(1_010, 'A1');
+    const paidEvent = (e: { orderNo: string; type: string }) =>
+      e.orderNo === a1 && e.type === 'order.paid';
+    sale(input).merchantEvents = sale(input).merchantEvents!.filter((e) => !paidEvent(e));
+    input.merchantReceived = input.merchantReceived!.filter((e) => !paidEvent(e));
+    told(input, a1, ['order.cancelled']);
     sale(input).restocked.push(orderNo(1_010, 'A1'));
     sale(input).mysqlStock = 2;
     sale(input).redisStock = 2;
@@ -508,10 +581,7 @@ describe('the chaos checker', () => {
     sale(input).mysqlStock = 2;
     sale(input).redisStock = 2;
     sale(input).redisBuyers = { '11': 1 };
-    input.history.splice(
-      input.history.findIndex((e) => e.op === 'pay' && e.buyer === 17),
-      1,
-    );
+    input.history = input.history.filter((e) => !(e.op === 'webhook' && e.buyer === 17));
     const [under] = violationsOf(input, 'no-undersell');
     expect(under.message).toContain('did not sell while MySQL held 2 and Redis 2 units');
     expect(violated(input)).toEqual(['no-undersell']);
@@ -563,6 +633,10 @@ describe('the chaos checker', () => {
     const input = cleanRun();
     sale(input).orders[1].userId = 11;
     sale(input).orders[1].status = 'PENDING_PAYMENT';
+    sale(input).merchantEvents = sale(input).merchantEvents!.filter(
+      (event) => event.type !== 'order.cancelled',
+    );
+    input.merchantReceived = input.merchantReceived!.filter((e) => e.type !== 'order.cancelled');
     sale(input).restocked = [sale(input).orders[2].orderNo];
     sale(input).mysqlStock = 0;
     sale(input).redisStock = 0;
@@ -686,5 +760,64 @@ describe('the chaos checker', () => {
       'the broker closed channel 1 of worker-1 at 41200 ms: 406 PRECONDITION_FAILED - unknown delivery tag 12',
     );
     expect(close.atMs).toBe(41_200);
+  });
+});
+
+describe('the chaos checker on payments', () => {
+  it('should name a PAID order no payment paid, and a refund no late payment asked for', () => {
+    const input = cleanRun();
+    sale(input).paymentEvents = [];
+    // Buyer 11 paid by the owner's route: still allowed.
+    expect(violationsOf(input, 'paid-only-by-payment').map((v) => v.requestIds)).toEqual([
+      ['r-13'],
+      ['r-17'],
+    ]);
+  });
+
+  it('should name a repeat of an event answered otherwise than its first delivery', () => {
+    const input = cleanRun();
+    input.history.find((e) => e.webhook?.repeat)!.webhook!.answered = 'PENDING_PAYMENT';
+    expect(violated(input)).toEqual(['paid-only-by-payment']);
+  });
+
+  it('should name a late payment taken again whose unit Redis gave back, and a refund Redis holds a unit for', () => {
+    const input = cleanRun();
+    sale(input).paymentEvents!.push({
+      orderNo: sale(input).orders[0].orderNo,
+      type: 'payment.succeeded',
+      outcome: 'retaken',
+    });
+    sale(input).restocked.push(sale(input).orders[0].orderNo);
+    expect(violationsOf(input, 'late-payment-never-oversold')).toHaveLength(1);
+    const refund = cleanRun();
+    refund.snapshot.sales[0].retaken = [sale(refund).orders[2].orderNo];
+    expect(violationsOf(refund, 'late-payment-never-oversold')).toHaveLength(1);
+  });
+
+  it('should name an order event the shop never heard, one heard out of order, and a path no order takes', () => {
+    const lost = cleanRun();
+    lost.merchantReceived = lost.merchantReceived!.filter(
+      (event) => event.type !== 'order.expired',
+    );
+    expect(violationsOf(lost, 'merchant-events-delivered').map((v) => v.message)).toEqual([
+      expect.stringContaining('1 of its 3 events never reached the shop'),
+    ]);
+    const swapped = cleanRun();
+    const received = [...swapped.merchantReceived!];
+    [received[0], received[1]] = [received[1], received[0]];
+    swapped.merchantReceived = received;
+    expect(violationsOf(swapped, 'merchant-events-delivered').map((v) => v.message)).toEqual([
+      expect.stringContaining('out of the order written'),
+    ]);
+    const unwritten = cleanRun();
+    sale(unwritten).merchantEvents = sale(unwritten).merchantEvents!.filter(
+      (event) => event.type !== 'order.expired',
+    );
+    unwritten.merchantReceived = unwritten.merchantReceived!.filter(
+      (e) => e.type !== 'order.expired',
+    );
+    expect(violationsOf(unwritten, 'merchant-events-delivered').map((v) => v.message)).toEqual([
+      expect.stringContaining('not a path an order takes'),
+    ]);
   });
 });

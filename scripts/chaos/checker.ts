@@ -4,7 +4,25 @@
 import type { HistoryEntry } from './history.js';
 import { checkQueues, type FaultSpan, type QueueFacts } from './queue-checks.js';
 
-export type OrderStatus = 'PENDING_PAYMENT' | 'PAID' | 'CANCELLED';
+export type OrderStatus = 'PENDING_PAYMENT' | 'PAID' | 'CANCELLED' | 'REFUND_REQUIRED';
+
+/** A provider event the shop recorded (seckill_payment_event). */
+export interface PaymentEventRow {
+  orderNo: string;
+  type: string;
+  outcome: string;
+}
+
+/** A merchant event in the outbox (seckill_merchant_event), in the order it was written. */
+export interface MerchantEventRow {
+  eventId: string;
+  orderNo: string;
+  type: string;
+  delivered: boolean;
+  parked: boolean;
+  /** When the change it tells committed (the app's clock, the machine's). */
+  atEpochMs?: number;
+}
 
 export interface OrderRow {
   orderNo: string;
@@ -48,6 +66,12 @@ export interface SaleSnapshot {
   redisBuyers: Record<string, number>;
   /** Order numbers Redis has given back (every bucket's restocked set). */
   restocked: string[];
+  /** Order numbers paid late whose unit Redis took again (every bucket's retaken hash). */
+  retaken?: string[];
+  /** The provider's events the shop recorded for the sale. */
+  paymentEvents?: PaymentEventRow[];
+  /** The sale's order events in the merchant's outbox. */
+  merchantEvents?: MerchantEventRow[];
   /** The reconcile route's answer (no repair run before it); null when it could not be read. */
   reconcile: { consistent: boolean } | null;
   /** The sale's endAt had passed when the stores were read. */
@@ -97,6 +121,8 @@ export interface CheckInput {
   queue?: QueueFacts;
   /** The faults as played (ms since the start): what may explain a repair's finding. */
   faults?: readonly FaultSpan[];
+  /** The order events the run's shop received (each once, by id); absent: no shop in the run. */
+  merchantReceived?: readonly { id: string; orderNo: string; type: string }[];
 }
 
 export const INVARIANTS = {
@@ -138,9 +164,16 @@ export const INVARIANTS = {
     'once quiet, a sale both stores say has units sells one to a new buyer on every instance (202, never SOLD_OUT)',
   'result-tells-truth':
     "once quiet, the result of a buyer's latest purchase left unknown (no answer, a 503 with its request id, a 5xx) tells the truth: SUCCESS naming the order it became, or, with none, never QUEUED nor SUCCESS for its request",
-  'paid-stays-paid': 'an order paid (200) stays PAID; one cancelled (200) stays CANCELLED',
+  'paid-stays-paid':
+    "an order paid (200) stays PAID; one cancelled (200) stays CANCELLED unless a payment landed late after it (taken again, or to refund); a provider's event answered 200 leaves its order in the status it answered, or a later one",
+  'paid-only-by-payment':
+    "no order is PAID without a payment.succeeded the shop applied (or its owner's pay route), none REFUND_REQUIRED without a late one; every repeat of an event is answered as its first delivery",
+  'late-payment-never-oversold':
+    'a payment after the cancel takes a unit again only where one was left: every retaken order is PAID and counted in Redis as taken (never given back), every refunded one holds nothing',
+  'merchant-events-delivered':
+    "once quiet, every order event in the outbox reached the shop once (by id), each order's in the order written, on a path the state machine allows, the last one its final status",
   'stock-back-once':
-    'every cancelled or expired order is given back in Redis (once: its number marked), no active one is',
+    'every cancelled, expired or refunded order is given back in Redis (once: its number marked), no active one is unless a late payment took its unit again',
   'sales-reopen': 'after the heal, every sale answers purchases on every instance within the bound',
   'no-dead-letters': 'no message waits in the dead-letter queue (the run poisons none)',
   'sales-quiet': 'after the heal, queues, outbox and in-flight empty and every order settles',
@@ -179,6 +212,23 @@ export interface CheckReport {
 /** An order accepted on the wall clock may show up to this much before its request was sent. */
 const CLOCK_SLACK_MS = 50;
 const ACTIVE: ReadonlySet<OrderStatus> = new Set(['PENDING_PAYMENT', 'PAID']);
+/** What the shop may hear of one order, in order (docs/payments.md). */
+const MERCHANT_PATHS: ReadonlySet<string> = new Set([
+  'order.created',
+  'order.created order.paid',
+  'order.created order.cancelled',
+  'order.created order.expired',
+  'order.created order.cancelled order.paid',
+  'order.created order.expired order.paid',
+  'order.created order.cancelled order.refund_required',
+  'order.created order.expired order.refund_required',
+]);
+const LAST_EVENT: Record<OrderStatus, readonly string[]> = {
+  PENDING_PAYMENT: ['order.created'],
+  PAID: ['order.paid'],
+  CANCELLED: ['order.cancelled', 'order.expired'],
+  REFUND_REQUIRED: ['order.refund_required'],
+};
 const MAX_LISTED = 10;
 
 /** The acceptance time an order number carries (`SK<epoch ms><hex>`). */
@@ -213,6 +263,8 @@ export function check(input: CheckInput): CheckReport {
   const unknown = checkPurchases(input, tally);
   for (const sale of input.snapshot.sales) checkSale(sale, tally);
   checkOrderActions(input, tally);
+  checkPayments(input, tally);
+  checkMerchantEvents(input, tally);
   checkQueueOutsiders(input, tally);
   if (input.queue) {
     checkQueues(
@@ -461,9 +513,16 @@ function checkSale(sale: SaleSnapshot, tally: Tally): void {
   }
 
   const restocked = new Set(sale.restocked);
+  const retaken = new Set(sale.retaken ?? []);
   tally.checked('stock-back-once', sale.orders.length);
-  const notBack = sale.orders.filter((o) => o.status === 'CANCELLED' && !restocked.has(o.orderNo));
-  const backActive = active.filter((order) => restocked.has(order.orderNo));
+  const notBack = sale.orders.filter(
+    (o) =>
+      (o.status === 'CANCELLED' || o.status === 'REFUND_REQUIRED') &&
+      (!restocked.has(o.orderNo) || retaken.has(o.orderNo)),
+  );
+  const backActive = active.filter(
+    (order) => restocked.has(order.orderNo) && !retaken.has(order.orderNo),
+  );
   for (const [orders, what] of [
     [notBack, 'cancelled, and Redis never got their stock back'],
     [backActive, 'active, yet Redis counts their stock as given back'],
@@ -528,11 +587,26 @@ function checkWrittenPoints(input: CheckInput, tally: Tally): void {
   }
 }
 
-/** A pay or cancel the buyer was told succeeded still holds at the end. */
+/**
+ * A pay or cancel the buyer was told succeeded still holds at the end; only a payment that landed
+ * after it (the shop applied it late: taken again, or to refund) moves a cancelled order on.
+ */
 function checkOrderActions(input: CheckInput, tally: Tally): void {
   const byNo = new Map(
     input.snapshot.sales.flatMap((sale) => sale.orders.map((order) => [order.orderNo, order])),
   );
+  const late = new Map<string, Set<string>>();
+  for (const sale of input.snapshot.sales) {
+    for (const event of sale.paymentEvents ?? []) {
+      const set = late.get(event.orderNo) ?? new Set<string>();
+      set.add(event.outcome);
+      late.set(event.orderNo, set);
+    }
+  }
+  const lateOutcome: Partial<Record<OrderStatus, string>> = {
+    PAID: 'retaken',
+    REFUND_REQUIRED: 'refund_required',
+  };
   for (const entry of input.history) {
     if ((entry.op !== 'pay' && entry.op !== 'cancel') || entry.status !== 200 || !entry.orderNo) {
       continue;
@@ -541,6 +615,8 @@ function checkOrderActions(input: CheckInput, tally: Tally): void {
     const order = byNo.get(entry.orderNo);
     const expected: OrderStatus = entry.op === 'pay' ? 'PAID' : 'CANCELLED';
     if (order?.status === expected) continue;
+    const movedOn = order && entry.op === 'cancel' ? lateOutcome[order.status] : undefined;
+    if (movedOn && late.get(order!.orderNo)?.has(movedOn)) continue;
     tally.violate({
       invariant: 'paid-stays-paid',
       message: `${entry.op} ${describeAnswer(entry)} of order ${entry.orderNo} by buyer ${entry.buyer} was answered 200, and the order is ${order?.status ?? 'missing'}`,
@@ -549,6 +625,168 @@ function checkOrderActions(input: CheckInput, tally: Tally): void {
       goodsId: entry.goodsId,
       atMs: entry.sentMs,
     });
+  }
+}
+
+/** Where an order may go from a status (a late payment leaves CANCELLED). */
+const LATER: Record<OrderStatus, readonly OrderStatus[]> = {
+  PENDING_PAYMENT: ['PENDING_PAYMENT', 'PAID', 'CANCELLED', 'REFUND_REQUIRED'],
+  PAID: ['PAID'],
+  CANCELLED: ['CANCELLED', 'PAID', 'REFUND_REQUIRED'],
+  REFUND_REQUIRED: ['REFUND_REQUIRED'],
+};
+
+/**
+ * The provider's events against the orders: PAID only by a payment, REFUND_REQUIRED only by a late
+ * one, a repeat answered as the first, an answer never undone; a late payment's unit taken once.
+ */
+function checkPayments(input: CheckInput, tally: Tally): void {
+  const sales = input.snapshot.sales.filter((sale) => sale.paymentEvents !== undefined);
+  if (sales.length === 0) return;
+  const byNo = new Map(sales.flatMap((sale) => sale.orders.map((order) => [order.orderNo, order])));
+  const ownerPaid = new Set(
+    input.history.filter((e) => e.op === 'pay' && e.orderNo).map((e) => e.orderNo!),
+  );
+  for (const sale of sales) {
+    const outcomes = new Map<string, Set<string>>();
+    for (const event of sale.paymentEvents ?? []) {
+      if (event.type !== 'payment.succeeded') continue;
+      const set = outcomes.get(event.orderNo) ?? new Set<string>();
+      set.add(event.outcome);
+      outcomes.set(event.orderNo, set);
+    }
+    const retakenInRedis = new Set(sale.retaken ?? []);
+    const restocked = new Set(sale.restocked);
+    for (const order of sale.orders) {
+      const of = outcomes.get(order.orderNo) ?? new Set<string>();
+      const on = { goodsId: sale.goodsId, requestIds: [order.requestId], historyIds: [] };
+      if (order.status === 'PAID') {
+        tally.checked('paid-only-by-payment');
+        if (!of.has('paid') && !of.has('retaken') && !ownerPaid.has(order.orderNo)) {
+          tally.violate({
+            ...on,
+            invariant: 'paid-only-by-payment',
+            message: `${sale.name}: order ${order.orderNo} is PAID with no payment applied (events: ${[...of].join(', ') || 'none'}) and no pay by its owner`,
+          });
+        }
+      }
+      if (order.status === 'REFUND_REQUIRED') {
+        tally.checked('paid-only-by-payment');
+        if (!of.has('refund_required')) {
+          tally.violate({
+            ...on,
+            invariant: 'paid-only-by-payment',
+            message: `${sale.name}: order ${order.orderNo} is REFUND_REQUIRED with no late payment recorded`,
+          });
+        }
+      }
+      if (of.has('retaken')) {
+        tally.checked('late-payment-never-oversold');
+        // Taken again: PAID, and its unit held in Redis (never restocked, or marked retaken).
+        const held = !restocked.has(order.orderNo) || retakenInRedis.has(order.orderNo);
+        if (order.status !== 'PAID' || !held) {
+          tally.violate({
+            ...on,
+            invariant: 'late-payment-never-oversold',
+            message: `${sale.name}: order ${order.orderNo}, paid late and taken again, is ${order.status}${held ? '' : ' and Redis counts its unit as given back'}`,
+          });
+        }
+      }
+      if (of.has('refund_required')) {
+        tally.checked('late-payment-never-oversold');
+        if (order.status !== 'REFUND_REQUIRED' || retakenInRedis.has(order.orderNo)) {
+          tally.violate({
+            ...on,
+            invariant: 'late-payment-never-oversold',
+            message: `${sale.name}: order ${order.orderNo}, paid late with no unit left, is ${order.status}${retakenInRedis.has(order.orderNo) ? ' and Redis holds a unit for it' : ''}`,
+          });
+        }
+      }
+    }
+  }
+  const first = new Map<string, HistoryEntry>();
+  for (const entry of input.history) {
+    if (entry.op !== 'webhook' || !entry.webhook || !entry.orderNo) continue;
+    const order = byNo.get(entry.orderNo);
+    const answered = entry.status === 200 ? entry.webhook.answered : undefined;
+    if (answered !== undefined) {
+      tally.checked('paid-stays-paid');
+      const allowed = LATER[answered as OrderStatus] ?? [];
+      if (!order || !allowed.includes(order.status)) {
+        tally.violate({
+          invariant: 'paid-stays-paid',
+          message: `${entry.webhook.type} ${describeAnswer(entry)} of order ${entry.orderNo} was answered ${answered}, and the order is ${order?.status ?? 'missing'}`,
+          requestIds: order ? [order.requestId] : [],
+          historyIds: [entry.id],
+          goodsId: entry.goodsId,
+          atMs: entry.sentMs,
+        });
+      }
+    }
+    if (entry.status !== 200) continue;
+    const earlier = first.get(entry.webhook.eventId);
+    if (!earlier) {
+      first.set(entry.webhook.eventId, entry);
+      continue;
+    }
+    tally.checked('paid-only-by-payment');
+    if (earlier.webhook?.answered !== entry.webhook.answered) {
+      tally.violate({
+        invariant: 'paid-only-by-payment',
+        message: `event ${entry.webhook.eventId} of order ${entry.orderNo} was answered ${earlier.webhook?.answered} (#${earlier.id}), then ${entry.webhook.answered} (${describeAnswer(entry)})`,
+        requestIds: order ? [order.requestId] : [],
+        historyIds: [earlier.id, entry.id],
+        goodsId: entry.goodsId,
+        atMs: entry.sentMs,
+      });
+    }
+  }
+}
+
+/** Every order event delivered once after the quiet, in order, on an allowed path. */
+function checkMerchantEvents(input: CheckInput, tally: Tally): void {
+  const received = input.merchantReceived;
+  if (received === undefined) return;
+  const receivedIds = new Set(received.map((event) => event.id));
+  const arrivedByOrder = new Map<string, string[]>();
+  for (const event of received) {
+    arrivedByOrder.set(event.orderNo, [...(arrivedByOrder.get(event.orderNo) ?? []), event.id]);
+  }
+  for (const sale of input.snapshot.sales) {
+    const outbox = sale.merchantEvents;
+    if (outbox === undefined) continue;
+    const written = new Map<string, { ids: string[]; types: string[] }>();
+    for (const event of outbox) {
+      const entry = written.get(event.orderNo) ?? { ids: [], types: [] };
+      entry.ids.push(event.eventId);
+      entry.types.push(event.type);
+      written.set(event.orderNo, entry);
+    }
+    for (const order of sale.orders) {
+      tally.checked('merchant-events-delivered');
+      const mine = written.get(order.orderNo) ?? { ids: [], types: [] };
+      const missing = mine.ids.filter((id) => !receivedIds.has(id));
+      const arrived = arrivedByOrder.get(order.orderNo) ?? [];
+      const path = mine.types.join(' ');
+      const problem =
+        missing.length > 0
+          ? `${missing.length} of its ${mine.ids.length} events never reached the shop`
+          : arrived.join() !== mine.ids.join()
+            ? 'its events reached the shop out of the order written'
+            : !MERCHANT_PATHS.has(path)
+              ? `its events (${path || 'none'}) are not a path an order takes`
+              : !LAST_EVENT[order.status].includes(mine.types.at(-1)!)
+                ? `its last event is ${mine.types.at(-1)} and it is ${order.status}`
+                : undefined;
+      if (!problem) continue;
+      tally.violate({
+        invariant: 'merchant-events-delivered',
+        message: `${sale.name}: order ${order.orderNo}: ${problem}`,
+        requestIds: [order.requestId],
+        historyIds: [],
+        goodsId: sale.goodsId,
+      });
+    }
   }
 }
 
@@ -706,12 +944,38 @@ function checkToldTaken(input: CheckInput, tally: Tally): void {
         .filter((order) => !told.has(order.requestId))
         .map((order) => ({ fromEpochMs: order.createdAtEpochMs, order, units: order.quantity })),
     ];
-    const steps = holds.flatMap(({ fromEpochMs, order, units }) => [
-      { atEpochMs: fromEpochMs, units },
-      ...(order?.status === 'CANCELLED'
-        ? [{ atEpochMs: order.updatedAtEpochMs - CLOCK_SLACK_MS, units: -units }]
-        : []),
-    ]);
+    // An order's cancel gives its units back, and a late payment may take them again: the
+    // order events say when (a refund's row changed after its cancel). Without them, a cancelled
+    // or refunded order is taken as given back when its row last changed.
+    const changes = new Map<string, { type: string; atEpochMs: number }[]>();
+    for (const event of sale.merchantEvents ?? []) {
+      if (event.atEpochMs === undefined) continue;
+      changes.set(event.orderNo, [
+        ...(changes.get(event.orderNo) ?? []),
+        { type: event.type, atEpochMs: event.atEpochMs },
+      ]);
+    }
+    const steps = holds.flatMap(({ fromEpochMs, order, units }) => {
+      const start = { atEpochMs: fromEpochMs, units };
+      const events = order ? changes.get(order.orderNo) : undefined;
+      if (order && events) {
+        const later = events.flatMap((event) =>
+          event.type === 'order.cancelled' || event.type === 'order.expired'
+            ? [{ atEpochMs: event.atEpochMs - CLOCK_SLACK_MS, units: -units }]
+            : event.type === 'order.paid' &&
+                events.some((e) => e.type === 'order.cancelled' || e.type === 'order.expired')
+              ? [{ atEpochMs: event.atEpochMs, units }]
+              : [],
+        );
+        return [start, ...later];
+      }
+      return [
+        start,
+        ...(order?.status === 'CANCELLED' || order?.status === 'REFUND_REQUIRED'
+          ? [{ atEpochMs: order.updatedAtEpochMs - CLOCK_SLACK_MS, units: -units }]
+          : []),
+      ];
+    });
     steps.sort((a, b) => a.atEpochMs - b.atEpochMs || a.units - b.units);
     let held = 0;
     let worst: { held: number; atEpochMs: number } | undefined;

@@ -1,7 +1,8 @@
 // What the buyers and the operator saw: one entry per request and its answer, in history.jsonl.
 import { createWriteStream, type WriteStream } from 'node:fs';
 
-export type Operation = 'purchase' | 'result' | 'pay' | 'cancel' | 'repair' | 'join' | 'queue';
+export type Operation =
+  'purchase' | 'result' | 'pay' | 'cancel' | 'repair' | 'join' | 'queue' | 'webhook';
 
 /**
  * What an answer says about the stock: `taken` (a 202: an order must follow), `refused` (the
@@ -56,6 +57,16 @@ export interface HistoryEntry {
   undersell?: { mysqlStock: number; redisStock: number };
   /** A result read after the quiet for the buyer's latest purchase, left unknown: its entry's id. */
   truthOf?: number;
+  /** A provider's webhook delivery: its event, and the order status a 200 answered. */
+  webhook?: {
+    eventId: string;
+    type: 'payment.started' | 'payment.succeeded' | 'payment.failed';
+    /** Sent after the order's deadline, on purpose (a late payment). */
+    late: boolean;
+    /** A second delivery of an event sent before. */
+    repeat: boolean;
+    answered?: string;
+  };
 }
 
 /** Reads what a purchase answer says was taken. */

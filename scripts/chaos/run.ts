@@ -28,6 +28,7 @@ import {
 } from './snapshot.js';
 import { measureReopen, probeUndersell, REOPEN_BOUND_MS, waitQuiet } from './settle.js';
 import { ChaosSystem } from './system.js';
+import { MerchantReceiver } from '../fake-provider/merchant-receiver.js';
 import { openSales, saleProfiles, Workload } from './workload.js';
 
 const PAYMENT_TIMEOUT_MS = 10_000;
@@ -115,6 +116,14 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
   const now = () => Date.now() - zero;
   const jwtSecret = `chaos-${options.seed}-${process.pid}`;
   const name = storeName();
+  // The payment provider's secret, and the shop that hears every order event: it fails one
+  // delivery in ten (its retries and their order are part of what is checked).
+  const paymentSecret = `whsec_chaos_${options.seed}_${process.pid}_0123456789`;
+  const merchantSecret = `whsec_shop_${options.seed}_${process.pid}_0123456789`;
+  const merchant = await MerchantReceiver.start(merchantSecret);
+  onCleanup(() => merchant.close());
+  const shopRng = new Rng(schedule.seed).fork('shop');
+  merchant.answer = () => (shopRng.chance(0.1) ? 503 : 200);
   const system = await ChaosSystem.start({
     repoRoot,
     outDir,
@@ -126,6 +135,10 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
       ...APP_ENV,
       RABBITMQ_PREFIX: name,
       REDIS_DOWN_MODE: schedule.redisDownMode,
+      PAYMENT_WEBHOOK_SECRET: paymentSecret,
+      MERCHANT_WEBHOOK_URL: merchant.url,
+      MERCHANT_WEBHOOK_SECRET: merchantSecret,
+      MERCHANT_WEBHOOK_TIMEOUT_MS: '2000',
       ...(schedule.slowSteps.length > 0 ? { FAULT_DELAYS: schedule.slowSteps.join(',') } : {}),
       ...(schedule.consumer
         ? {
@@ -168,6 +181,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     history,
     now,
     startedAtEpochMs: startedAt.getTime(),
+    payments: { secret: paymentSecret, paymentTimeoutMs: PAYMENT_TIMEOUT_MS },
   });
   const queueSales = sales.filter((sale) => sale.queue);
   const admissions = sampleAdmissions(stores.redis, queueSales);
@@ -261,6 +275,11 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     writtenPoints: readWrittenPoints(join(outDir, 'logs')),
     queue,
     faults,
+    merchantReceived: merchant.events.map((event) => ({
+      id: event.id,
+      orderNo: event.data.orderNo,
+      type: event.type,
+    })),
   });
   const record: RunRecord = {
     seed: schedule.seed,

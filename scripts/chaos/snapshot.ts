@@ -57,9 +57,21 @@ export async function readSale(
   const stocks = await bucketStocks(stores.redis, sale.goodsId, sale.stockShards);
   const buyers = await allBuyers(stores.redis, sale.goodsId, sale.stockShards);
   const restocked: string[] = [];
+  const retaken: string[] = [];
   for (const keys of allBucketKeys(sale.goodsId, sale.stockShards)) {
     restocked.push(...(await stores.redis.smembers(keys.restocked)));
+    retaken.push(...(await stores.redis.hkeys(keys.retaken)));
   }
+  const [paymentEvents] = await stores.mysql.query<RowDataPacket[]>(
+    'SELECT order_no, type, outcome FROM seckill_payment_event WHERE goods_id = ? ORDER BY received_at',
+    [sale.goodsId],
+  );
+  const [merchantEvents] = await stores.mysql.query<RowDataPacket[]>(
+    `SELECT event_id, order_no, type, delivered_at IS NOT NULL AS delivered, parked_at IS NOT NULL AS parked,
+            TIMESTAMPDIFF(MICROSECOND, '1970-01-01', created_at) DIV 1000 AS at_ms
+       FROM seckill_merchant_event WHERE goods_id = ? ORDER BY id`,
+    [sale.goodsId],
+  );
   const reconcile = await requestJson(
     'GET',
     `${endpoint.baseUrl}/api/v1/admin/goods/${sale.goodsId}/reconcile`,
@@ -74,6 +86,20 @@ export async function readSale(
     redisStock: redisRemaining(stocks),
     redisBuyers: Object.fromEntries(Object.entries(buyers).map(([u, q]) => [u, Number(q)])),
     restocked,
+    retaken,
+    paymentEvents: paymentEvents.map((row) => ({
+      orderNo: String(row.order_no),
+      type: String(row.type),
+      outcome: String(row.outcome),
+    })),
+    merchantEvents: merchantEvents.map((row) => ({
+      eventId: String(row.event_id),
+      orderNo: String(row.order_no),
+      type: String(row.type),
+      delivered: Number(row.delivered) === 1,
+      parked: Number(row.parked) === 1,
+      atEpochMs: Number(row.at_ms),
+    })),
     reconcile: reconcile?.status === 200 ? (reconcile.body as { consistent: boolean }) : null,
     ended: Date.now() >= sale.endAtEpochMs,
   };
@@ -135,6 +161,10 @@ export async function stillMoving(stores: Stores, sales: readonly Sale[]): Promi
     "SELECT COUNT(*) n FROM seckill_order WHERE status = 'PENDING_PAYMENT'",
   );
   if (Number(pending?.n) > 0) moving.push(`${pending?.n} orders unpaid`);
+  const [[undelivered]] = await stores.mysql.query<RowDataPacket[]>(
+    'SELECT COUNT(*) n FROM seckill_merchant_event WHERE delivered_at IS NULL AND parked_at IS NULL',
+  );
+  if (Number(undelivered?.n) > 0) moving.push(`${undelivered?.n} order events not delivered`);
   return moving;
 }
 

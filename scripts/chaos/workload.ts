@@ -4,6 +4,8 @@
 // go into the history.
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import { randomUUID } from 'node:crypto';
+import { signatureHeader } from '../../src/common/webhook-signature.js';
 import { isRecord } from '../lib/http.js';
 import { signToken } from '../lib/jwt.js';
 import { buyerAddress, describeError } from '../lib/load.js';
@@ -231,7 +233,19 @@ export interface WorkloadOptions {
   now: () => number;
   /** The wall clock at now() = 0. */
   startedAtEpochMs: number;
+  /**
+   * The provider's signing secret and the instances' payment timeout: most payments then come as
+   * the provider's signed webhooks, some late. Without it the owners pay through their route.
+   */
+  payments?: { secret: string; paymentTimeoutMs: number };
 }
+
+/** Of the payments, the share the provider makes (the rest by the owner's route). */
+const PROVIDER_SHARE = 0.7;
+/** Of the orders left to expire, the share whose payment lands after the deadline. */
+const LATE_SHARE = 0.35;
+/** The price every chaos sale is created at (openSales), in minor units. */
+const UNIT_AMOUNT = 100;
 
 export class Workload {
   private stopping = false;
@@ -242,6 +256,8 @@ export class Workload {
   /** Per queue sale: the buyers a join answered in line (not NOT_JOINED), and those told a final standing. */
   private readonly joined = new Map<number, Set<number>>();
   private readonly toldFinal = new Map<number, Set<number>>();
+  /** Late payments waiting for their order's deadline to pass. */
+  private readonly late = new Set<Promise<void>>();
 
   /** The come-backs' own draws (COME_BACK_SHARE), apart from the run's stream. */
   private readonly lapseRng: Rng;
@@ -265,6 +281,7 @@ export class Workload {
       ...queued.map((sale) => this.watchEnd(sale)),
       this.operator(repairEveryMs),
     ]);
+    await Promise.all(this.late);
   }
 
   /** New sessions at random times (a Poisson stream), up to `most` at once. */
@@ -625,10 +642,87 @@ export class Workload {
     await sleep(this.rng.int(0, 500));
     const draw = this.rng.next();
     const first = draw < sale.pay ? 'pay' : draw < sale.pay + sale.cancel ? 'cancel' : undefined;
-    if (first === undefined) return;
-    await this.orderAction(first, sale, buyer, orderNo);
+    if (first === undefined) {
+      if (this.options.payments && this.rng.chance(LATE_SHARE)) this.payLate(sale, buyer, orderNo);
+      return;
+    }
+    await this.payOrCancel(first, sale, buyer, orderNo);
     if (this.rng.chance(0.05)) {
-      await this.orderAction(first === 'pay' ? 'cancel' : 'pay', sale, buyer, orderNo);
+      await this.payOrCancel(first === 'pay' ? 'cancel' : 'pay', sale, buyer, orderNo);
+    }
+  }
+
+  /** A payment by the provider's webhooks (mostly) or the owner's route; a cancel by the owner. */
+  private async payOrCancel(
+    action: 'pay' | 'cancel',
+    sale: Sale,
+    buyer: number,
+    orderNo: string,
+  ): Promise<void> {
+    if (action === 'pay' && this.options.payments && this.rng.chance(PROVIDER_SHARE)) {
+      await this.providerPay(sale, buyer, orderNo, false);
+    } else {
+      await this.orderAction(action, sale, buyer, orderNo);
+    }
+  }
+
+  /** After the order's deadline (and a little), the provider's payment lands: a late one. */
+  private payLate(sale: Sale, buyer: number, orderNo: string): void {
+    const waitMs = this.options.payments!.paymentTimeoutMs + this.rng.int(0, 3_000);
+    const task = (async () => {
+      if (!(await this.pause(waitMs))) return;
+      await this.providerPay(sale, buyer, orderNo, true);
+    })().finally(() => this.late.delete(task));
+    this.late.add(task);
+  }
+
+  /**
+   * The provider's events for one payment: started (mostly) then succeeded, now and then in the
+   * other order, now and then each sent twice (a lost acknowledgement).
+   */
+  private async providerPay(sale: Sale, buyer: number, orderNo: string, late: boolean) {
+    const data = { orderNo, amount: UNIT_AMOUNT, currency: 'CNY' };
+    const succeeded = { id: `evt_${randomUUID()}`, type: 'payment.succeeded' as const, data };
+    const started = { id: `evt_${randomUUID()}`, type: 'payment.started' as const, data };
+    let events = late || this.rng.chance(0.3) ? [succeeded] : [started, succeeded];
+    if (this.rng.chance(0.2)) events = events.reverse();
+    const twice = this.rng.chance(0.3);
+    const sent = new Set<string>();
+    for (const event of events) {
+      for (let copy = 0; copy < (twice ? 2 : 1); copy++) {
+        const body = JSON.stringify(event);
+        const repeat = sent.has(event.id);
+        sent.add(event.id);
+        await this.send(
+          'webhook',
+          buyer,
+          sale.goodsId,
+          this.endpoint(),
+          {
+            method: 'POST',
+            path: '/api/v1/payments/webhook',
+            headers: {
+              'content-type': 'application/json',
+              'seckill-signature': signatureHeader([this.options.payments!.secret], body),
+            },
+            body,
+          },
+          (entry, answerBody) => {
+            entry.orderNo = orderNo;
+            const answered =
+              entry.status === 200 && isRecord(answerBody) && typeof answerBody.status === 'string'
+                ? answerBody.status
+                : undefined;
+            entry.webhook = {
+              eventId: event.id,
+              type: event.type,
+              late,
+              repeat,
+              ...(answered === undefined ? {} : { answered }),
+            };
+          },
+        );
+      }
     }
   }
 
@@ -737,7 +831,7 @@ export class Workload {
     goodsId: number,
     endpoint: Endpoint,
     request: HttpCall,
-    annotate?: (entry: HistoryEntry) => void,
+    annotate?: (entry: HistoryEntry, body: unknown) => void,
   ): Promise<HistoryEntry> {
     const id = this.options.history.take();
     const sentMs = this.options.now();
@@ -782,7 +876,7 @@ export class Workload {
       if (op === 'join' && entry.queueState !== 'NOT_JOINED') this.noteOf(this.joined, entry);
       if (entry.final === true) this.noteOf(this.toldFinal, entry);
     }
-    annotate?.(entry);
+    annotate?.(entry, answer.body);
     this.options.history.record(entry);
     return entry;
   }

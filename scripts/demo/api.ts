@@ -3,9 +3,12 @@ import { expectStatus, isRecord, nonNegativeIntegerField, requestJson } from '..
 import { createGoods } from '../lib/sale.js';
 import { DemoError } from './options.js';
 
+/** The demo's goods' price: what the fake provider charges per unit. */
+export const DEMO_PRICE = 4999;
+
 /** The demo's goods: one phone model, `stock` units. */
 export function createDemoGoods(baseUrl: string, adminToken: string, stock: number) {
-  return createGoods(baseUrl, adminToken, { name: 'Demo phone', price: 4999, stock });
+  return createGoods(baseUrl, adminToken, { name: 'Demo phone', price: DEMO_PRICE, stock });
 }
 
 export async function fetchRedisRemaining(

@@ -27,7 +27,7 @@ export const USAGE = `usage: npm run demo -- [options]
   --concurrency <n>      max requests in flight (default 200)
   --port <n>             port for the server this demo starts (default: a free one)
   --drain-timeout <s>    seconds to wait for accepted orders to reach MySQL (default 60)
-  --pay-share <f>        fraction of the orders paid by their owners, 0..1 (default 0.5);
+  --pay-share <f>        fraction of the orders paid (through the fake provider), 0..1 (default 0.5);
                          the others are left to expire
   --payment-timeout <s>  ORDER_PAYMENT_TIMEOUT_MS of the server this demo starts, in seconds
                          (default 10, 30 with --queue; at least 5); with --url the server's own timeout applies

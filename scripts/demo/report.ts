@@ -11,6 +11,7 @@ import {
   type PayPhase,
   type PurchaseResult,
 } from './phases.js';
+import { paymentChecks, paymentRows, type MerchantPhase, type PaymentsPhase } from './payments.js';
 import type { DrainResult, StockRow } from './store.js';
 
 /** Where the stores stand once the accepted purchases are written. */
@@ -31,7 +32,12 @@ export interface LifecycleReport {
   /** Purchases answered 202 in the burst. */
   accepted: number;
   payShare: number;
+  /** The owners' pay route (a server the demo cannot give a provider secret); else empty. */
   pays: PayPhase;
+  /** The provider's webhooks, when the demo pays through it. */
+  payments?: PaymentsPhase;
+  /** The shop's side of the order events, when the demo started the server. */
+  merchant?: MerchantPhase;
   expiry: ExpiryPhase;
   final: FinalState;
 }
@@ -137,13 +143,20 @@ export function buildLifecycleTable(report: LifecycleReport): string {
   const { pays, expiry, final } = report;
   const { counts, stock, reconcile } = final;
   const table = newTable('after payments and expiries');
+  if (report.payments) {
+    table.push(...paymentRows(report.payments, report.merchant));
+  } else {
+    table.push(
+      [`pays sent (${Math.round(report.payShare * 100)}% of ${pays.orders})`, pays.results.length],
+      ['paid (200)', countPaid(pays.results)],
+      ['too late (409 ORDER_CANCELLED)', countPaidTooLate(pays.results)],
+      ...payFailureRows(pays.results),
+    );
+  }
   table.push(
-    [`pays sent (${Math.round(report.payShare * 100)}% of ${pays.orders})`, pays.results.length],
-    ['paid (200)', countPaid(pays.results)],
-    ['too late (409 ORDER_CANCELLED)', countPaidTooLate(pays.results)],
-    ...payFailureRows(pays.results),
     ['orders paid', counts.PAID.orders],
     ['orders cancelled (expired)', counts.CANCELLED.orders],
+    ['orders to refund (paid late, none left)', counts.REFUND_REQUIRED.orders],
     ['still pending', counts.PENDING_PAYMENT.orders],
     ['all expired, s after deadline', expiryTime(expiry)],
     ['MySQL stock', `${stock.stock} / ${stock.total_stock}`],
@@ -162,22 +175,28 @@ export function evaluateLifecycleChecks(report: LifecycleReport): Check[] {
   const paidQuantity = counts.PAID.quantity;
   const pending = counts.PENDING_PAYMENT.orders;
   const cancelled = counts.CANCELLED.orders;
+  const refunds = counts.REFUND_REQUIRED.orders;
   const total = stock.total_stock;
+  const payChecks: Check[] = report.payments
+    ? paymentChecks(report.payments, report.merchant, paid, refunds)
+    : [
+        {
+          name: 'paid orders == successful pays',
+          ok: paid === successfulPays,
+          detail: `${paid} paid in MySQL, ${successfulPays} pays answered 200`,
+        },
+      ];
   return [
-    {
-      name: 'paid orders == successful pays',
-      ok: paid === successfulPays,
-      detail: `${paid} paid in MySQL, ${successfulPays} pays answered 200`,
-    },
+    ...payChecks,
     {
       name: 'no order left pending',
       ok: pending === 0,
       detail: `${pending} pending${report.expiry.settled ? '' : ` after ${report.expiry.timeoutSeconds} s`}`,
     },
     {
-      name: 'cancelled == accepted - paid',
-      ok: cancelled === report.accepted - paid,
-      detail: `${cancelled} vs ${report.accepted} - ${paid}`,
+      name: 'cancelled == accepted - paid - to refund',
+      ok: cancelled === report.accepted - paid - refunds,
+      detail: `${cancelled} vs ${report.accepted} - ${paid} - ${refunds}`,
     },
     {
       name: 'MySQL stock == total - paid',

@@ -41,7 +41,7 @@ export async function countOrders(db: Connection, goodsId: number): Promise<Orde
   // SUM() comes back as a DECIMAL string from mysql2, hence Number().
   const [rows] = await db.query<OrderCountRow[]>(
     `SELECT COUNT(*) n, COALESCE(SUM(quantity),0) q,
-            COALESCE(SUM(CASE WHEN status <> 'CANCELLED' THEN quantity ELSE 0 END),0) active
+            COALESCE(SUM(CASE WHEN status IN ('PENDING_PAYMENT', 'PAID') THEN quantity ELSE 0 END),0) active
        FROM seckill_order WHERE goods_id = ?`,
     [goodsId],
   );
@@ -83,14 +83,14 @@ export async function readStock(db: Connection, goodsId: number): Promise<StockR
 
 export async function readDuplicateBuyers(db: Connection, goodsId: number): Promise<number[]> {
   const [rows] = await db.query<UserRow[]>(
-    `SELECT user_id FROM seckill_order WHERE goods_id = ? AND status <> 'CANCELLED'
+    `SELECT user_id FROM seckill_order WHERE goods_id = ? AND status IN ('PENDING_PAYMENT', 'PAID')
       GROUP BY user_id HAVING COUNT(*) > 1`,
     [goodsId],
   );
   return rows.map((row) => Number(row.user_id));
 }
 
-export const ORDER_STATUSES = ['PENDING_PAYMENT', 'PAID', 'CANCELLED'] as const;
+export const ORDER_STATUSES = ['PENDING_PAYMENT', 'PAID', 'CANCELLED', 'REFUND_REQUIRED'] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
 
 export interface OrderRow extends RowDataPacket {
@@ -143,6 +143,7 @@ export async function countByStatus(db: Connection, goodsId: number): Promise<St
     PENDING_PAYMENT: { orders: 0, quantity: 0 },
     PAID: { orders: 0, quantity: 0 },
     CANCELLED: { orders: 0, quantity: 0 },
+    REFUND_REQUIRED: { orders: 0, quantity: 0 },
   };
   for (const row of rows) {
     if (isOrderStatus(row.status)) {
