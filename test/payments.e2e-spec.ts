@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { signatureHeader } from '../src/common/webhook-signature.js';
 import { SaleBoardService } from '../src/modules/dashboard/sale-board.service.js';
 import { OrderLifecycleService } from '../src/modules/orders/order-lifecycle.service.js';
+import { SaleLoaderStore } from '../src/modules/sale-store/sale-loader.store.js';
 import {
+  acceptWithoutPublishing,
   adminAuth,
   bearer,
   consistentReconcile,
@@ -244,6 +246,26 @@ describe('payments: the provider webhook', () => {
       .set('Authorization', bearer(3251))
       .expect(409);
     expect(cancel.body.code).toBe('ORDER_PAID');
+  });
+
+  it("should not settle a late payment while Redis has lost the sale, which may hold its buyer's purchase still on its way to MySQL", async () => {
+    const goodsId = await createSale(t.http, { stock: 3 });
+    const first = await buy(goodsId, 3271);
+    await t.http
+      .post(`/api/v1/orders/${first}/cancel`)
+      .set('Authorization', bearer(3271))
+      .expect(200);
+    await waitFor(async () => (await stores.redisStock(goodsId)) === 3, { what: 'the restock' });
+    // The buyer buys again; its purchase is accepted in Redis and not yet in MySQL. Then Redis
+    // loses the sale (a restart): MySQL alone cannot see that purchase.
+    const again = await acceptWithoutPublishing(t.app, goodsId, 3271);
+    await t.app.get(SaleLoaderStore).forget(goodsId);
+
+    const late = await sendEvent(t.http, paymentEvent('payment.succeeded', first)).expect(503);
+    expect(late.body.code).toBe('UNAVAILABLE');
+    expect((await order(first)).status).toBe('CANCELLED');
+    expect(await recordedEvents(first)).toHaveLength(0);
+    expect(again.orderNo).not.toBe(first);
   });
 
   it('should leave a late payment REFUND_REQUIRED when its buyer holds another order of the goods', async () => {

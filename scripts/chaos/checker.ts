@@ -958,7 +958,11 @@ function checkToldTaken(input: CheckInput, tally: Tally): void {
     const steps = holds.flatMap(({ fromEpochMs, order, units }) => {
       const start = { atEpochMs: fromEpochMs, units };
       const events = order ? changes.get(order.orderNo) : undefined;
-      if (order && events) {
+      const cancel = events?.some(
+        (e) => e.type === 'order.cancelled' || e.type === 'order.expired',
+      );
+      // Events that do not tell the cancel of a cancelled order are no timeline of it.
+      if (order && events && (cancel || ACTIVE.has(order.status))) {
         const later = events.flatMap((event) =>
           event.type === 'order.cancelled' || event.type === 'order.expired'
             ? [{ atEpochMs: event.atEpochMs - CLOCK_SLACK_MS, units: -units }]

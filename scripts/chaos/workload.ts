@@ -689,11 +689,12 @@ export class Workload {
     const twice = this.rng.chance(0.3);
     const sent = new Set<string>();
     for (const event of events) {
-      for (let copy = 0; copy < (twice ? 2 : 1); copy++) {
+      // Each copy, as a provider does, sent again after a 503 or no answer (a few times).
+      for (let copy = 0, tries = 0; copy < (twice ? 2 : 1) && tries < 6; tries++) {
         const body = JSON.stringify(event);
         const repeat = sent.has(event.id);
         sent.add(event.id);
-        await this.send(
+        const answer = await this.send(
           'webhook',
           buyer,
           sale.goodsId,
@@ -722,6 +723,8 @@ export class Workload {
             };
           },
         );
+        if (answer.status === 0 || answer.status >= 500) await sleep(1_000);
+        else copy++;
       }
     }
   }

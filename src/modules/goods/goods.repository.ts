@@ -164,6 +164,15 @@ export class GoodsRepository {
     );
   }
 
+  /** Whether the sale ended more than `ms` ago, by MySQL's clock. */
+  async endedBefore(tx: Tx, goodsId: number, ms: number): Promise<boolean> {
+    const [row] = await tx.query<{ ended: number | string }[]>(
+      'SELECT end_at < NOW(3) - INTERVAL ? MICROSECOND AS ended FROM seckill_goods WHERE id = ?',
+      [ms * 1_000, goodsId],
+    );
+    return Number(row?.ended) === 1;
+  }
+
   /** Taken only if the stock holds it (a late payment's retake, under the row's lock). */
   takeStockIfLeft(tx: Tx, goodsId: number, quantity: number): Promise<boolean> {
     return this.changeStock(tx, goodsId, '-', quantity, ' AND stock >= ?', [quantity]);

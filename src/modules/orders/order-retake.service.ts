@@ -3,6 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
 import { UnavailableError } from '../../common/errors/domain-error.js';
 import type { OrderEntity } from '../../infra/database/entities/order.entity.js';
+import { InjectConfig } from '../../config/config-namespace.js';
+import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
+import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { TransactionsService } from '../../infra/database/transactions.service.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -13,13 +16,8 @@ import { OrderRepository } from './order.repository.js';
 
 const MAX_TRANSIENT_RETRIES = 10;
 
-/** The Redis answers after which the order holds its unit there (or Redis holds no sale). */
-const HELD_IN_REDIS = new Set([
-  RetakeCode.Retaken,
-  RetakeCode.Kept,
-  RetakeCode.Already,
-  RetakeCode.NotPreheated,
-]);
+/** The Redis answers after which the order holds its unit there. */
+const HELD_IN_REDIS = new Set([RetakeCode.Retaken, RetakeCode.Kept, RetakeCode.Already]);
 
 /**
  * A payment that landed after its order was cancelled (docs/payments.md, "Late payments"). The
@@ -35,10 +33,17 @@ const HELD_IN_REDIS = new Set([
  * cancelled order: it undersells, never oversells, and the provider's retry of the event (it was
  * not recorded) finds the unit taken already and commits. A rebuild from MySQL counts the retake
  * too (its record in Redis), so that a commit after the rebuild's snapshot is not sold twice.
+ *
+ * A sale Redis does not hold is decided by MySQL alone only once it was evicted (ended longer ago
+ * than the payment timeout and the keys' retention: nothing of it can be in flight). Otherwise
+ * Redis lost it (a restart, a failover, a fallback under way) and may have accepted purchases
+ * that are not in MySQL yet, the buyer's own among them: the event is answered 503 and the
+ * provider sends it again once the sale is rebuilt.
  */
 @Injectable()
 export class OrderRetakeService {
   private readonly logger = new Logger(OrderRetakeService.name);
+  private readonly evictedAfterMs: number;
 
   constructor(
     private readonly transactions: TransactionsService,
@@ -47,7 +52,12 @@ export class OrderRetakeService {
     private readonly ledger: PurchaseLedgerStore,
     private readonly metrics: MetricsService,
     private readonly outbox: MerchantOutboxRepository,
-  ) {}
+    @InjectConfig(seckillConfig) seckill: SeckillConfig,
+    @InjectConfig(jobsConfig) jobs: JobsConfig,
+  ) {
+    // The eviction drops a sale's keys only this long after its end (PreheatCron).
+    this.evictedAfterMs = seckill.orderPaymentTimeoutMs + jobs.saleEviction.keysRetentionMs;
+  }
 
   /** null: the order is no longer CANCELLED at `order.version` (read it again). */
   async settle(order: OrderEntity, record: RecordPayment): Promise<PaymentResult | null> {
@@ -81,7 +91,15 @@ export class OrderRetakeService {
           `A repair is counting goods ${order.goodsId}; the payment is taken again shortly`,
         );
       }
-      if (HELD_IN_REDIS.has(code)) {
+      const evicted =
+        code === RetakeCode.NotPreheated &&
+        (await this.goods.endedBefore(tx, order.goodsId, this.evictedAfterMs));
+      if (code === RetakeCode.NotPreheated && !evicted) {
+        throw new UnavailableError(
+          `Goods ${order.goodsId} is not in Redis now (being rebuilt): send the event again shortly`,
+        );
+      }
+      if (HELD_IN_REDIS.has(code) || evicted) {
         // Checked above under the row's lock: these cannot refuse.
         if (!(await this.goods.takeStockIfLeft(tx, order.goodsId, order.quantity))) {
           throw new Error(`goods ${order.goodsId}: the stock checked under its lock changed`);
