@@ -4,6 +4,7 @@ import {
   MerchantReceiver,
   type ReceivedEvent,
 } from '../scripts/fake-provider/merchant-receiver.js';
+import { MerchantDeliveryService } from '../src/modules/merchant-events/merchant-delivery.service.js';
 import { openBrowserTab } from './support/browser.js';
 import { ChildApp } from './support/child-app.js';
 import {
@@ -113,6 +114,13 @@ describe("merchant events: every order change told to the shop's webhook", () =>
       },
     });
     expect(receiver.badSignatures).toBe(0);
+
+    // A week after their delivery, an order's events are dropped.
+    await stores.mysql.query(
+      'UPDATE seckill_merchant_event SET delivered_at = delivered_at - INTERVAL 8 DAY WHERE order_no = ?',
+      [paid],
+    );
+    expect(await app.app.get(MerchantDeliveryService).prune()).toBe(2);
   });
 });
 

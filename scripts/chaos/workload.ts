@@ -604,7 +604,7 @@ export class Workload {
       }
       await sleep(this.rng.int(100, 500));
     }
-    if (orderNo !== undefined && !this.stopping) await this.settle(sale, buyer, orderNo);
+    if (orderNo !== undefined && !this.stopping) await this.settle(sale, buyer, orderNo, quantity);
   }
 
   /**
@@ -638,17 +638,19 @@ export class Workload {
   }
 
   /** Pays, cancels or leaves the order to expire; now and then tries the other one after. */
-  private async settle(sale: Sale, buyer: number, orderNo: string): Promise<void> {
+  private async settle(sale: Sale, buyer: number, orderNo: string, quantity = 1): Promise<void> {
     await sleep(this.rng.int(0, 500));
     const draw = this.rng.next();
     const first = draw < sale.pay ? 'pay' : draw < sale.pay + sale.cancel ? 'cancel' : undefined;
     if (first === undefined) {
-      if (this.options.payments && this.rng.chance(LATE_SHARE)) this.payLate(sale, buyer, orderNo);
+      if (this.options.payments && this.rng.chance(LATE_SHARE)) {
+        this.payLate(sale, buyer, orderNo, quantity);
+      }
       return;
     }
-    await this.payOrCancel(first, sale, buyer, orderNo);
+    await this.payOrCancel(first, sale, buyer, orderNo, quantity);
     if (this.rng.chance(0.05)) {
-      await this.payOrCancel(first === 'pay' ? 'cancel' : 'pay', sale, buyer, orderNo);
+      await this.payOrCancel(first === 'pay' ? 'cancel' : 'pay', sale, buyer, orderNo, quantity);
     }
   }
 
@@ -658,20 +660,21 @@ export class Workload {
     sale: Sale,
     buyer: number,
     orderNo: string,
+    quantity: number,
   ): Promise<void> {
     if (action === 'pay' && this.options.payments && this.rng.chance(PROVIDER_SHARE)) {
-      await this.providerPay(sale, buyer, orderNo, false);
+      await this.providerPay(sale, buyer, orderNo, quantity, false);
     } else {
       await this.orderAction(action, sale, buyer, orderNo);
     }
   }
 
   /** After the order's deadline (and a little), the provider's payment lands: a late one. */
-  private payLate(sale: Sale, buyer: number, orderNo: string): void {
+  private payLate(sale: Sale, buyer: number, orderNo: string, quantity: number): void {
     const waitMs = this.options.payments!.paymentTimeoutMs + this.rng.int(0, 3_000);
     const task = (async () => {
       if (!(await this.pause(waitMs))) return;
-      await this.providerPay(sale, buyer, orderNo, true);
+      await this.providerPay(sale, buyer, orderNo, quantity, true);
     })().finally(() => this.late.delete(task));
     this.late.add(task);
   }
@@ -680,8 +683,14 @@ export class Workload {
    * The provider's events for one payment: started (mostly) then succeeded, now and then in the
    * other order, now and then each sent twice (a lost acknowledgement).
    */
-  private async providerPay(sale: Sale, buyer: number, orderNo: string, late: boolean) {
-    const data = { orderNo, amount: UNIT_AMOUNT, currency: 'CNY' };
+  private async providerPay(
+    sale: Sale,
+    buyer: number,
+    orderNo: string,
+    quantity: number,
+    late: boolean,
+  ) {
+    const data = { orderNo, amount: UNIT_AMOUNT * quantity, currency: 'CNY' };
     const succeeded = { id: `evt_${randomUUID()}`, type: 'payment.succeeded' as const, data };
     const started = { id: `evt_${randomUUID()}`, type: 'payment.started' as const, data };
     let events = late || this.rng.chance(0.3) ? [succeeded] : [started, succeeded];

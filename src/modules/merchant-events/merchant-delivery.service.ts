@@ -12,6 +12,8 @@ const BATCH = 50;
 /** A failed event is tried again after 0.5 s, 1 s, 2 s… with jitter, at most a minute apart. */
 const RETRY_BASE_MS = 500;
 const RETRY_MAX_MS = 60_000;
+const DELIVERED_KEPT_MS = 7 * 86_400_000;
+const PRUNE_BATCH = 5_000;
 
 /**
  * Delivers the merchant's order events (docs/payments.md, "Order events"): each POSTed as its
@@ -34,6 +36,14 @@ export class MerchantDeliveryService {
 
   get enabled(): boolean {
     return this.merchant.url !== null;
+  }
+
+  /**
+   * Delivered events are kept a week (an operator looking into what the shop was told), then
+   * dropped a batch at a time; the provider's events, the idempotency record, are kept.
+   */
+  async prune(): Promise<number> {
+    return this.events.pruneDelivered(DELIVERED_KEPT_MS, PRUNE_BATCH);
   }
 
   /** One pass: claims what is due and delivers it; returns how many were claimed. */

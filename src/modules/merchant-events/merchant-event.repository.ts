@@ -136,6 +136,15 @@ export class MerchantEventRepository {
     return result.affectedRows;
   }
 
+  /** Drops events delivered more than `olderThanMs` ago, at most `limit`; returns how many. */
+  async pruneDelivered(olderThanMs: number, limit: number): Promise<number> {
+    const result = await this.db.query<{ affectedRows: number }>(
+      'DELETE FROM seckill_merchant_event WHERE delivered_at < NOW(3) - INTERVAL ? MICROSECOND LIMIT ?',
+      [olderThanMs * 1_000, limit],
+    );
+    return result.affectedRows ?? 0;
+  }
+
   async list(state: 'parked' | 'pending', limit: number): Promise<MerchantEventView[]> {
     const where =
       state === 'parked' ? 'parked_at IS NOT NULL' : 'delivered_at IS NULL AND parked_at IS NULL';
