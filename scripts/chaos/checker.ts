@@ -1005,15 +1005,38 @@ function checkToldTaken(input: CheckInput, tally: Tally): void {
     for (const order of sale.orders) {
       ordersOf.set(order.userId, [...(ordersOf.get(order.userId) ?? []), order]);
     }
+    // From the order events, when an order's cancel gave its unit back and when a late payment
+    // took it again (the row's own times say neither for an order paid after its cancel).
+    const cancelAt = (order: OrderRow) =>
+      changes
+        .get(order.orderNo)
+        ?.find((e) => e.type === 'order.cancelled' || e.type === 'order.expired')?.atEpochMs;
+    const retakenAt = (order: OrderRow) =>
+      cancelAt(order) === undefined
+        ? undefined
+        : changes.get(order.orderNo)?.find((e) => e.type === 'order.paid')?.atEpochMs;
     for (const [requestId, entry] of told) {
       tally.checked('one-active-order-per-buyer');
-      const holding = (ordersOf.get(entry.buyer) ?? []).find(
-        (order) =>
-          order.requestId !== requestId &&
-          order.createdAtEpochMs < start + entry.sentMs - CLOCK_SLACK_MS &&
-          (ACTIVE.has(order.status) ||
-            order.updatedAtEpochMs > start + entry.answeredMs + CLOCK_SLACK_MS),
-      );
+      const mine = byRequest.get(requestId);
+      // The purchase's own order holds until its cancel (or for good).
+      const mineEnd = (mine && cancelAt(mine)) ?? Infinity;
+      const holding = (ordersOf.get(entry.buyer) ?? []).find((order) => {
+        if (order.requestId === requestId) return false;
+        if (order.createdAtEpochMs >= start + entry.sentMs - CLOCK_SLACK_MS) return false;
+        const cancelled = cancelAt(order);
+        if (cancelled === undefined) {
+          return (
+            ACTIVE.has(order.status) ||
+            order.updatedAtEpochMs > start + entry.answeredMs + CLOCK_SLACK_MS
+          );
+        }
+        // Held past the 202, or taken again by a late payment while this purchase held a unit.
+        const retaken = retakenAt(order);
+        return (
+          cancelled > start + entry.answeredMs + CLOCK_SLACK_MS ||
+          (retaken !== undefined && retaken < mineEnd)
+        );
+      });
       if (!holding) continue;
       tally.violate({
         invariant: 'one-active-order-per-buyer',
