@@ -17,7 +17,7 @@ import {
   waitFor,
   type TestApp,
 } from './support/harness.js';
-import { PAYMENT_SECRET, paymentEvent, sendEvent } from './support/payment-provider.js';
+import { buyPending, PAYMENT_SECRET, paymentEvent, sendEvent } from './support/payment-provider.js';
 
 const MERCHANT_SECRET = 'whsec_merchant_0123456789abcdef';
 const PAYMENT_TIMEOUT_MS = 2_000;
@@ -44,17 +44,6 @@ function useMerchant(env: Record<string, string> = {}) {
   return context;
 }
 
-async function buy(http: TestAgent, stores: Stores, goodsId: number, userId: number) {
-  await http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId)).expect(202);
-  return waitFor(
-    async () =>
-      (await stores.orders(goodsId)).find(
-        (row) => Number(row.user_id) === userId && row.status === 'PENDING_PAYMENT',
-      )?.order_no,
-    { what: `the order of user ${userId}` },
-  );
-}
-
 const statusOf = async (http: TestAgent, orderNo: string) =>
   (await http.get(`/api/v1/orders/${orderNo}`).set('Authorization', adminAuth()).expect(200)).body
     .status as string;
@@ -65,22 +54,22 @@ describe("merchant events: every order change told to the shop's webhook", () =>
   it('should tell the merchant each change of an order once, signed, in the order it happened', async () => {
     const { app, stores, receiver } = t;
     const goodsId = await createSale(app.http, { stock: 3 });
-    const paid = await buy(app.http, stores, goodsId, 3301);
+    const paid = await buyPending(app.http, stores, goodsId, 3301);
     await sendEvent(app.http, paymentEvent('payment.succeeded', paid)).expect(200);
-    const cancelled = await buy(app.http, stores, goodsId, 3302);
+    const cancelled = await buyPending(app.http, stores, goodsId, 3302);
     await app.http
       .post(`/api/v1/orders/${cancelled}/cancel`)
       .set('Authorization', bearer(3302))
       .expect(200);
 
     const scarce = await createSale(app.http, { stock: 1 });
-    const late = await buy(app.http, stores, scarce, 3303);
+    const late = await buyPending(app.http, stores, scarce, 3303);
     await waitFor(async () => (await statusOf(app.http, late)) === 'CANCELLED', {
       timeoutMs: PAYMENT_TIMEOUT_MS + 15_000,
       what: 'the order to expire',
     });
     await waitFor(async () => (await stores.redisStock(scarce)) === 1, { what: 'the restock' });
-    await buy(app.http, stores, scarce, 3304);
+    await buyPending(app.http, stores, scarce, 3304);
     await sendEvent(app.http, paymentEvent('payment.succeeded', late)).expect(200);
 
     const expected: Record<string, string[]> = {
@@ -136,7 +125,7 @@ describe('merchant events: a merchant that fails', () => {
     const orderNoOf = () =>
       stores.orders(goodsId).then((rows) => rows.find((row) => Number(row.user_id) === userId));
     receiver.answer = (event) => (down && event.data.userId === userId ? 503 : 200);
-    const orderNo = await buy(app.http, stores, goodsId, userId);
+    const orderNo = await buyPending(app.http, stores, goodsId, userId);
     const parked = await waitFor(
       async () => {
         const list = await app.http
@@ -155,7 +144,7 @@ describe('merchant events: a merchant that fails', () => {
 
     // Its payment's event waits behind the parked one; another order's goes through.
     await sendEvent(app.http, paymentEvent('payment.succeeded', orderNo)).expect(200);
-    const other = await buy(app.http, stores, goodsId, 3312);
+    const other = await buyPending(app.http, stores, goodsId, 3312);
     await waitFor(() => receiver.typesOf(other).length === 1, { what: "the other order's event" });
     expect(receiver.typesOf(orderNo)).toEqual([]);
     expect((await orderNoOf())?.status).toBe('PAID');
@@ -227,7 +216,7 @@ describe('merchant events: a worker killed mid-delivery', () => {
       const goodsId = await createSale(api.http, { stock: 2 });
       let hung = 0;
       receiver.it.answer = () => (hung++ === 0 ? 'hang' : 200);
-      const orderNo = await buy(api.http, stores, goodsId, 3321);
+      const orderNo = await buyPending(api.http, stores, goodsId, 3321);
       await waitFor(() => hung > 0, { what: 'the first delivery to reach the merchant' });
       await first.stop('SIGKILL');
       const killedAt = Date.now();

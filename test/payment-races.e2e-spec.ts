@@ -2,6 +2,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeProvider, type Checkout } from '../scripts/fake-provider/provider.js';
 import { MerchantReceiver } from '../scripts/fake-provider/merchant-receiver.js';
+import { LAST_ORDER_EVENT, ORDER_EVENT_PATHS } from '../scripts/fake-provider/order-events.js';
 import {
   bearer,
   consistentReconcile,
@@ -19,23 +20,6 @@ const PAYMENT_TIMEOUT_MS = 3_000;
 const ORDERS = 300;
 const SECOND_WAVE = 60;
 const PRICE = 999.99;
-
-/** What the merchant may hear of one order, in order: created, then one way out, then maybe one more. */
-const PATHS = new Set([
-  'order.created',
-  'order.created order.paid',
-  'order.created order.cancelled',
-  'order.created order.expired',
-  'order.created order.cancelled order.paid',
-  'order.created order.expired order.paid',
-  'order.created order.cancelled order.refund_required',
-  'order.created order.expired order.refund_required',
-]);
-const FINAL_EVENT: Record<string, string[]> = {
-  PAID: ['order.paid'],
-  CANCELLED: ['order.cancelled', 'order.expired'],
-  REFUND_REQUIRED: ['order.refund_required'],
-};
 
 /** A small deterministic generator, so that a failure replays the same races. */
 function seeded(seed: number) {
@@ -198,8 +182,10 @@ describe('payments racing the deadline, the cancel and a second wave of buyers',
     );
     for (const row of final) {
       const types = receiver.typesOf(row.order_no);
-      expect(PATHS.has(types.join(' ')), `${row.order_no}: ${types.join(' ')}`).toBe(true);
-      expect(FINAL_EVENT[row.status]).toContain(types.at(-1));
+      expect(ORDER_EVENT_PATHS.has(types.join(' ')), `${row.order_no}: ${types.join(' ')}`).toBe(
+        true,
+      );
+      expect(LAST_ORDER_EVENT[row.status]).toContain(types.at(-1));
       expect(types).toEqual(
         outbox.filter((event) => event.order_no === row.order_no).map((event) => event.type),
       );

@@ -15,6 +15,7 @@ import {
   waitFor,
 } from './support/harness.js';
 import {
+  buyPending,
   PAYMENT_SECRET,
   paymentEvent,
   sendEvent,
@@ -33,19 +34,7 @@ describe('payments: the provider webhook', () => {
   });
   const { stores } = t;
 
-  async function buy(goodsId: number, userId: number): Promise<string> {
-    await t.http
-      .post(`/api/v1/seckill/${goodsId}`)
-      .set('Authorization', bearer(userId))
-      .expect(202);
-    return waitFor(
-      async () =>
-        (await stores.orders(goodsId)).find(
-          (row) => Number(row.user_id) === userId && row.status === 'PENDING_PAYMENT',
-        )?.order_no,
-      { what: `the order of user ${userId}` },
-    );
-  }
+  const buy = (goodsId: number, userId: number) => buyPending(t.http, stores, goodsId, userId);
 
   const order = async (orderNo: string) =>
     (await t.http.get(`/api/v1/orders/${orderNo}`).set('Authorization', adminAuth()).expect(200))

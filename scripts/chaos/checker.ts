@@ -1,6 +1,7 @@
 // The checker: after the heal, is the history of answers allowed by the promises, given what the
 // stores hold? Pure: a history and a snapshot in, each invariant's verdict out, every violation
 // named with the request ids it is about.
+import { LAST_ORDER_EVENT, ORDER_EVENT_PATHS } from '../fake-provider/order-events.js';
 import type { HistoryEntry } from './history.js';
 import { checkQueues, type FaultSpan, type QueueFacts } from './queue-checks.js';
 
@@ -212,23 +213,6 @@ export interface CheckReport {
 /** An order accepted on the wall clock may show up to this much before its request was sent. */
 const CLOCK_SLACK_MS = 50;
 const ACTIVE: ReadonlySet<OrderStatus> = new Set(['PENDING_PAYMENT', 'PAID']);
-/** What the shop may hear of one order, in order (docs/payments.md). */
-const MERCHANT_PATHS: ReadonlySet<string> = new Set([
-  'order.created',
-  'order.created order.paid',
-  'order.created order.cancelled',
-  'order.created order.expired',
-  'order.created order.cancelled order.paid',
-  'order.created order.expired order.paid',
-  'order.created order.cancelled order.refund_required',
-  'order.created order.expired order.refund_required',
-]);
-const LAST_EVENT: Record<OrderStatus, readonly string[]> = {
-  PENDING_PAYMENT: ['order.created'],
-  PAID: ['order.paid'],
-  CANCELLED: ['order.cancelled', 'order.expired'],
-  REFUND_REQUIRED: ['order.refund_required'],
-};
 const MAX_LISTED = 10;
 
 /** The acceptance time an order number carries (`SK<epoch ms><hex>`). */
@@ -773,9 +757,9 @@ function checkMerchantEvents(input: CheckInput, tally: Tally): void {
           ? `${missing.length} of its ${mine.ids.length} events never reached the shop`
           : arrived.join() !== mine.ids.join()
             ? 'its events reached the shop out of the order written'
-            : !MERCHANT_PATHS.has(path)
+            : !ORDER_EVENT_PATHS.has(path)
               ? `its events (${path || 'none'}) are not a path an order takes`
-              : !LAST_EVENT[order.status].includes(mine.types.at(-1)!)
+              : !LAST_ORDER_EVENT[order.status].includes(mine.types.at(-1)!)
                 ? `its last event is ${mine.types.at(-1)} and it is ${order.status}`
                 : undefined;
       if (!problem) continue;

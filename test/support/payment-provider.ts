@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type TestAgent from 'supertest/lib/agent.js';
 import { signatureHeader } from '../../src/common/webhook-signature.js';
+import { bearer, waitFor, type Stores } from './harness.js';
 
 /** The provider's signing secret the payment tests give the app (PAYMENT_WEBHOOK_SECRET). */
 export const PAYMENT_SECRET = 'whsec_test_0123456789abcdef';
@@ -29,6 +30,23 @@ export function paymentEvent(
       currency: overrides.currency ?? 'CNY',
     },
   };
+}
+
+/** Buys one unit as `userId` and waits for its order, pending payment; returns its number. */
+export async function buyPending(
+  http: TestAgent,
+  stores: Stores,
+  goodsId: number,
+  userId: number,
+): Promise<string> {
+  await http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId)).expect(202);
+  return waitFor(
+    async () =>
+      (await stores.orders(goodsId)).find(
+        (row) => Number(row.user_id) === userId && row.status === 'PENDING_PAYMENT',
+      )?.order_no,
+    { what: `the order of user ${userId}` },
+  );
 }
 
 /** Posts `event` to the webhook as the provider would: its JSON, signed at `at` (seconds). */
