@@ -764,6 +764,78 @@ describe('the chaos checker', () => {
 });
 
 describe('the chaos checker on payments', () => {
+  it("should judge a buyer's new purchase against their cancelled order by its cancel and its late retake, as the order events tell them", () => {
+    const input = cleanRun();
+    const c3 = sale(input).orders[2];
+    const again = orderNo(35_010, 'X5');
+    // Buyer 13's expired order C3 was paid late at 40 s and took its unit again; the buyer had
+    // bought again at 35 s, an order that expired at 38 s.
+    c3.status = 'PAID';
+    sale(input).orders.push({
+      orderNo: again,
+      requestId: 'r-13b',
+      userId: 13,
+      quantity: 1,
+      status: 'CANCELLED',
+      createdAtEpochMs: START + 35_100,
+      updatedAtEpochMs: START + 38_000,
+    });
+    input.history.push(
+      entry({
+        op: 'purchase',
+        buyer: 13,
+        sentMs: 35_000,
+        answeredMs: 35_050,
+        status: 202,
+        requestId: 'r-13b',
+      }),
+    );
+    input.history.find((e) => e.webhook?.eventId === 'evt_c3')!.webhook!.answered = 'PAID';
+    Object.assign(sale(input), {
+      mysqlStock: 0,
+      redisStock: 0,
+      redisBuyers: { '11': 1, '13': 1, '17': 1 },
+      restocked: [sale(input).orders[1].orderNo, c3.orderNo, again],
+      retaken: [c3.orderNo],
+      paymentEvents: [
+        { orderNo: sale(input).orders[3].orderNo, type: 'payment.succeeded', outcome: 'paid' },
+        { orderNo: c3.orderNo, type: 'payment.succeeded', outcome: 'retaken' },
+      ],
+    });
+    const at = (ms: number) => START + ms;
+    const timed = (no: string, type: string, ms: number) => ({
+      eventId: `t-${no}-${type}`,
+      orderNo: no,
+      type,
+      delivered: true,
+      parked: false,
+      atEpochMs: at(ms),
+    });
+    const c3Events = [
+      timed(c3.orderNo, 'order.created', 2_600),
+      timed(c3.orderNo, 'order.expired', 30_000),
+      timed(c3.orderNo, 'order.paid', 40_000),
+    ];
+    const others = sale(input).merchantEvents!.filter((e) => e.orderNo !== c3.orderNo);
+    const events = (expiredAtMs: number) => [
+      ...others,
+      ...c3Events,
+      timed(again, 'order.created', 35_100),
+      timed(again, 'order.expired', expiredAtMs),
+    ];
+    const received = () =>
+      sale(input).merchantEvents!.map((e) => ({ id: e.eventId, orderNo: e.orderNo, type: e.type }));
+    sale(input).merchantEvents = events(38_000);
+    input.merchantReceived = received();
+    expect(violated(input)).toEqual([]);
+
+    // The new order still held its unit when the late payment took the old one back.
+    sale(input).merchantEvents = events(45_000);
+    input.merchantReceived = received();
+    expect(violationsOf(input, 'one-active-order-per-buyer').map((v) => v.requestIds)).toEqual([
+      ['r-13b', 'r-13'],
+    ]);
+  });
   it('should name a PAID order no payment paid, and a refund no late payment asked for', () => {
     const input = cleanRun();
     sale(input).paymentEvents = [];
