@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { signatureHeader } from '../../src/common/webhook-signature.js';
+import { amountInMinorUnits } from '../../src/modules/payments/payment-event.js';
 
 export type PaymentEventType = 'payment.started' | 'payment.succeeded' | 'payment.failed';
 
@@ -53,9 +54,11 @@ export class FakeProvider {
 
   /** The checkout of `quantity` units at `unitPrice` (the catalogue's price, in major units). */
   checkout(orderNo: string, unitPrice: number | string, quantity = 1): Checkout {
-    const [whole, fraction = ''] = String(unitPrice).split('.');
-    const unitMinor = Number(whole) * 100 + Number(fraction.padEnd(2, '0').slice(0, 2));
-    return { orderNo, amount: unitMinor * quantity, currency: this.options.currency ?? 'CNY' };
+    return {
+      orderNo,
+      amount: amountInMinorUnits(String(unitPrice), quantity),
+      currency: this.options.currency ?? 'CNY',
+    };
   }
 
   event(type: PaymentEventType, checkout: Checkout): ProviderEvent {

@@ -6,7 +6,7 @@ import type { OrderEntity } from '../../infra/database/entities/order.entity.js'
 import { InjectConfig } from '../../config/config-namespace.js';
 import { jobsConfig, type JobsConfig } from '../../config/jobs.config.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
-import { TransactionsService } from '../../infra/database/transactions.service.js';
+import { TransactionsService, type Tx } from '../../infra/database/transactions.service.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { PurchaseLedgerStore, RetakeCode } from '../sale-store/purchase-ledger.store.js';
@@ -119,11 +119,7 @@ export class OrderRetakeService {
     });
   }
 
-  private async move(
-    tx: Parameters<RecordPayment>[0],
-    order: OrderEntity,
-    to: 'PAID' | 'REFUND_REQUIRED',
-  ): Promise<void> {
+  private async move(tx: Tx, order: OrderEntity, to: 'PAID' | 'REFUND_REQUIRED'): Promise<void> {
     if (!(await this.orders.settleLatePayment(tx, order.id, order.version, to))) {
       throw new Error(`order ${order.orderNo}: its row changed under its lock`);
     }

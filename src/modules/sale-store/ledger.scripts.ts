@@ -35,7 +35,7 @@ export enum RestockCode {
   NotPreheated = 2,
 }
 
-/** lua/seckill-retake.lua's answers ("give-back": AlreadyTaken is "held none", Retaken "given back"). */
+/** lua/seckill-retake.lua's answers (to "give-back": Already is "held none", Retaken "given back"). */
 export enum RetakeCode {
   Already = 0,
   Retaken = 1,
