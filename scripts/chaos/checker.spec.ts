@@ -763,6 +763,47 @@ describe('the chaos checker', () => {
   });
 });
 
+describe('the chaos checker on a purchase left unknown', () => {
+  it("should not take the order another click's answer named as the unknown click's", () => {
+    const input = cleanRun();
+    // Buyer 11's second click got no answer; its first (202, r-11) became order A1, which the
+    // buyer cancelled; the unknown click landed later as order Y9, and its result says so.
+    const y9 = orderNo(1_500, 'Y9');
+    const unknown = entry({
+      op: 'purchase',
+      buyer: 11,
+      sentMs: 1_000,
+      status: 0,
+      code: 'TIMEOUT',
+      outcome: 'unknown',
+    });
+    input.history.push(
+      unknown,
+      entry({
+        op: 'result',
+        buyer: 11,
+        sentMs: 59_000,
+        resultStatus: 'SUCCESS',
+        requestId: 'r-11y',
+        orderNo: y9,
+        truthOf: unknown.id,
+      }),
+    );
+    sale(input).orders.push({
+      orderNo: y9,
+      requestId: 'r-11y',
+      userId: 11,
+      quantity: 1,
+      status: 'CANCELLED',
+      createdAtEpochMs: START + 1_600,
+      updatedAtEpochMs: START + 2_000,
+    });
+    sale(input).restocked.push(y9);
+    told(input, y9, ['order.created', 'order.cancelled']);
+    expect(violationsOf(input, 'result-tells-truth')).toEqual([]);
+  });
+});
+
 describe('the chaos checker on payments', () => {
   it("should judge a buyer's new purchase against their cancelled order by its cancel and its late retake, as the order events tell them", () => {
     const input = cleanRun();

@@ -1054,6 +1054,16 @@ function checkAfterQuiet(input: CheckInput, tally: Tally): void {
   for (const entry of input.history) {
     if (entry.op === 'result' && entry.truthOf !== undefined) lastRead.set(entry.truthOf, entry);
   }
+  // The purchases whose answers gave their request id: an order with one of them is theirs
+  // (or a retry's with the same Idempotency-Key), no other purchase's.
+  const answered = input.history.filter((e) => e.op === 'purchase' && e.requestId);
+  const anothers = (purchase: HistoryEntry, requestId: string) =>
+    answered.some(
+      (e) =>
+        e.requestId === requestId &&
+        e.id !== purchase.id &&
+        !(purchase.idempotencyKey !== undefined && e.idempotencyKey === purchase.idempotencyKey),
+    );
   for (const [purchaseId, read] of lastRead) {
     const purchase = byId.get(purchaseId);
     if (!purchase) continue;
@@ -1066,7 +1076,9 @@ function checkAfterQuiet(input: CheckInput, tally: Tally): void {
     const order = purchase.requestId
       ? theirs?.find((o) => o.requestId === purchase.requestId)
       : theirs?.find(
-          (o) => o.createdAtEpochMs >= input.startedAtEpochMs + purchase.sentMs - CLOCK_SLACK_MS,
+          (o) =>
+            !anothers(purchase, o.requestId) &&
+            o.createdAtEpochMs >= input.startedAtEpochMs + purchase.sentMs - CLOCK_SLACK_MS,
         );
     const told = `${read.resultStatus ?? 'no result'}${read.orderNo ? ` ${read.orderNo}` : ''}`;
     let wrong: string | undefined;
