@@ -9,17 +9,28 @@
   back), or it is in `retaken` (taken again since). `retaken` keeps what the rebuild needs to count
   a retaken unit whose MySQL commit has not come (lua/seckill-rebuild.lua).
 
+  In a goods split over buckets the order is counted in its buyer's home bucket, where its cancel
+  gave its unit back. When that bucket is short, the unit is borrowed from another bucket first
+  (lua/seckill-loan.lua, under a loan id of this attempt) and "take" is called with that loan:
+  the stock is not taken here again, the loan is written down in `borrowed` as a purchase's is
+  (lua/seckill-deduct.lua), so that the loan sweeper drops the loan instead of giving it back.
+  A loan the sweeper voided here first (this attempt took too long) is refused.
+
   KEYS[1] stock      seckill:{gid}:stock
   KEYS[2] buyers     seckill:{gid}:buyers     hash userId -> quantity held
   KEYS[3] restocked  seckill:{gid}:restocked  set of order numbers whose stock was given back
   KEYS[4] retaken    seckill:{gid}:retaken    hash orderNo -> {"requestId", "userId", "quantity"}
   KEYS[5] meta       seckill:{gid}:meta       frozenUntil (ms) while a repair counts the bucket
+  KEYS[6] borrowed   seckill:{gid}:borrowed   hash loan id -> lending bucket (written with a loan)
+  KEYS[7] voided     seckill:{gid}:voided     zset, read only: a loan id voided here by the sweeper
 
   ARGV[1] "take" | "give-back"
   ARGV[2] orderNo
   ARGV[3] userId
   ARGV[4] quantity
   ARGV[5] the order's requestId
+  ARGV[6] "take" on a loan: the loan's id ("" or absent: the stock is taken here)
+  ARGV[7] "take" on a loan: the lending bucket
 
   Returns, for "take":
     0 ALREADY        taken again before: nothing changed
@@ -32,6 +43,9 @@
     5 BUYER_HOLDS    the buyer holds another purchase of this goods (in flight or an order):
                      nothing changed
     6 FROZEN         a repair is counting this bucket: nothing changed (try again)
+    7 LOAN_VOIDED    on a loan: the sweeper voided the loan here (gave it back): nothing changed
+                     (try again with another loan)
+  On a loan, every answer but RETAKEN leaves the loan unrecorded here: the caller gives it back.
   for "give-back":
     0 HELD_NONE      the order held no unit: nothing changed
     1 GIVEN_BACK     its unit is back in the stock, its buyer's count down
@@ -43,6 +57,8 @@ end
 local orderNo = ARGV[2]
 local userId = ARGV[3]
 local quantity = tonumber(ARGV[4])
+local loanId = ARGV[6] or ''
+local onLoan = loanId ~= ''
 local retaken = redis.call('HEXISTS', KEYS[4], orderNo) == 1
 local restocked = redis.call('SISMEMBER', KEYS[3], orderNo) == 1
 
@@ -85,10 +101,17 @@ end
 if redis.call('HEXISTS', KEYS[2], userId) == 1 then
   return 5
 end
-if tonumber(redis.call('GET', KEYS[1])) < quantity then
-  return 4
+if onLoan then
+  if redis.call('ZSCORE', KEYS[7], loanId) then
+    return 7
+  end
+  redis.call('HSET', KEYS[6], loanId, ARGV[7])
+else
+  if tonumber(redis.call('GET', KEYS[1])) < quantity then
+    return 4
+  end
+  redis.call('DECRBY', KEYS[1], quantity)
 end
-redis.call('DECRBY', KEYS[1], quantity)
 redis.call('HINCRBY', KEYS[2], userId, quantity)
 redis.call('HSET', KEYS[4], orderNo, record)
 return 1

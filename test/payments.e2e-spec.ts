@@ -14,6 +14,7 @@ import {
   useApp,
   waitFor,
 } from './support/harness.js';
+import { allBuyers, bucketStocks, unsettled, usersHomed } from './support/stock-buckets.js';
 import {
   buyPending,
   PAYMENT_SECRET,
@@ -49,13 +50,18 @@ describe('payments: the provider webhook', () => {
   };
 
   /** Buys one unit and waits until its deadline has cancelled it and Redis has the unit back. */
-  async function expiredOrder(goodsId: number, userId: number, stock: number) {
+  async function expiredOrder(goodsId: number, userId: number, stock: number, shards = 1) {
     const orderNo = await buy(goodsId, userId);
     await waitFor(async () => (await order(orderNo)).status === 'CANCELLED', {
       timeoutMs: PAYMENT_TIMEOUT_MS + 15_000,
       what: 'the order to expire',
     });
-    await waitFor(async () => (await stores.redisStock(goodsId)) === stock, {
+    const redisStock = async () =>
+      (await bucketStocks(stores.redis, goodsId, shards)).reduce<number>(
+        (sum, n) => sum + (n ?? 0),
+        0,
+      );
+    await waitFor(async () => (await redisStock()) === stock, {
       what: 'its unit back in redis',
     });
     return orderNo;
@@ -235,6 +241,56 @@ describe('payments: the provider webhook', () => {
       .set('Authorization', bearer(3251))
       .expect(409);
     expect(cancel.body.code).toBe('ORDER_PAID');
+  });
+
+  it("should take a late payment's unit from another bucket when its buyer's home bucket sold it since, and refund only once every bucket is empty", async () => {
+    const shards = 4;
+    const goodsId = await createSale(t.http, { stock: 4, stockShards: shards });
+    // Two buyers of one home bucket (one unit per bucket), a third of another.
+    const [late, sameHome] = usersHomed(3281, 2, shards, (home) => home === 0);
+    const [elsewhere] = usersHomed(3281, 1, shards, (home) => home !== 0);
+    // Every order here is paid at once: the deadline (2 s) would give the units back.
+    const payNow = async (userId: number) =>
+      sendEvent(t.http, paymentEvent('payment.succeeded', await buy(goodsId, userId))).expect(200);
+    const orderNo = await expiredOrder(goodsId, late, 4, shards);
+    await payNow(sameHome);
+    expect(await bucketStocks(stores.redis, goodsId, shards)).toEqual([0, 1, 1, 1]);
+
+    const event = paymentEvent('payment.succeeded', orderNo);
+    const paid = await sendEvent(t.http, event).expect(200);
+    expect(paid.body.status).toBe('PAID');
+    await sendEvent(t.http, event).expect(200);
+    expect((await order(orderNo)).status).toBe('PAID');
+    const stocks = await bucketStocks(stores.redis, goodsId, shards);
+    expect(stocks[0]).toBe(0);
+    expect(stocks.reduce<number>((sum, stock) => sum + stock!, 0)).toBe(2);
+    expect(await stores.mysqlStock(goodsId)).toBe(2);
+    expect(await allBuyers(stores.redis, goodsId, shards)).toEqual({
+      [late]: '1',
+      [sameHome]: '1',
+    });
+    // The loan is settled with the answer (dropped: the order holds the unit at home).
+    expect(await unsettled(stores.redis, goodsId, shards)).toBe(0);
+    await consistentReconcile(t.http, goodsId);
+
+    // A repair rebuilds every bucket from MySQL and Redis's records: the unit stays counted once.
+    await t.http
+      .post(`/api/v1/admin/goods/${goodsId}/reconcile/repair`)
+      .set('Authorization', adminAuth())
+      .expect(200);
+    const rebuilt = await bucketStocks(stores.redis, goodsId, shards);
+    expect(rebuilt.reduce<number>((sum, stock) => sum + stock!, 0)).toBe(2);
+
+    // With every bucket sold, a late payment has no unit left anywhere: a refund, never oversold.
+    const other = await expiredOrder(goodsId, elsewhere, 2, shards);
+    await payNow(3400);
+    await payNow(3401);
+    const refund = await sendEvent(t.http, paymentEvent('payment.succeeded', other)).expect(200);
+    expect(refund.body.status).toBe('REFUND_REQUIRED');
+    expect(await bucketStocks(stores.redis, goodsId, shards)).toEqual([0, 0, 0, 0]);
+    expect(await stores.mysqlStock(goodsId)).toBe(0);
+    expect(await unsettled(stores.redis, goodsId, shards)).toBe(0);
+    await consistentReconcile(t.http, goodsId);
   });
 
   it("should not settle a late payment while Redis has lost the sale, which may hold its buyer's purchase still on its way to MySQL", async () => {

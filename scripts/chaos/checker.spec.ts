@@ -6,6 +6,7 @@ import {
   type InvariantName,
   type OrderRow,
   type OrdersWrittenPoint,
+  type OrderStatus,
 } from './checker.js';
 import type { HistoryEntry } from './history.js';
 
@@ -188,6 +189,12 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
       },
     }),
   ];
+  // C3's times: refunded while buyer 13's timed-out purchase may still have held a unit.
+  const c3Times: Record<string, number> = {
+    'order.created': 2_600,
+    'order.expired': 12_600,
+    'order.refund_required': 24_000,
+  };
   const merchantEvents = [
     [orders[0].orderNo, 'order.created'],
     [orders[0].orderNo, 'order.paid'],
@@ -204,6 +211,7 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
     type,
     delivered: true,
     parked: false,
+    ...(no === orders[2].orderNo ? { atEpochMs: START + c3Times[type] } : {}),
   }));
   return {
     history,
@@ -905,6 +913,67 @@ describe('the chaos checker on payments', () => {
     const refund = cleanRun();
     refund.snapshot.sales[0].retaken = [sale(refund).orders[2].orderNo];
     expect(violationsOf(refund, 'late-payment-never-oversold')).toHaveLength(1);
+  });
+
+  it('should name a late payment refunded while units stood free, and none refunded while others or its buyer may have held them', () => {
+    const timedRefund = (extra: OrderRow[] = []) => {
+      const input = cleanRun();
+      const c3 = sale(input).orders[2];
+      sale(input).orders.push(...extra);
+      const times: Record<string, number> = {
+        'order.created': 2_600,
+        'order.expired': 30_000,
+        'order.refund_required': 32_600,
+      };
+      sale(input).merchantEvents = sale(input).merchantEvents!.map((event) =>
+        event.orderNo === c3.orderNo ? { ...event, atEpochMs: START + times[event.type] } : event,
+      );
+      return input;
+    };
+    // Of 3 units, only buyer 11's was held at 32.6 s: two stood free.
+    expect(
+      violationsOf(timedRefund(), 'late-payment-refunded-only-when-none-left').map(
+        (v) => v.requestIds,
+      ),
+    ).toEqual([['r-13']]);
+
+    const order = (no: string, userId: number, acceptedMs: number, status: OrderStatus) => ({
+      orderNo: orderNo(acceptedMs, no),
+      requestId: `r-${userId}`,
+      userId,
+      quantity: 1,
+      status,
+      createdAtEpochMs: START + acceptedMs + 100,
+      updatedAtEpochMs: START + 32_000,
+    });
+    // Two more held: one paid, one cancelled too lately for Redis to surely have it back.
+    const soldOut = timedRefund([
+      order('E5', 18, 20_000, 'PAID'),
+      order('F6', 19, 25_000, 'CANCELLED'),
+    ]);
+    expect(violationsOf(soldOut, 'late-payment-refunded-only-when-none-left')).toEqual([]);
+    // Another order cancelled at 28 s had its unit back by 29 s: one stood free at 32.6 s...
+    const cancelledAt = (ms: number) => ({
+      ...order('F6', 19, 25_000, 'CANCELLED'),
+      updatedAtEpochMs: START + ms,
+    });
+    const aroundFault = timedRefund([order('E5', 18, 20_000, 'PAID'), cancelledAt(28_000)]);
+    expect(violationsOf(aroundFault, 'late-payment-refunded-only-when-none-left')).toHaveLength(1);
+    // ...unless Redis was down around that cancel: its restock may come only after the heal.
+    aroundFault.faults = [
+      {
+        from: 27_500,
+        to: 29_000,
+        what: 'redis-kill',
+        kind: 'redis-kill',
+        redisData: false,
+        stopsClock: true,
+      },
+    ];
+    expect(violationsOf(aroundFault, 'late-payment-refunded-only-when-none-left')).toEqual([]);
+    // The buyer held another order: the refund is the one-purchase rule's.
+    const holding = timedRefund([order('G7', 13, 31_000, 'PENDING_PAYMENT')]);
+    expect(violationsOf(holding, 'late-payment-refunded-only-when-none-left')).toEqual([]);
   });
 
   it('should name an order event the shop never heard, one heard out of order, and a path no order takes', () => {

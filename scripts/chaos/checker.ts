@@ -171,6 +171,8 @@ export const INVARIANTS = {
     "no order is PAID without a payment.succeeded the shop applied (or its owner's pay route), none REFUND_REQUIRED without a late one; every repeat of an event is answered as its first delivery",
   'late-payment-never-oversold':
     'a payment after the cancel takes a unit again only where one was left: every retaken order is PAID and counted in Redis as taken (never given back), every refunded one holds nothing',
+  'late-payment-refunded-only-when-none-left':
+    'a late payment is refunded only when its buyer held another purchase or no bucket of the sale had a unit for it: never while units stood free, counting every order from its acceptance to a while after its cancel and every purchase that became none as held',
   'merchant-events-delivered':
     "once quiet, every order event in the outbox reached the shop once (by id), each order's in the order written, on a path the state machine allows, the last one its final status",
   'stock-back-once':
@@ -249,6 +251,7 @@ export function check(input: CheckInput): CheckReport {
   checkOrderActions(input, tally);
   checkPayments(input, tally);
   checkMerchantEvents(input, tally);
+  checkRefunds(input, tally);
   checkQueueOutsiders(input, tally);
   if (input.queue) {
     checkQueues(
@@ -722,6 +725,117 @@ function checkPayments(input: CheckInput, tally: Tally): void {
         historyIds: [earlier.id, entry.id],
         goodsId: entry.goodsId,
         atMs: entry.sentMs,
+      });
+    }
+  }
+}
+
+/** How long after an order's cancel Redis may not have its unit back yet, with no fault about. */
+const RESTOCK_LAG_MS = 1_000;
+/**
+ * A cancel around a fault that may leave Redis behind MySQL (explainsDrift) has its unit back in
+ * Redis by this long after the fault's end: the reconcile (every 15 s in the run) restocks it.
+ */
+const RESTOCK_AFTER_FAULT_MS = 20_000;
+/** How long a purchase left with no answer that became no order may have held its units. */
+const UNANSWERED_HOLD_MS = 30_000;
+
+/**
+ * A late payment refunded while units stood free: the sale had one in some bucket and the order
+ * did not take it (the retake looked at one bucket only, say). Judged against a count of the
+ * units held at the refund that errs on the side of "held", so that only a refund with units
+ * surely free is named. Every other order holds from its acceptance (its number's time) until
+ * its cancel's unit is surely back in Redis (RESTOCK_LAG_MS after it, or RESTOCK_AFTER_FAULT_MS
+ * after a fault around it ends); one still cancelled after a late payment was tried for it holds
+ * for good (a retake Redis made whose MySQL commit never came holds a unit until a repair), and
+ * a refunded one until its refund. A purchase that became no order holds from its sending until
+ * its FAILED result was read (for good if never), one with no answer for UNANSWERED_HOLD_MS. A
+ * refund whose buyer may have held anything else of the goods then is not judged (the buyer's
+ * one purchase is the rule). Judged from the order events' times (the snapshot's).
+ */
+function checkRefunds(input: CheckInput, tally: Tally): void {
+  const start = input.startedAtEpochMs;
+  const latePaid = new Set(
+    input.history.filter((e) => e.webhook?.late && e.orderNo).map((e) => e.orderNo!),
+  );
+  const restockedBy = (cancelledAt: number) => {
+    const at = cancelledAt - start;
+    let by = at + RESTOCK_LAG_MS;
+    for (const fault of input.faults ?? []) {
+      const around = fault.from <= at + RESTOCK_LAG_MS && fault.to >= at - RESTOCK_LAG_MS;
+      if (around && explainsDrift(fault) !== undefined) {
+        by = Math.max(by, fault.to + RESTOCK_AFTER_FAULT_MS);
+      }
+    }
+    return start + by;
+  };
+  const failedAt = new Map<string, number>();
+  for (const e of input.history) {
+    if (e.op === 'result' && e.resultStatus === 'FAILED' && e.requestId) {
+      failedAt.set(
+        e.requestId,
+        Math.min(failedAt.get(e.requestId) ?? Infinity, start + e.answeredMs),
+      );
+    }
+  }
+  for (const sale of input.snapshot.sales) {
+    const refunds = sale.orders.filter((order) => order.status === 'REFUND_REQUIRED');
+    if (refunds.length === 0 || !sale.merchantEvents) continue;
+    const at = (orderNo: string, types: string[]) =>
+      sale.merchantEvents!.find((e) => e.orderNo === orderNo && types.includes(e.type))?.atEpochMs;
+    const ordered = new Set(sale.orders.map((order) => order.requestId));
+    const orderHeldUntil = (order: OrderRow) => {
+      if (ACTIVE.has(order.status)) return Infinity;
+      const back = restockedBy(
+        at(order.orderNo, ['order.cancelled', 'order.expired']) ?? order.updatedAtEpochMs,
+      );
+      if (!latePaid.has(order.orderNo)) return back;
+      if (order.status !== 'REFUND_REQUIRED') return Infinity;
+      return Math.max(back, at(order.orderNo, ['order.refund_required']) ?? Infinity);
+    };
+    const holds = [
+      ...sale.orders.map((order) => ({
+        order,
+        buyer: order.userId,
+        units: order.quantity,
+        from: (acceptedAtEpochMs(order.orderNo) ?? order.createdAtEpochMs) - CLOCK_SLACK_MS,
+        until: orderHeldUntil(order),
+      })),
+      ...input.history
+        .filter(
+          (e) =>
+            e.op === 'purchase' &&
+            e.goodsId === sale.goodsId &&
+            e.outcome !== 'refused' &&
+            !(e.requestId && ordered.has(e.requestId)),
+        )
+        .map((e) => ({
+          order: undefined,
+          buyer: e.buyer,
+          units: e.quantity ?? 1,
+          from: start + e.sentMs - CLOCK_SLACK_MS,
+          until: e.requestId
+            ? (failedAt.get(e.requestId) ?? Infinity)
+            : start + e.sentMs + UNANSWERED_HOLD_MS,
+        })),
+    ];
+    for (const refund of refunds) {
+      const refundedAt = at(refund.orderNo, ['order.refund_required']);
+      if (refundedAt === undefined) continue;
+      const held = holds.filter(
+        (hold) => hold.order !== refund && hold.from <= refundedAt && refundedAt <= hold.until,
+      );
+      tally.checked('late-payment-refunded-only-when-none-left');
+      if (held.some((hold) => hold.buyer === refund.userId)) continue;
+      const free = sale.totalStock - held.reduce((sum, hold) => sum + hold.units, 0);
+      if (free < refund.quantity) continue;
+      tally.violate({
+        invariant: 'late-payment-refunded-only-when-none-left',
+        message: `${sale.name}: order ${refund.orderNo} of buyer ${refund.userId}, paid late, was refunded at ${refundedAt - start} ms while at least ${free} of ${sale.totalStock} units stood free`,
+        requestIds: [refund.requestId],
+        historyIds: [],
+        goodsId: sale.goodsId,
+        atMs: refundedAt - start,
       });
     }
   }

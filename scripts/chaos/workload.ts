@@ -84,7 +84,7 @@ export interface QueueProfile {
 
 /** One kind of sale and how its buyers behave. */
 export interface SaleProfile {
-  name: 'big' | 'small' | 'returning' | 'queued';
+  name: 'big' | 'small' | 'returning' | 'late' | 'queued';
   stock: number;
   stockShards: number;
   /** The most one buyer may buy: its buyers ask for more than one unit now and then. */
@@ -96,6 +96,8 @@ export interface SaleProfile {
   /** What an accepted buyer does: pay, cancel, or (the rest) leave it to expire. */
   pay: number;
   cancel: number;
+  /** Of the orders left to expire, the share the provider pays late (LATE_SHARE otherwise). */
+  lateShare?: number;
 }
 
 export interface Sale extends SaleProfile {
@@ -105,8 +107,9 @@ export interface Sale extends SaleProfile {
 }
 
 /**
- * Four sales at once: a big one, a small one that sells out early, one restocked by cancels, and
- * a queue sale whose buyers wait to be admitted (some lapse, some try to buy around the queue).
+ * Five sales at once: a big one, a small one that sells out early, one restocked by cancels, one
+ * whose expired orders are paid late across buckets, and a queue sale whose buyers wait to be
+ * admitted (some lapse, some try to buy around the queue).
  * The big one's stock is drawn: lasting the whole run, or selling out part way (a fault near its
  * last units is where stores that disagree turn an accepted purchase into a FAILED one). The
  * queue sale opens its waiting room at the run's start and starts 20–40 % into it, among the
@@ -147,6 +150,19 @@ export function saleProfiles(minutes: number, rng: Rng): SaleProfile[] {
       weight: 2.5,
       pay: 0.1,
       cancel: 0.6,
+    },
+    {
+      // Orders left to expire and paid late, one unit per bucket: the units come back to their
+      // buyers' home buckets and are bought again, so that a late payment often finds its home
+      // bucket sold while another still has a unit.
+      name: 'late',
+      stock: 4,
+      stockShards: 4,
+      perUserLimit: 1,
+      weight: 1.5,
+      pay: 0.1,
+      cancel: 0.1,
+      lateShare: 0.8,
     },
     {
       name: 'queued',
@@ -643,7 +659,7 @@ export class Workload {
     const draw = this.rng.next();
     const first = draw < sale.pay ? 'pay' : draw < sale.pay + sale.cancel ? 'cancel' : undefined;
     if (first === undefined) {
-      if (this.options.payments && this.rng.chance(LATE_SHARE)) {
+      if (this.options.payments && this.rng.chance(sale.lateShare ?? LATE_SHARE)) {
         this.payLate(sale, buyer, orderNo, quantity);
       }
       return;

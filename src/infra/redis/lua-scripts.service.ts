@@ -17,7 +17,7 @@ const SCRIPTS = {
   seckillComplete: { file: 'seckill-complete.lua', keys: 9 },
   seckillPreheat: { file: 'seckill-preheat.lua', keys: 2 },
   seckillRestock: { file: 'seckill-restock.lua', keys: 3 },
-  seckillRetake: { file: 'seckill-retake.lua', keys: 5 },
+  seckillRetake: { file: 'seckill-retake.lua', keys: 7 },
   seckillSnapshot: { file: 'seckill-snapshot.lua', keys: 5 },
   seckillRebuild: { file: 'seckill-rebuild.lua', keys: 8 },
   seckillLoan: { file: 'seckill-loan.lua', keys: 4 },

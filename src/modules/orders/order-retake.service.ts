@@ -27,7 +27,9 @@ const HELD_IN_REDIS = new Set([RetakeCode.Retaken, RetakeCode.Kept, RetakeCode.A
  * writer of the goods' stock (the order writer, the database-mode sale, a cancel) and the rebuild
  * of Redis from MySQL wait for it. Under that lock MySQL is asked first (stock left, the buyer
  * holds no other order), then Redis takes the unit (lua/seckill-retake.lua: the stock Redis sells
- * from, and the buyer's in-flight purchases MySQL cannot see yet), then MySQL follows and commits.
+ * from, and the buyer's in-flight purchases MySQL cannot see yet; in a goods split over buckets,
+ * borrowed from another bucket when the buyer's home bucket is short: PurchaseLedgerStore.retake),
+ * then MySQL follows and commits.
  * Redis goes first because it is what sells: a unit MySQL took while Redis still offered it would
  * be sold twice. If MySQL never commits (a crash, a lost connection), Redis holds a unit for a
  * cancelled order: it undersells, never oversells, and the provider's retry of the event (it was
@@ -89,6 +91,13 @@ export class OrderRetakeService {
       if (code === RetakeCode.Frozen) {
         throw new UnavailableError(
           `A repair is counting goods ${order.goodsId}; the payment is taken again shortly`,
+        );
+      }
+      if (code === RetakeCode.LoanVoided) {
+        // The unit borrowed from another bucket was given back by the loan sweeper before the
+        // home bucket recorded it (this attempt was slow): the provider's retry borrows again.
+        throw new UnavailableError(
+          `The unit borrowed for order ${order.orderNo} was given back meanwhile; send the event again`,
         );
       }
       const evicted =

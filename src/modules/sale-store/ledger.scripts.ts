@@ -44,6 +44,8 @@ export enum RetakeCode {
   SoldOut = 4,
   BuyerHolds = 5,
   Frozen = 6,
+  /** On a loan: the loan sweeper voided this attempt's loan first (it gave the loan back). */
+  LoanVoided = 7,
 }
 
 /** A late payment's order, as the retake counts it. */
@@ -214,10 +216,12 @@ export class LedgerScripts {
     return { completed, retaken };
   }
 
+  /** `loan`: "take" with stock already borrowed from another bucket (lua/seckill-retake.lua). */
   async retake(
     keys: SaleKeys,
     mode: 'take' | 'give-back',
     order: RetakenOrder,
+    loan?: { id: string; bucket: number },
   ): Promise<RetakeCode> {
     return (await this.lua.run(
       'seckillRetake',
@@ -226,11 +230,15 @@ export class LedgerScripts {
       keys.restocked,
       keys.retaken,
       keys.meta,
+      keys.borrowed,
+      keys.voided,
       mode,
       order.orderNo,
       order.userId,
       order.quantity,
       order.requestId,
+      loan?.id ?? '',
+      loan?.bucket ?? '',
     )) as RetakeCode;
   }
 

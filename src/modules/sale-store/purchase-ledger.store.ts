@@ -185,19 +185,23 @@ export class PurchaseLedgerStore {
   }
 
   /**
-   * A late payment's order takes its unit again in its buyer's home bucket ("take"), or holds none
-   * there ("give-back"); idempotent by order number (lua/seckill-retake.lua). Only the home bucket
-   * is asked: its cancel gave the unit back there, so it is short only when another buyer took
-   * that unit since.
+   * A late payment's order takes its unit again ("take"), or holds none ("give-back"), counted in
+   * its buyer's home bucket; idempotent by order number (lua/seckill-retake.lua). Its cancel gave
+   * the unit back to that bucket; when another buyer took it since, the unit is borrowed from
+   * another bucket (StockLoansStore.retakeOnLoan): SOLD_OUT only when every bucket is short.
    */
   async retake(
     goodsId: number,
     mode: 'take' | 'give-back',
     order: RetakenOrder,
   ): Promise<RetakeCode> {
-    const keys = await this.counts.homeKeys(goodsId, order.userId);
-    const code = await this.scripts.retake(keys, mode, order);
+    const shards = await this.counts.of(goodsId);
+    const home = homeBucket(order.userId, shards);
+    const code = await this.scripts.retake(bucketKeys(goodsId, shards, home), mode, order);
     if (mode === 'give-back' && code === RetakeCode.Retaken) await this.soldOut.stockBack(goodsId);
+    if (mode === 'take' && code === RetakeCode.SoldOut && shards > 1) {
+      return this.loans.retakeOnLoan(goodsId, shards, home, order);
+    }
     return code;
   }
 

@@ -1140,6 +1140,38 @@ describe("the sale's scripts (real Redis)", () => {
       expect(await redis.hgetall(sale.keys.buyers)).toEqual({});
     });
 
+    it('should take the unit on a loan from another bucket without taking the home stock, writing the loan down as borrowed, and refuse a loan the sweeper voided', async () => {
+      const sale = await openSale({ stock: 1, limit: 5 });
+      const late = order(1211);
+      await buy(sale, 1211);
+      await ledger.restock(sale.keys, late.orderNo, 1211, 1);
+      expect((await buy(sale, 1212)).code).toBe(DeductCode.Accepted);
+      expect(await ledger.retake(sale.keys, 'take', late)).toBe(RetakeCode.SoldOut);
+
+      const loan = { id: `retake:${late.orderNo}:a`, bucket: 2 };
+      expect(await ledger.retake(sale.keys, 'take', late, loan)).toBe(RetakeCode.Retaken);
+      const after = await snapshot(sale);
+      expect(after.stock).toBe('0');
+      expect(after.buyers).toEqual({ '1211': '1', '1212': '1' });
+      expect(after.borrowed).toEqual({ [loan.id]: '2' });
+      expect(Object.keys(after.retaken)).toEqual([late.orderNo]);
+      // A later attempt's loan is not written down: the caller gives that one back.
+      const again = { id: `retake:${late.orderNo}:b`, bucket: 1 };
+      expect(await ledger.retake(sale.keys, 'take', late, again)).toBe(RetakeCode.Already);
+      expect(await snapshot(sale)).toEqual(after);
+
+      const other = await openSale({ stock: 1, limit: 5 });
+      const slow = order(1213);
+      await buy(other, 1213);
+      await ledger.restock(other.keys, slow.orderNo, 1213, 1);
+      expect((await buy(other, 1214)).code).toBe(DeductCode.Accepted);
+      const voided = { id: `retake:${slow.orderNo}:a`, bucket: 3 };
+      await redis.zadd(other.keys.voided, Date.now(), voided.id);
+      const before = await snapshot(other);
+      expect(await ledger.retake(other.keys, 'take', slow, voided)).toBe(RetakeCode.LoanVoided);
+      expect(await snapshot(other)).toEqual(before);
+    });
+
     it("should have a rebuild count a retaken unit that MySQL's snapshot still has as cancelled", async () => {
       const sale = await openSale({ stock: 3, limit: 5 });
       const late = { ...order(1208), requestId: (await buy(sale, 1208)).requestId };

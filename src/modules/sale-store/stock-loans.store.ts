@@ -1,12 +1,23 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { bucketOrder } from '../../common/stock-buckets.js';
 import type { RedisClient } from '../../infra/redis/redis-client.js';
 import { REDIS_CLIENT } from '../../infra/redis/redis.constants.js';
 import { bucketKeys, type SaleKeys } from '../../infra/redis/seckill-keys.js';
-import { DeductCode, LedgerScripts, ReleaseCode } from './ledger.scripts.js';
+import {
+  DeductCode,
+  LedgerScripts,
+  ReleaseCode,
+  RetakeCode,
+  type RetakenOrder,
+} from './ledger.scripts.js';
 import { LoanCode, LoanScripts } from './loan.scripts.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { BucketCountsStore } from './bucket-counts.store.js';
 import { SoldOutMemoStore } from './sold-out-memo.store.js';
+
+/** The loans of a late payment's retakes of one order: this, then the attempt's own id. */
+const retakeLoanPrefix = (orderNo: string) => `retake:${orderNo}:`;
 
 /** What a purchase asks for, as the deduct script takes it. */
 export interface PurchaseAsk {
@@ -80,6 +91,70 @@ export class StockLoansStore {
     if (missing) return { code: DeductCode.NotPreheated, remaining: 0 };
     if (empty === shards) this.soldOut.markSoldOut(goodsId);
     return { code: DeductCode.SoldOut, remaining: 0 };
+  }
+
+  /**
+   * A late payment's order whose home bucket is short (lua/seckill-retake.lua answered SOLD_OUT
+   * there): borrows its unit from another bucket, the way a purchase does, and takes it again at
+   * home on that loan. Every other bucket is asked in the buyer's order, hints or not: a refund is
+   * a final answer. The loan's id is this attempt's own, so that a loan the sweeper voided at home
+   * (an attempt that took too long) never blocks the next one. Whatever the home bucket answers,
+   * the loan is then settled the sweeper's way: dropped if recorded there, given back if not.
+   */
+  async retakeOnLoan(
+    goodsId: number,
+    shards: number,
+    home: number,
+    order: RetakenOrder,
+  ): Promise<RetakeCode> {
+    const homeKeys = bucketKeys(goodsId, shards, home);
+    await this.settleEarlierRetakeLoans(goodsId, shards, homeKeys, order);
+    const loanId = `${retakeLoanPrefix(order.orderNo)}${randomUUID()}`;
+    let missing = false;
+    for (const bucket of bucketOrder(order.userId, shards)) {
+      const lender = bucketKeys(goodsId, shards, bucket);
+      const loan = await this.loanScripts.loan(lender, loanId, order.quantity, order.userId, home);
+      if (loan.code === LoanCode.Frozen) return RetakeCode.Frozen;
+      if (loan.code === LoanCode.NotPreheated) missing = true;
+      if (loan.code !== LoanCode.Lent) continue;
+      this.metrics.stockLoans.inc({ event: 'taken' });
+      let code: RetakeCode;
+      try {
+        code = await this.ledger.retake(homeKeys, 'take', order, { id: loanId, bucket });
+      } catch (error) {
+        await this.voidUnrecorded(goodsId, homeKeys, lender, loanId, order.userId).catch(
+          () => undefined,
+        );
+        throw error;
+      }
+      await this.voidUnrecorded(goodsId, homeKeys, lender, loanId, order.userId);
+      return code;
+    }
+    return missing ? RetakeCode.NotPreheated : RetakeCode.SoldOut;
+  }
+
+  /**
+   * Loans an earlier attempt for this order left open (it died, or stalls, between its loan and
+   * its record at home): each is settled now, as the sweeper would later (given back unless
+   * recorded at home, and voided there so that a stalled attempt's record is refused), so that
+   * the unit it holds can be borrowed again instead of the order being refunded for want of it.
+   * The caller holds the goods' MySQL row lock: no other live attempt for the order runs.
+   */
+  private async settleEarlierRetakeLoans(
+    goodsId: number,
+    shards: number,
+    homeKeys: SaleKeys,
+    order: RetakenOrder,
+  ): Promise<void> {
+    for (const bucket of bucketOrder(order.userId, shards)) {
+      const lender = bucketKeys(goodsId, shards, bucket);
+      // Open loans only (each settled within seconds): a small hash.
+      const prefix = retakeLoanPrefix(order.orderNo);
+      for (const loanId of await this.redis.hkeys(lender.loans)) {
+        if (!loanId.startsWith(prefix)) continue;
+        await this.voidUnrecorded(goodsId, homeKeys, lender, loanId, order.userId);
+      }
+    }
   }
 
   private async recordBorrowed(
