@@ -59,6 +59,26 @@ export function readUrl(env: Env, name: string, fallback: string, protocols: str
   return value;
 }
 
+/**
+ * A comma-separated list of URLs (the nodes of one cluster), each checked as readUrl does; the
+ * error names the variable and the entry.
+ */
+export function readUrls(env: Env, name: string, fallback: string, protocols: string[]): string[] {
+  const entries = readString(env, name, fallback)
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  if (entries.length === 0) throw new ConfigValidationError(`${name} lists no URL`);
+  return entries.map((entry, index) => {
+    try {
+      return readUrl({ [name]: entry }, name, entry, protocols);
+    } catch (error) {
+      if (!(error instanceof ConfigValidationError) || entries.length === 1) throw error;
+      throw new ConfigValidationError(`${error.message} (entry ${index + 1} of ${entries.length})`);
+    }
+  });
+}
+
 export function readOneOf<T extends string>(
   env: Env,
   name: string,

@@ -22,7 +22,7 @@ describe('validateEnv', () => {
       http: { port: 3000, trustedProxies: [], requestTimeoutMs: 10_000 },
       database: { url: 'mysql://root:@127.0.0.1:3306/seckill' },
       redis: { url: 'redis://127.0.0.1:6379/0' },
-      rabbitmq: { url: 'amqp://guest:guest@127.0.0.1:5672/' },
+      rabbitmq: { urls: ['amqp://guest:guest@127.0.0.1:5672/'] },
       seckill: { orderPaymentTimeoutMs: 900_000 },
       auth: { jwtSecret: DEV_JWT_SECRET, jwtSecretIsDefault: true },
     });
@@ -52,7 +52,7 @@ describe('validateEnv', () => {
       http: { port: 8080 },
       database: { url: 'mariadb://app:pw@db:3306/shop' },
       redis: { url: 'rediss://cache:6380/2' },
-      rabbitmq: { url: 'amqps://user:pw@mq:5671/' },
+      rabbitmq: { urls: ['amqps://user:pw@mq:5671/'], quorumSize: null },
       seckill: { orderPaymentTimeoutMs: 60_000 },
       auth: { jwtSecret: 'a-real-secret', jwtSecretIsDefault: false },
       jobs: { preheat: { enabled: false } },
@@ -66,6 +66,9 @@ describe('validateEnv', () => {
     ['DATABASE_URL', 'postgres://x'],
     ['REDIS_URL', 'not a url'],
     ['RABBITMQ_URL', 'http://mq:5672/'],
+    ['RABBITMQ_URL', 'amqp://mq-1:5672/,http://mq-2:5672/'],
+    ['RABBITMQ_URL', ' , '],
+    ['RABBITMQ_QUORUM_SIZE', '0'],
     ['PREHEAT_CRON_ENABLED', 'maybe'],
     ['LOG_LEVEL', 'loud'],
     ['LOG_FORMAT', 'xml'],
@@ -85,6 +88,18 @@ describe('validateEnv', () => {
 
     expect(error).toBeInstanceOf(ConfigValidationError);
     expect(error.message).toContain(name);
+  });
+
+  it("should read RABBITMQ_URL's nodes of one cluster and the quorum queues' replicas", () => {
+    const config = validateEnv({
+      RABBITMQ_URL: 'amqp://u:p@mq-1:5672/shop, amqp://u:p@mq-2:5672/shop,',
+      RABBITMQ_QUORUM_SIZE: '3',
+    });
+    expect(config.rabbitmq).toMatchObject({
+      urls: ['amqp://u:p@mq-1:5672/shop', 'amqp://u:p@mq-2:5672/shop'],
+      quorumSize: 3,
+    });
+    expect(refusal({ RABBITMQ_URL: 'amqp://mq-1/,ftp://mq-2/' }).message).toContain('entry 2 of 2');
   });
 
   it('should log JSON lines in production and pretty ones elsewhere, unless LOG_FORMAT says', () => {

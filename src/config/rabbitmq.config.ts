@@ -1,12 +1,28 @@
 import { configNamespace } from './config-namespace.js';
 import { ConfigValidationError } from './config-validation.error.js';
-import { readBool, readInt, readString, readUrl, type Env } from './env-readers.js';
+import {
+  readBool,
+  readInt,
+  readOptionalInt,
+  readString,
+  readUrls,
+  type Env,
+} from './env-readers.js';
 
 export interface RabbitMqConfig {
-  url: string;
+  /**
+   * The broker's nodes (RABBITMQ_URL, comma-separated): each connection goes to one, and to the
+   * next in the list when it is lost or cannot connect.
+   */
+  urls: string[];
   /** Prefix of every exchange and queue name. */
   prefix: string;
   queueType: 'quorum' | 'classic';
+  /**
+   * Replicas of each quorum queue (`x-quorum-initial-group-size`); null leaves it to the broker
+   * (`quorum_cluster_size`: every node, up to 3).
+   */
+  quorumSize: number | null;
   queueMaxLength: number;
   /** How long a publish waits for the broker's confirm. */
   publishConfirmTimeoutMs: number;
@@ -42,9 +58,10 @@ function readQueueType(env: Env): RabbitMqConfig['queueType'] {
 }
 
 export const rabbitmqConfig = configNamespace('rabbitmq', (env): RabbitMqConfig => ({
-  url: readUrl(env, 'RABBITMQ_URL', 'amqp://guest:guest@127.0.0.1:5672/', ['amqp:', 'amqps:']),
+  urls: readUrls(env, 'RABBITMQ_URL', 'amqp://guest:guest@127.0.0.1:5672/', ['amqp:', 'amqps:']),
   prefix: readPrefix(env),
   queueType: readQueueType(env),
+  quorumSize: readOptionalInt(env, 'RABBITMQ_QUORUM_SIZE', 1, 99),
   queueMaxLength: readInt(env, 'RABBITMQ_QUEUE_MAX_LENGTH', 1_000_000, 1, 100_000_000),
   publishConfirmTimeoutMs: readInt(env, 'PUBLISH_CONFIRM_TIMEOUT_MS', 3_000, 50, 60_000),
   consumer: {

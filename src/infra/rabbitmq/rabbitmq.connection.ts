@@ -37,11 +37,13 @@ export class RabbitMqConnection implements OnApplicationShutdown {
       paymentTimeoutMs: seckill.orderPaymentTimeoutMs,
       maxQueueLength: rabbitmq.queueMaxLength,
       queueType: rabbitmq.queueType,
+      quorumSize: rabbitmq.quorumSize,
     });
   }
 
   private connect(role: ConnectionRole): AmqpConnectionManager {
-    const connection = amqp.connect([this.rabbitmq.url], {
+    // amqp-connection-manager tries the nodes in turn: a lost node's clients move to the next.
+    const connection = amqp.connect(this.rabbitmq.urls, {
       heartbeatIntervalInSeconds: 10,
       reconnectTimeInSeconds: 1,
       connectionOptions: {

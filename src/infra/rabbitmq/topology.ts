@@ -5,9 +5,14 @@ export type QueueType = 'quorum' | 'classic';
 
 export function topologyNames(
   prefix: string,
-  options: { paymentTimeoutMs: number; maxQueueLength: number; queueType: QueueType },
+  options: {
+    paymentTimeoutMs: number;
+    maxQueueLength: number;
+    queueType: QueueType;
+    quorumSize?: number | null;
+  },
 ) {
-  const { paymentTimeoutMs, maxQueueLength, queueType } = options;
+  const { paymentTimeoutMs, maxQueueLength, queueType, quorumSize = null } = options;
   return {
     ordersExchange: `${prefix}.orders`,
     ordersQueue: `${prefix}.orders`,
@@ -37,6 +42,11 @@ export function topologyNames(
      * at-least-once dead-lettering used here). Also part of the queues' identity.
      */
     queueType,
+    /**
+     * Replicas of each quorum queue; null: the broker's `quorum_cluster_size` (3, or every node
+     * if fewer). Part of the queues' identity too: the broker refuses a declaration that differs.
+     */
+    quorumSize,
   };
 }
 
@@ -50,7 +60,10 @@ export type TopologyNames = ReturnType<typeof topologyNames>;
  * and they dead-letter at least once, so an expiring timeout message cannot be lost on the way.
  */
 export async function assertTopology(channel: Channel, names: TopologyNames): Promise<void> {
-  const typeArg = { 'x-queue-type': names.queueType };
+  const typeArg =
+    names.queueType === 'quorum' && names.quorumSize !== null
+      ? { 'x-queue-type': names.queueType, 'x-quorum-initial-group-size': names.quorumSize }
+      : { 'x-queue-type': names.queueType };
   // Quorum queues can dead-letter at least once (a poison or expired message is never dropped
   // on its way to the next queue); that needs reject-publish overflow. Classic ones cannot.
   const deadLetterSafety =
