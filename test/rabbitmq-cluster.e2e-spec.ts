@@ -19,6 +19,7 @@ import {
   bearer,
   consistentReconcile,
   createSale,
+  ordersOnceSettled,
   purchaseResult,
   startApp,
   Stores,
@@ -137,15 +138,7 @@ describe('on a RabbitMQ cluster of three nodes', () => {
     expect(accepted.length).toBeGreaterThan(0);
     // Once the queues drain: every 202 is one order; a 503 that carried a request id ended as an
     // order or as nothing, as its result says; no buyer has two.
-    const orders = await waitFor(
-      async () => {
-        const rows = await stores.orders(goodsId);
-        return rows.length >= accepted.length && (await stores.inflight(goodsId)) === 0
-          ? rows
-          : null;
-      },
-      { timeoutMs: 60_000, what: 'an order for every accepted purchase' },
-    );
+    const orders = await ordersOnceSettled(stores, goodsId, accepted.length, 60_000);
     const byRequest = new Map(orders.map((order) => [String(order.request_id), order]));
     for (const click of accepted) expect(byRequest.has(click.requestId!)).toBe(true);
     for (const click of clicks.filter((c) => c.status === 503 && c.requestId)) {

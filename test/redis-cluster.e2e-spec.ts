@@ -1,5 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scanKeys } from '../src/infra/redis/redis-client.js';
+import {
+  RedisWatchdogService,
+  type RedisRestart,
+} from '../src/infra/redis/redis-watchdog.service.js';
 import { queueKeys } from '../src/infra/redis/seckill-keys.js';
 import { EventStreamClient } from './support/event-stream.js';
 import { baseUrlOf } from './support/sse.js';
@@ -9,6 +14,7 @@ import {
   createSale,
   doubleClickCrowd,
   expectCrowdSold,
+  ordersOnceSettled,
   startApp,
   Stores,
   waitFor,
@@ -26,10 +32,13 @@ import { buyUntilReopened, PrivateRedisCluster } from './support/private-redis.j
  * A private 3-master cluster for a describe block's tests, an app on it (with `env`) and the test's
  * own stores on it, started before them and stopped after.
  */
-function onCluster(env: Record<string, string>) {
+function onCluster(
+  env: Record<string, string>,
+  options: Parameters<typeof PrivateRedisCluster.start>[0] = {},
+) {
   const ctx = {} as { cluster: PrivateRedisCluster; stores: Stores; t: TestApp };
   beforeAll(async () => {
-    ctx.cluster = await PrivateRedisCluster.start();
+    ctx.cluster = await PrivateRedisCluster.start(options);
     ctx.stores = new Stores(ctx.cluster.client());
     ctx.t = await startApp({ REDIS_CLUSTER_NODES: ctx.cluster.seeds, ...env });
   });
@@ -370,5 +379,164 @@ describe('faults: one master of a Redis Cluster restarts empty during a sale', (
     });
     // The other master's sale was never touched.
     expect(await stores.redisStock(elsewhere)).toBe(19);
+  });
+});
+
+describe('faults: a master of a Redis Cluster with a replica each dies during a sale', () => {
+  // A replica takes over 1 s after its master stops answering (cluster-node-timeout).
+  const ctx = onCluster(
+    { REDIS_WATCH_INTERVAL_MS: '200', TRUSTED_PROXIES: '127.0.0.1', QUEUE_TICK_MS: '50' },
+    { replicas: 1, nodeTimeoutMs: 1_000 },
+  );
+
+  const standing = (goodsId: number, userId: number) =>
+    ctx.t.http.get(`/api/v1/seckill/${goodsId}/queue`).set('Authorization', bearer(userId));
+
+  /** Until the standing answers 200 (503 UNAVAILABLE with Retry-After meanwhile). */
+  const standingOnceAnswered = (goodsId: number, userId: number) =>
+    waitFor(
+      async () => {
+        const response = await standing(goodsId, userId);
+        if (response.status === 200) return response.body as { state: string; position: number };
+        expect(response.status).toBe(503);
+        expect(response.headers['retry-after']).toBeDefined();
+        return null;
+      },
+      { timeoutMs: 30_000, intervalMs: 200, what: `the standing of ${userId}` },
+    );
+
+  /**
+   * A queue sale of one unit whose keys are on `master`, started, with eight buyers joined: one
+   * admitted, seven waiting in their places. Returns their standings then.
+   */
+  async function queueSaleOn(master: number) {
+    const { cluster, t } = ctx;
+    let goodsId = 0;
+    while (goodsId === 0) {
+      const id = await createSale(t.http, {
+        stock: 1,
+        startsInMs: 1_500,
+        queue: { admitPerSecond: 100, admissionTtlSeconds: 300 },
+      });
+      if ((await cluster.masterOf(`seckill:{${id}}:stock`)) === master) goodsId = id;
+    }
+    const buyers = Array.from({ length: 8 }, (_, i) => 71_000 + goodsId * 10 + i);
+    for (const userId of buyers) {
+      await t.http
+        .post(`/api/v1/seckill/${goodsId}/queue`)
+        .set('Authorization', bearer(userId))
+        .set('X-Forwarded-For', `10.4.${(userId >> 8) & 255}.${userId & 255}`)
+        .expect(200);
+    }
+    const before = await waitFor(
+      async () => {
+        const now = await Promise.all(
+          buyers.map(
+            async (userId) =>
+              (await standing(goodsId, userId).expect(200)).body as {
+                state: string;
+                position: number;
+              },
+          ),
+        );
+        return now.filter((s) => s.state === 'ADMITTED').length === 1 &&
+          now.every((s) => s.state === 'ADMITTED' || s.position !== null)
+          ? now
+          : null;
+      },
+      { what: 'one admitted, the rest placed' },
+    );
+    return { goodsId, buyers, before };
+  }
+
+  it("should take its replica's promotion as a restart: close that master's sales, rebuild them from MySQL and reopen, selling nothing twice, losing no 202 and keeping the waiting room", async () => {
+    const { cluster, stores, t } = ctx;
+    // More stock than buyers: any answer but 202 after the failover is the failover's.
+    const stock = 1_000;
+    const goodsId = await createSale(t.http, { stock });
+    const key = `seckill:{${goodsId}}:stock`;
+    // Each node learns its peers' replicas by gossip, a moment after they synced.
+    const { master, replicas } = await waitFor(
+      async () => {
+        const servers = await cluster.servers(key);
+        return servers.replicas.length === 1 ? servers : null;
+      },
+      { what: "the sale's master to have its replica" },
+    );
+    // A queue sale on the same master: its room must come back as it was (restored from MySQL).
+    const room = await queueSaleOn(master);
+    // The promoted replica is a new server for those slots (its run_id): a restart to the app,
+    // since it may lag behind the master it replaces.
+    const restarts: RedisRestart[] = [];
+    t.app.get(RedisWatchdogService).onRestart((restart) => restarts.push(restart));
+    const startedAt = Date.now();
+    const answers: { userId: number; status: number; code?: string; atMs: number }[] = [];
+    const buy = async (userId: number) => {
+      const response = await t.http
+        .post(`/api/v1/seckill/${goodsId}`)
+        .set('Authorization', bearer(userId))
+        .set('X-Forwarded-For', `10.3.${(userId >> 8) & 255}.${userId & 255}`);
+      answers.push({
+        userId,
+        status: response.status,
+        code: response.body.code as string | undefined,
+        atMs: Date.now() - startedAt,
+      });
+      return response;
+    };
+    // 600 buyers over 12 s; the sale's master dies 3 s in.
+    const crowd = Promise.all(
+      Array.from({ length: 600 }, async (_, i) => {
+        await sleep(i * 20);
+        await buy(70_000 + i);
+      }),
+    );
+    await sleep(3_000);
+    await cluster.kill(master);
+    const killedMs = Date.now() - startedAt;
+    await waitFor(async () => (await cluster.servers(key)).master === replicas[0], {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+      what: 'the replica promoted',
+    });
+    const promotedMs = Date.now() - startedAt;
+    await crowd;
+    // Reopened by now, or answering 503 until it is.
+    await buyUntilReopened(buy, 70_600);
+
+    // Every joiner of the queue sale reads the standing it had (a 503 with Retry-After while
+    // the room is restored): the admitted one still admitted, the others in their places.
+    const after = await Promise.all(
+      room.buyers.map((userId) => standingOnceAnswered(room.goodsId, userId)),
+    );
+    expect(after.map(({ state, position }) => ({ state, position }))).toEqual(
+      room.before.map(({ state, position }) => ({ state, position })),
+    );
+    expect(restarts).toHaveLength(1);
+    expect(restarts[0].slots).not.toBe('all');
+    for (const answer of answers) expect([202, 409, 503]).toContain(answer.status);
+    const accepted = answers.filter((answer) => answer.status === 202);
+    const reopenedMs = accepted.find((answer) => answer.atMs > promotedMs)?.atMs;
+    expect(reopenedMs).toBeDefined();
+    // Every 202 is one order, one per buyer, never more than the stock; both stores agree.
+    const orders = await ordersOnceSettled(stores, goodsId, accepted.length);
+    const buyers = new Set(orders.map((order) => Number(order.user_id)));
+    for (const answer of accepted) expect(buyers.has(answer.userId)).toBe(true);
+    expect(buyers.size).toBe(orders.length);
+    expect(orders.length).toBeLessThanOrEqual(stock);
+    await waitForSettled(stores, goodsId);
+    const report = await consistentReconcile(t.http, goodsId);
+    expect(report).toMatchObject({ inFlight: 0, buyers: orders.length });
+    console.log(
+      `redis cluster failover: master killed at ${killedMs} ms, replica promoted at ${promotedMs} ms, the sale's first 202 after it at ${reopenedMs} ms (${reopenedMs! - killedMs} ms after the kill); ${accepted.length} accepted, ${answers.filter((a) => a.status === 503).length} answered 503`,
+    );
+    await recordChaos(stores, {
+      scenario: 'Redis Cluster master failover',
+      fault: 'one of three masters SIGKILLed mid-sale, its replica promoted',
+      goodsId,
+      requests: answers.length,
+      accepted: accepted.length,
+      recoveredSeconds: (reopenedMs! - killedMs) / 1_000,
+    });
   });
 });

@@ -12,13 +12,13 @@ import { portIsFree } from './ports.js';
 /** A node's cluster bus listens on its port + 10000, which must stay below the ephemeral range. */
 const BUS_OFFSET = 10_000;
 const FIRST_PORT = 18_000;
-const LAST_BASE = 22_765;
+const LAST_BASE = 22_767;
 
-/** Three consecutive free ports whose cluster-bus ports are free too. */
-export async function freeClusterPorts(attempts = 50): Promise<[number, number, number]> {
+/** `count` (three by default) consecutive free ports whose cluster-bus ports are free too. */
+export async function freeClusterPorts(attempts = 50, count = 3): Promise<number[]> {
   for (let attempt = 0; attempt < attempts; attempt++) {
-    const base = FIRST_PORT + Math.floor(Math.random() * (LAST_BASE - FIRST_PORT));
-    const ports: [number, number, number] = [base, base + 1, base + 2];
+    const base = FIRST_PORT + Math.floor(Math.random() * (LAST_BASE - FIRST_PORT - count));
+    const ports = Array.from({ length: count }, (_, i) => base + i);
     const free = await Promise.all(
       ports.flatMap((port) => [portIsFree(port), portIsFree(port + BUS_OFFSET)]),
     );
@@ -30,9 +30,10 @@ export async function freeClusterPorts(attempts = 50): Promise<[number, number, 
 /**
  * What makes a throwaway redis-server (`ephemeralRedisArgs`) a node of one: cluster mode, its
  * node file in `dir`. The other masters go on serving their slots while one is down (a test kills
- * them one at a time).
+ * them one at a time). `nodeTimeoutMs`: how long a master may be unreachable before its replica
+ * takes over (Redis's default is 15 s; a failover test wants it short).
  */
-export function clusterNodeArgs(port: number, dir: string): string[] {
+export function clusterNodeArgs(port: number, dir: string, nodeTimeoutMs = 15_000): string[] {
   return [
     '--dir',
     dir,
@@ -42,17 +43,22 @@ export function clusterNodeArgs(port: number, dir: string): string[] {
     `nodes-${port}.conf`,
     '--cluster-require-full-coverage',
     'no',
+    '--cluster-node-timeout',
+    String(nodeTimeoutMs),
   ];
 }
 
-/** Joins running nodes into one cluster, every one a master (slots split evenly). */
-export async function createCluster(ports: readonly number[]): Promise<void> {
+/**
+ * Joins running nodes into one cluster: `replicas` per master (`redis-cli` makes the first
+ * ports / (replicas + 1) nodes the masters, slots split evenly, and the rest their replicas).
+ */
+export async function createCluster(ports: readonly number[], replicas = 0): Promise<void> {
   await promisify(execFile)('redis-cli', [
     '--cluster',
     'create',
     ...ports.map((port) => `127.0.0.1:${port}`),
     '--cluster-replicas',
-    '0',
+    String(replicas),
     '--cluster-yes',
   ]);
 }

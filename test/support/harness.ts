@@ -290,6 +290,25 @@ export async function expectCrowdSold(
   return orders;
 }
 
+/**
+ * Waits until the goods has at least `count` orders and nothing in flight in Redis (the queues
+ * drained after a fault); returns its orders.
+ */
+export function ordersOnceSettled(
+  stores: Stores,
+  goodsId: number,
+  count: number,
+  timeoutMs = 30_000,
+) {
+  return waitFor(
+    async () => {
+      const rows = await stores.orders(goodsId);
+      return rows.length >= count && (await stores.inflight(goodsId)) === 0 ? rows : null;
+    },
+    { timeoutMs, what: `${count} orders and nothing in flight` },
+  );
+}
+
 /** Waits until the sale's reconcile (the admin route) says the stores agree; returns the report. */
 export async function consistentReconcile(http: TestAgent, goodsId: number) {
   return waitFor(async () => {

@@ -104,10 +104,11 @@ export class PrivateRedis {
 }
 
 /**
- * A throwaway Redis Cluster of the test's own: three masters, no replicas, on consecutive ports
- * at most 22767 (a node's cluster bus is its port + 10000, and must stay below the ephemeral
- * range), their node files in a temporary folder. A master may be killed and started again
- * empty: it keeps its node id and slots (its node file), and loses its data.
+ * A throwaway Redis Cluster of the test's own: three masters, with `replicas` replicas each (none
+ * by default), on consecutive ports at most 22767 (a node's cluster bus is its port + 10000, and
+ * must stay below the ephemeral range), their node files in a temporary folder. A master may be
+ * killed and started again empty: it keeps its node id and slots (its node file), and loses its
+ * data; with replicas, a killed master's replica takes its slots over after `nodeTimeoutMs`.
  */
 export class PrivateRedisCluster {
   private readonly processes = new Map<number, ChildProcess>();
@@ -115,17 +116,52 @@ export class PrivateRedisCluster {
   private constructor(
     readonly ports: number[],
     private readonly dir: string,
+    private readonly nodeTimeoutMs: number,
   ) {}
 
-  static async start(): Promise<PrivateRedisCluster> {
+  static async start(
+    options: { replicas?: number; nodeTimeoutMs?: number } = {},
+  ): Promise<PrivateRedisCluster> {
+    const replicas = options.replicas ?? 0;
     const cluster = new PrivateRedisCluster(
-      await freeClusterPorts(20),
+      await freeClusterPorts(20, 3 * (1 + replicas)),
       mkdtempSync(join(tmpdir(), 'seckill-cluster-')),
+      options.nodeTimeoutMs ?? 15_000,
     );
     for (const port of cluster.ports) await cluster.up(port);
-    await createCluster(cluster.ports);
+    await createCluster(cluster.ports, replicas);
     await cluster.waitUntilOk();
+    if (replicas > 0) {
+      await waitFor(() => cluster.replicasInSync(replicas), {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        what: 'every replica in sync with its master',
+      });
+    }
     return cluster;
+  }
+
+  /** Every master has `replicas` replicas online (their initial sync done). */
+  private async replicasInSync(replicas: number): Promise<boolean> {
+    const infos = await Promise.all(
+      this.ports.map(async (port) => {
+        const node = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 });
+        node.on('error', () => undefined);
+        try {
+          await node.connect();
+          return await node.info('replication');
+        } catch {
+          return '';
+        } finally {
+          node.disconnect();
+        }
+      }),
+    );
+    const masters = infos.filter((info) => /role:master/.test(info));
+    return (
+      masters.length === 3 &&
+      masters.every((info) => (info.match(/^slave\d+:.*state=online/gm) ?? []).length === replicas)
+    );
   }
 
   /** REDIS_CLUSTER_NODES for an app on this cluster. */
@@ -142,9 +178,11 @@ export class PrivateRedisCluster {
   async up(port: number): Promise<void> {
     this.processes.set(
       port,
-      spawn('redis-server', [...ephemeralRedisArgs(port), ...clusterNodeArgs(port, this.dir)], {
-        stdio: 'ignore',
-      }),
+      spawn(
+        'redis-server',
+        [...ephemeralRedisArgs(port), ...clusterNodeArgs(port, this.dir, this.nodeTimeoutMs)],
+        { stdio: 'ignore' },
+      ),
     );
     await waitFor(() => listening(port), { timeoutMs: 10_000, what: `redis-server on ${port}` });
   }
@@ -158,17 +196,36 @@ export class PrivateRedisCluster {
     });
   }
 
+  /** The port of the master that serves `key`'s slot, and its replicas', asked of a live node. */
+  async servers(key: string): Promise<{ master: number; replicas: number[] }> {
+    const slot = keySlot(key);
+    for (const port of this.ports) {
+      const node = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 });
+      node.on('error', () => undefined);
+      try {
+        await node.connect();
+        const range = (await node.cluster('SLOTS')).find(
+          ([from, to]) => slot >= from && slot <= to,
+        );
+        if (!range?.[2]) throw new Error(`no master serves slot ${slot}`);
+        return {
+          master: range[2][1],
+          replicas: range
+            .slice(3)
+            .flatMap((replica) => (Array.isArray(replica) ? [replica[1]] : [])),
+        };
+      } catch (error) {
+        if ((error as Error).message.startsWith('no master')) throw error;
+      } finally {
+        node.disconnect();
+      }
+    }
+    throw new Error('no node of the cluster answers');
+  }
+
   /** The port of the master that serves `key`'s slot. */
   async masterOf(key: string): Promise<number> {
-    const node = new Redis(this.ports[0], '127.0.0.1');
-    try {
-      const slot = keySlot(key);
-      const range = (await node.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to);
-      if (!range?.[2]) throw new Error(`no master serves slot ${slot}`);
-      return range[2][1];
-    } finally {
-      node.disconnect();
-    }
+    return (await this.servers(key)).master;
   }
 
   /** Kills one node outright, as a crash would. */
