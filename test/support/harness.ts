@@ -276,13 +276,7 @@ export async function expectCrowdSold(
   for (const refused of responses.filter((response) => response.status !== 202)) {
     expect(['SOLD_OUT', 'ALREADY_PURCHASED', 'DUPLICATE_REQUEST']).toContain(refused.code);
   }
-  const orders = await waitFor(
-    async () => {
-      const rows = await stores.orders(goodsId);
-      return rows.length >= stock && (await stores.inflight(goodsId)) === 0 ? rows : null;
-    },
-    { timeoutMs: 30_000, what: `${stock} orders` },
-  );
+  const orders = await ordersOnceSettled(stores, goodsId, stock);
   expect(orders).toHaveLength(stock);
   expect(new Set(orders.map((order) => Number(order.user_id)))).toEqual(
     new Set(accepted.map((response) => response.userId)),
