@@ -23,8 +23,9 @@ export default async function globalSetup(): Promise<void> {
   const connection = await amqp.connect(process.env.RABBITMQ_URL!);
   const channel = await connection.createChannel();
   const base = process.env.RABBITMQ_PREFIX!;
-  // The messaging tests run apps on prefixes of their own: a tiny length limit, classic queues.
-  for (const prefix of [base, `${base}_small`, `${base}_classic`]) {
+  // The messaging tests run apps on prefixes of their own (a tiny length limit, classic queues),
+  // and the MariaDB failover test one for its private database.
+  for (const prefix of [base, `${base}_small`, `${base}_classic`, `${base}_failover`]) {
     for (const queue of [`${prefix}.orders`, `${prefix}.orders.dead`, `${prefix}.orders.timeout`]) {
       await channel.deleteQueue(queue);
     }

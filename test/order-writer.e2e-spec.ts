@@ -11,6 +11,7 @@ import { OrderRepository } from '../src/modules/orders/order.repository.js';
 import { OrderWriterService } from '../src/modules/orders/order-writer.service.js';
 import { VoidedRequestRepository } from '../src/modules/orders/voided-request.repository.js';
 import { VoidedRequestsService } from '../src/modules/orders/voided-requests.service.js';
+import type { ReplicaReadsService } from '../src/infra/database/replica-reads.service.js';
 import { bearer, createSale, newPurchase, useApp, waitFor } from './support/harness.js';
 
 describe('order writer: a batch MySQL would refuse whole', () => {
@@ -97,7 +98,7 @@ describe('order writer and a void recorded for the same purchase (both in MySQL)
     voids = new VoidedRequestsService(
       new TransactionsService(direct),
       new VoidedRequestRepository(direct.getRepository(VoidedRequestEntity)),
-      new OrderRepository(direct.getRepository(OrderEntity)),
+      new OrderRepository(direct.getRepository(OrderEntity), {} as ReplicaReadsService),
     );
   });
   afterAll(async () => {

@@ -60,6 +60,17 @@ function serverArgs(server: MariaServer): string[] {
     '--log-slave-updates',
     '--gtid-strict-mode=1',
     '--innodb-buffer-pool-size=64M',
+    // Semi-synchronous, lossless: a commit is answered only once the replica has its events
+    // (AFTER_SYNC), so an order the app committed, and acked its message for, survives the
+    // primary's death on the replica. Both servers are set alike, so either can be the primary;
+    // with no replica connected a commit does not wait (a promoted replica is alone until the old
+    // primary follows it), and a replica that stops answering costs a commit 2 s once, after
+    // which the primary goes on asynchronously until it catches up.
+    '--rpl-semi-sync-master-enabled=1',
+    '--rpl-semi-sync-slave-enabled=1',
+    '--rpl-semi-sync-master-wait-point=AFTER_SYNC',
+    '--rpl-semi-sync-master-wait-no-slave=0',
+    '--rpl-semi-sync-master-timeout=2000',
     // A replica refuses writes from anyone but its replication thread (and root, who has SUPER:
     // the app connects as root here, so read_only is the operator's guard, not the app's).
     ...(server.role === 'replica' ? ['--read-only=1'] : []),
@@ -222,12 +233,27 @@ export function readPair(dir: string): MariaPair {
 }
 
 /**
- * The failover: the replica stops following (whatever it has applied is what it serves), takes
- * writes, and becomes the primary; the old primary, if it is started again, is made to follow it.
+ * The failover, once the primary is dead (a planned switch first makes it read-only): the
+ * replica applies all it received, stops following, takes writes, and becomes the primary; the old primary, if it is started again, is made to follow it.
  * Returns the pair with the roles swapped (and writes it down).
  */
 export async function promoteReplica(pair: MariaPair): Promise<MariaPair> {
   const replica = byRole(pair, 'replica');
+  // Everything it received is applied before it takes writes: semi-sync made sure it received
+  // every commit the primary answered, which its relay log may hold unapplied. The receiving
+  // thread is left running (retrying the dead primary) meanwhile: with GTID, once both threads
+  // are stopped the relay log is thrown away and fetched again from the primary, which is gone.
+  await sql(replica, 'START SLAVE SQL_THREAD');
+  const [received] = await sql<{ Gtid_IO_Pos: string }[]>(replica, 'SHOW SLAVE STATUS');
+  const [applied] = await sql<{ reached: number | null }[]>(
+    replica,
+    `SELECT MASTER_GTID_WAIT('${received?.Gtid_IO_Pos ?? ''}', 60) AS reached`,
+  );
+  if (Number(applied?.reached) !== 0) {
+    throw new ScriptError(
+      `the replica did not apply what it received (${received?.Gtid_IO_Pos}) within 60 s`,
+    );
+  }
   await sql(replica, 'STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0;');
   const promoted: MariaPair = {
     dir: pair.dir,

@@ -69,6 +69,8 @@ describe('validateEnv', () => {
     ['RABBITMQ_URL', 'amqp://mq-1:5672/,http://mq-2:5672/'],
     ['RABBITMQ_URL', ' , '],
     ['RABBITMQ_QUORUM_SIZE', '0'],
+    ['DATABASE_REPLICA_URL', 'redis://replica:6379/'],
+    ['DATABASE_REPLICA_MAX_LAG_MS', '50'],
     ['PREHEAT_CRON_ENABLED', 'maybe'],
     ['LOG_LEVEL', 'loud'],
     ['LOG_FORMAT', 'xml'],
@@ -100,6 +102,19 @@ describe('validateEnv', () => {
       quorumSize: 3,
     });
     expect(refusal({ RABBITMQ_URL: 'amqp://mq-1/,ftp://mq-2/' }).message).toContain('entry 2 of 2');
+  });
+
+  it('should read no replica unless DATABASE_REPLICA_URL names one, and its lag bound', () => {
+    expect(validateEnv({}).database.replica).toBeNull();
+    expect(
+      validateEnv({
+        DATABASE_REPLICA_URL: 'mysql://reader:pw@db-replica:3306/shop',
+        DATABASE_REPLICA_MAX_LAG_MS: '5000',
+      }).database.replica,
+    ).toEqual({ url: 'mysql://reader:pw@db-replica:3306/shop', maxLagMs: 5_000 });
+    expect(
+      validateEnv({ DATABASE_REPLICA_URL: 'mariadb://db-replica/shop' }).database.replica,
+    ).toMatchObject({ maxLagMs: 2_000 });
   });
 
   it('should log JSON lines in production and pretty ones elsewhere, unless LOG_FORMAT says', () => {

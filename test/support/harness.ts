@@ -179,10 +179,18 @@ export async function createSale(http: TestAgent, options: SaleOptions = {}): Pr
 
 /** Direct read access to the stores, for asserting invariants from outside the app. */
 export class Stores {
-  /** The test's own Redis client: REDIS_URL's server unless given another (a cluster). */
-  constructor(readonly redis: RedisClient = new Redis(process.env.REDIS_URL!)) {}
+  readonly mysql: Pool;
 
-  readonly mysql: Pool = createPool({ uri: process.env.DATABASE_URL!, connectionLimit: 4 });
+  /**
+   * The test's own Redis client (REDIS_URL's server unless given another: a cluster, a private
+   * server) and MySQL (DATABASE_URL's unless given another).
+   */
+  constructor(
+    readonly redis: RedisClient = new Redis(process.env.REDIS_URL!),
+    databaseUrl = process.env.DATABASE_URL!,
+  ) {
+    this.mysql = createPool({ uri: databaseUrl, connectionLimit: 4 });
+  }
 
   async orders(goodsId: number) {
     const [rows] = await this.mysql.query<RowDataPacket[]>(

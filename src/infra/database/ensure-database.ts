@@ -9,11 +9,11 @@ export interface DatabaseTarget {
   database: string;
 }
 
-export function parseDatabaseUrl(databaseUrl: string): DatabaseTarget {
+export function parseDatabaseUrl(databaseUrl: string, name = 'DATABASE_URL'): DatabaseTarget {
   const url = new URL(databaseUrl);
   const database = decodeURIComponent(url.pathname.replace(/^\//, ''));
   if (!/^[A-Za-z0-9_$]{1,64}$/.test(database)) {
-    throw new Error('DATABASE_URL must name a database of letters, digits, "_" or "$"');
+    throw new Error(`${name} must name a database of letters, digits, "_" or "$"`);
   }
   return {
     type: url.protocol === 'mariadb:' ? 'mariadb' : 'mysql',

@@ -2,6 +2,7 @@ import type { Repository } from 'typeorm';
 import { describe, expect, it, vi } from 'vitest';
 import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import type { Tx } from '../../infra/database/transactions.service.js';
+import type { ReplicaReadsService } from '../../infra/database/replica-reads.service.js';
 import { GoodsRepository } from './goods.repository.js';
 
 function fakeTx(affectedRows: number) {
@@ -9,7 +10,7 @@ function fakeTx(affectedRows: number) {
   return { query, tx: { query } as unknown as Tx };
 }
 
-const goods = new GoodsRepository({} as Repository<GoodsEntity>);
+const goods = new GoodsRepository({} as Repository<GoodsEntity>, {} as ReplicaReadsService);
 
 describe('GoodsRepository', () => {
   it('should bump the version with every change of the stock, each taking only on its conditions', async () => {

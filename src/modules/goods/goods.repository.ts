@@ -3,6 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, IsNull, Repository } from 'typeorm';
 import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import type { OrderStatus } from '../../infra/database/entities/order.entity.js';
+import { ReplicaReadsService } from '../../infra/database/replica-reads.service.js';
 import type { Tx } from '../../infra/database/transactions.service.js';
 
 export type NewGoods = Pick<
@@ -56,7 +57,10 @@ export interface SaleOrdersRow {
  */
 @Injectable()
 export class GoodsRepository {
-  constructor(@InjectRepository(GoodsEntity) private readonly goods: Repository<GoodsEntity>) {}
+  constructor(
+    @InjectRepository(GoodsEntity) private readonly goods: Repository<GoodsEntity>,
+    private readonly reads: ReplicaReadsService,
+  ) {}
 
   create(fields: NewGoods): Promise<GoodsEntity> {
     return this.goods.save(this.goods.create(fields));
@@ -64,6 +68,18 @@ export class GoodsRepository {
 
   findById(goodsId: number): Promise<GoodsEntity | null> {
     return this.goods.findOne({ where: { id: goodsId } });
+  }
+
+  /**
+   * The row as a page shows it, on the replica when caught up (see ReplicaReadsService); a goods the
+   * replica does not hold yet (created a moment ago) is looked up on the primary.
+   */
+  async findByIdMayLag(goodsId: number): Promise<GoodsEntity | null> {
+    const read = await this.reads.read(
+      (db) => db.findOne(GoodsEntity, { where: { id: goodsId } }),
+      { onPrimaryToo: (goods) => goods === null },
+    );
+    return read.value;
   }
 
   findByIds(ids: number[]): Promise<GoodsEntity[]> {
@@ -319,14 +335,16 @@ export class GoodsRepository {
    * first, then the newest; at most `limit`), each with its orders counted by status: one
    * statement, so one consistent read in InnoDB.
    */
-  listedWithOrders(window: {
+  /** The dashboard's history: may lag, by up to the replica's bound (see ReplicaReadsService). */
+  async listedWithOrders(window: {
     endedSince: Date;
     startingBy: Date;
     now: Date;
     limit: number;
   }): Promise<SaleOrdersRow[]> {
-    return this.goods.query<SaleOrdersRow[]>(
-      `SELECT g.id, g.name, g.total_stock AS totalStock, g.stock, g.start_at AS startAt,
+    const read = await this.reads.read((db) =>
+      db.query<SaleOrdersRow[]>(
+        `SELECT g.id, g.name, g.total_stock AS totalStock, g.stock, g.start_at AS startAt,
               g.end_at AS endAt, g.admission, g.admit_per_second AS admitPerSecond,
               g.admission_ttl_seconds AS admissionTtlSeconds, g.admission_paused AS admissionPaused,
               o.status, COUNT(o.id) AS orders,
@@ -339,7 +357,9 @@ export class GoodsRepository {
         GROUP BY g.id, g.name, g.total_stock, g.stock, g.start_at, g.end_at, g.admission,
                  g.admit_per_second, g.admission_ttl_seconds, g.admission_paused, o.status
         ORDER BY g.start_at DESC, g.id DESC`,
-      [window.endedSince, window.startingBy, window.now, window.now, window.limit],
+        [window.endedSince, window.startingBy, window.now, window.now, window.limit],
+      ),
     );
+    return read.value;
   }
 }

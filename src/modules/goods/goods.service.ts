@@ -98,7 +98,9 @@ export class GoodsService {
     const now = Date.now();
     const cached = this.pageCache.get(goodsId);
     if (cached && cached.until > now) return cached.goods;
-    const goods = await this.findOrThrow(goodsId);
+    // A page may lag by the replica's bound (DATABASE_REPLICA_URL): the row barely changes.
+    const goods = await this.goods.findByIdMayLag(goodsId);
+    if (!goods) throw new DomainError('GOODS_NOT_FOUND', `Goods ${goodsId} not found`);
     if (this.pageCache.size >= PAGE_CACHE_MAX) this.pageCache.clear();
     this.pageCache.set(goodsId, { goods, until: now + PAGE_CACHE_MS });
     return goods;

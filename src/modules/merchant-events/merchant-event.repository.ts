@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
+import { ReplicaReadsService } from '../../infra/database/replica-reads.service.js';
 
 /** An event claimed for delivery. */
 export interface ClaimedEvent {
@@ -41,7 +42,10 @@ type Row = Record<string, unknown>;
  */
 @Injectable()
 export class MerchantEventRepository {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly reads: ReplicaReadsService,
+  ) {}
 
   async claimDue(token: string, leaseMs: number, limit: number): Promise<ClaimedEvent[]> {
     const due = await this.db.query<{ id: string | number }[]>(
@@ -165,18 +169,22 @@ export class MerchantEventRepository {
     }));
   }
 
-  /** Per goods of `goodsIds`: events waiting, delivered, parked. */
+  /** Per goods of `goodsIds`: events waiting, delivered, parked (for the dashboard: may lag). */
   async countsByGoods(goodsIds: number[]): Promise<Map<number, MerchantEventCounts>> {
     const counts = new Map<number, MerchantEventCounts>();
     if (goodsIds.length === 0) return counts;
-    const rows = await this.db.query<Row[]>(
-      `SELECT goods_id,
-              SUM(delivered_at IS NULL AND parked_at IS NULL) AS pending,
-              SUM(delivered_at IS NOT NULL) AS delivered,
-              SUM(parked_at IS NOT NULL) AS parked
-         FROM seckill_merchant_event WHERE goods_id IN (?) GROUP BY goods_id`,
-      [goodsIds],
-    );
+    const rows = (
+      await this.reads.read((db) =>
+        db.query<Row[]>(
+          `SELECT goods_id,
+                  SUM(delivered_at IS NULL AND parked_at IS NULL) AS pending,
+                  SUM(delivered_at IS NOT NULL) AS delivered,
+                  SUM(parked_at IS NOT NULL) AS parked
+             FROM seckill_merchant_event WHERE goods_id IN (?) GROUP BY goods_id`,
+          [goodsIds],
+        ),
+      )
+    ).value;
     for (const row of rows) {
       counts.set(Number(row.goods_id), {
         pending: Number(row.pending),

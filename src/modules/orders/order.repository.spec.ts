@@ -2,6 +2,7 @@ import type { Repository } from 'typeorm';
 import { describe, expect, it, vi } from 'vitest';
 import type { OrderEntity } from '../../infra/database/entities/order.entity.js';
 import type { Tx } from '../../infra/database/transactions.service.js';
+import type { ReplicaReadsService } from '../../infra/database/replica-reads.service.js';
 import { OrderRepository, type PendingOrder } from './order.repository.js';
 
 function fakeTx(answer: unknown) {
@@ -9,7 +10,7 @@ function fakeTx(answer: unknown) {
   return { query, tx: { query } as unknown as Tx };
 }
 
-const orders = new OrderRepository({} as Repository<OrderEntity>);
+const orders = new OrderRepository({} as Repository<OrderEntity>, {} as ReplicaReadsService);
 
 const row = (n: number, expireAt: PendingOrder['expireAt']): PendingOrder => ({
   orderNo: `no-${n}`,

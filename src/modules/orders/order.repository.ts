@@ -7,6 +7,10 @@ import {
   type OrderStatus,
 } from '../../infra/database/entities/order.entity.js';
 import type { Tx } from '../../infra/database/transactions.service.js';
+import {
+  ReplicaReadsService,
+  type ReplicaRead,
+} from '../../infra/database/replica-reads.service.js';
 
 /** An order row to write, PENDING_PAYMENT. */
 export interface PendingOrder {
@@ -47,10 +51,23 @@ const DEADLINE = {
  */
 @Injectable()
 export class OrderRepository {
-  constructor(@InjectRepository(OrderEntity) private readonly orders: Repository<OrderEntity>) {}
+  constructor(
+    @InjectRepository(OrderEntity) private readonly orders: Repository<OrderEntity>,
+    private readonly reads: ReplicaReadsService,
+  ) {}
 
   findByOrderNo(orderNo: string): Promise<OrderEntity | null> {
     return this.orders.findOne({ where: { orderNo } });
+  }
+
+  /**
+   * On the replica when caught up (see ReplicaReadsService); an order it does not hold yet is looked up
+   * on the primary, so a lookup never says "not found" for want of replication.
+   */
+  findByOrderNoMayLag(orderNo: string): Promise<ReplicaRead<OrderEntity | null>> {
+    return this.reads.read((db) => db.findOne(OrderEntity, { where: { orderNo } }), {
+      onPrimaryToo: (order) => order === null,
+    });
   }
 
   findByRequestId(requestId: string): Promise<OrderEntity | null> {

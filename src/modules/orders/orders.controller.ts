@@ -1,5 +1,14 @@
-import { Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProperty, ApiTags } from '@nestjs/swagger';
+import { Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import {
+  ApiBearerAuth,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProperty,
+  ApiQuery,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { DomainError } from '../../common/errors/domain-error.js';
 import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
 import { RateLimit } from '../rate-limit/rate-limit.policy.js';
 import { OrderViewDto } from './orders.dto.js';
@@ -23,11 +32,35 @@ export class OrdersController {
   ) {}
 
   @Get(':orderNo')
-  @ApiOperation({ summary: 'An order, for its owner or an admin' })
-  @ApiOkResponse({ type: OrderViewDto })
-  @ApiErrors(...AUTHENTICATED, 'FORBIDDEN', 'ORDER_NOT_FOUND', 'TOO_MANY_REQUESTS')
-  get(@Param('orderNo') orderNo: string, @CurrentUser() user: AuthUser) {
-    return this.orders.getForViewer(orderNo, { userId: user.userId, admin: user.admin });
+  @ApiOperation({
+    summary: 'An order, for its owner or an admin',
+    description:
+      'Read on the primary: it shows every change made before it. With `mayLag=true` (an order list, a status poll) it may be read on the read replica (DATABASE_REPLICA_URL) while that is within DATABASE_REPLICA_MAX_LAG_MS of the primary; the `Seckill-Read-From` header says where it was read.',
+  })
+  @ApiQuery({ name: 'mayLag', required: false, enum: ['true', 'false'] })
+  @ApiOkResponse({
+    type: OrderViewDto,
+    headers: { 'Seckill-Read-From': { description: '`primary` or `replica`' } },
+  })
+  @ApiErrors(
+    ...AUTHENTICATED,
+    'VALIDATION_FAILED',
+    'FORBIDDEN',
+    'ORDER_NOT_FOUND',
+    'TOO_MANY_REQUESTS',
+  )
+  async get(
+    @Param('orderNo') orderNo: string,
+    @Query('mayLag') mayLag: unknown,
+    @CurrentUser() user: AuthUser,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ) {
+    const viewer = { userId: user.userId, admin: user.admin };
+    const read = readsMayLag(mayLag)
+      ? await this.orders.getForViewerMayLag(orderNo, viewer)
+      : { value: await this.orders.getForViewer(orderNo, viewer), from: 'primary' };
+    void reply.header('Seckill-Read-From', read.from);
+    return read.value;
   }
 
   @Post(':orderNo/pay')
@@ -61,4 +94,11 @@ export class OrdersController {
   cancel(@Param('orderNo') orderNo: string, @CurrentUser() user: AuthUser) {
     return this.lifecycle.cancelByOwner(orderNo, user.userId);
   }
+}
+
+/** `mayLag`: absent or `false` (on the primary), `true`; anything else is refused. */
+function readsMayLag(value: unknown): boolean {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  throw new DomainError('VALIDATION_FAILED', 'mayLag must be true or false');
 }

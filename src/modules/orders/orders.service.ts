@@ -4,6 +4,7 @@ import {
   type OrderEntity,
   type OrderStatus,
 } from '../../infra/database/entities/order.entity.js';
+import type { ReplicaRead } from '../../infra/database/replica-reads.service.js';
 import { TransactionsService } from '../../infra/database/transactions.service.js';
 import { DomainError, echoed } from '../../common/errors/domain-error.js';
 import { GoodsRepository } from '../goods/goods.repository.js';
@@ -36,6 +37,14 @@ export interface Viewer {
   admin: boolean;
 }
 
+/** Only the owner or an admin sees an order; anyone else learns only that it is not theirs. */
+function ownedBy(order: OrderEntity, viewer: Viewer): OrderEntity {
+  if (!viewer.admin && order.userId !== viewer.userId) {
+    throw new DomainError('FORBIDDEN', 'This order belongs to another user');
+  }
+  return order;
+}
+
 export function toOrderView(order: OrderEntity): OrderView {
   return {
     orderNo: order.orderNo,
@@ -56,13 +65,20 @@ export class OrdersService {
     private readonly goods: GoodsRepository,
   ) {}
 
-  /** Only the owner or an admin sees an order; anyone else learns only that it is not theirs. */
   async getForViewer(orderNo: string, viewer: Viewer): Promise<OrderView> {
-    const order = await this.byOrderNo(orderNo);
-    if (!viewer.admin && order.userId !== viewer.userId) {
-      throw new DomainError('FORBIDDEN', 'This order belongs to another user');
-    }
-    return toOrderView(order);
+    return toOrderView(ownedBy(await this.byOrderNo(orderNo), viewer));
+  }
+
+  /**
+   * As getForViewer, for a client that said it takes an answer that may lag (an order history, a
+   * status poll): read on the replica when it is caught up, with where it was read.
+   */
+  async getForViewerMayLag(orderNo: string, viewer: Viewer): Promise<ReplicaRead<OrderView>> {
+    const read = ORDER_NO_SHAPE.test(orderNo)
+      ? await this.orders.findByOrderNoMayLag(orderNo)
+      : { value: null, from: 'primary' as const };
+    if (!read.value) throw new DomainError('ORDER_NOT_FOUND', `Order ${echoed(orderNo)} not found`);
+    return { value: toOrderView(ownedBy(read.value, viewer)), from: read.from };
   }
 
   /** The order a client names by its number (a path segment, any text), or 404 ORDER_NOT_FOUND. */

@@ -5,6 +5,7 @@ import type { OrderStatus } from '../../infra/database/entities/order.entity.js'
 import type { Tx } from '../../infra/database/transactions.service.js';
 import type { PaymentOutcome } from '../orders/order-payment.types.js';
 import type { PaymentEventType } from './payment-event.js';
+import { ReplicaReadsService } from '../../infra/database/replica-reads.service.js';
 
 /** One provider event applied, with the answer it was given. */
 export interface PaymentEventRow {
@@ -28,7 +29,10 @@ export interface LatePaymentCounts {
  */
 @Injectable()
 export class PaymentEventRepository {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    private readonly reads: ReplicaReadsService,
+  ) {}
 
   async find(eventId: string): Promise<PaymentEventRow | null> {
     const [row] = await this.db.query<
@@ -64,17 +68,19 @@ export class PaymentEventRepository {
     );
   }
 
-  /** Per goods of `goodsIds`: its late payments taken again and those refunded. */
+  /** Per goods of `goodsIds`: its late payments taken again and refunded (dashboard: may lag). */
   async latePayments(goodsIds: number[]): Promise<Map<number, LatePaymentCounts>> {
     const counts = new Map<number, LatePaymentCounts>();
     if (goodsIds.length === 0) return counts;
-    const rows = await this.db.query<
-      { goods_id: string | number; outcome: PaymentOutcome; events: string | number }[]
-    >(
-      `SELECT goods_id, outcome, COUNT(*) AS events FROM seckill_payment_event
-        WHERE goods_id IN (?) AND outcome IN ('retaken', 'refund_required') GROUP BY goods_id, outcome`,
-      [goodsIds],
-    );
+    const rows = (
+      await this.reads.read((db) =>
+        db.query<{ goods_id: string | number; outcome: PaymentOutcome; events: string | number }[]>(
+          `SELECT goods_id, outcome, COUNT(*) AS events FROM seckill_payment_event
+            WHERE goods_id IN (?) AND outcome IN ('retaken', 'refund_required') GROUP BY goods_id, outcome`,
+          [goodsIds],
+        ),
+      )
+    ).value;
     for (const row of rows) {
       const goodsId = Number(row.goods_id);
       const entry = counts.get(goodsId) ?? { retaken: 0, refundRequired: 0 };
