@@ -17,8 +17,8 @@ const MYSQL_ROOT = process.env.BENCH_MYSQL_URL ?? 'mysql://root:@127.0.0.1:3306'
 const RABBIT_HOST = process.env.BENCH_RABBITMQ_HOST ?? '127.0.0.1:5672';
 const REDIS_READY_MS = 10_000;
 
-export function databaseUrl(name: string): string {
-  return `${MYSQL_ROOT}/${name}`;
+export function databaseUrl(name: string, root = MYSQL_ROOT): string {
+  return `${root}/${name}`;
 }
 
 export function rabbitUrl(vhost: string): string {
@@ -32,9 +32,9 @@ function assertThrowaway(what: string, name: string): void {
   }
 }
 
-export async function dropDatabase(name: string): Promise<void> {
+export async function dropDatabase(name: string, server = MYSQL_ROOT): Promise<void> {
   assertThrowaway('database', name);
-  const root = await createConnection(MYSQL_ROOT);
+  const root = await createConnection(server);
   try {
     await root.query(`DROP DATABASE IF EXISTS \`${name}\``);
   } finally {
@@ -42,11 +42,18 @@ export async function dropDatabase(name: string): Promise<void> {
   }
 }
 
-/** Drops and recreates the database, with the project's migrations applied. */
-export async function freshDatabase(name: string, migrationsGlob: string): Promise<void> {
+/**
+ * Drops and recreates the database, with the project's migrations applied (on `server`, a
+ * `mysql://user:pw@host:port` root URL: the machine's unless told).
+ */
+export async function freshDatabase(
+  name: string,
+  migrationsGlob: string,
+  server = MYSQL_ROOT,
+): Promise<void> {
   assertThrowaway('database', name);
-  await dropDatabase(name);
-  const root = await createConnection(MYSQL_ROOT);
+  await dropDatabase(name, server);
+  const root = await createConnection(server);
   try {
     await root.query(
       `CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
@@ -57,7 +64,7 @@ export async function freshDatabase(name: string, migrationsGlob: string): Promi
   // The project's own migrations, as its start runs them: both sides get the same schema.
   const source = new DataSource({
     type: 'mysql',
-    url: databaseUrl(name),
+    url: databaseUrl(name, server),
     migrations: [migrationsGlob],
     migrationsTransactionMode: 'each',
   });

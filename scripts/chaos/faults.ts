@@ -56,11 +56,20 @@ export interface FaultSurface {
    * few seconds (its connection down, or not consuming again yet).
    */
   breakConsumerChannel(instance: string): Promise<boolean>;
+  /** --cluster: SIGKILLs the broker node that leads the orders queue; returns its name. */
+  killBrokerNode(): Promise<string>;
+  startBrokerNode(): Promise<void>;
+  /** --cluster: SIGKILLs the MariaDB primary. */
+  killDatabasePrimary(): Promise<void>;
+  /** --cluster: promotes the replica, moves every client to it, makes the old one follow it. */
+  failOverDatabase(): Promise<void>;
 }
 
 interface FaultKind {
   /** What it does, for the report. */
   title: string;
+  /** Only on the clustered engines (--cluster), and only there drawn. */
+  cluster?: true;
   /** How often it is drawn, against the other kinds. */
   weight: number;
   holdMs: readonly [number, number];
@@ -277,6 +286,29 @@ export const FAULT_KINDS = {
     },
     heal: () => undefined,
   },
+  'broker-node-kill': {
+    title:
+      "the broker node leading the orders queue SIGKILLed, then started again (it rejoins the cluster; the instances' connections move to the other nodes meanwhile)",
+    cluster: true,
+    weight: 2,
+    holdMs: [3_000, 12_000],
+    targets: () => [{ service: 'rabbitmq' }],
+    // One node down at a time: the quorum queues keep their majority.
+    resources: () => ['broker-node'],
+    inject: (surface) => surface.killBrokerNode(),
+    heal: (surface) => surface.startBrokerNode(),
+  },
+  'db-failover': {
+    title:
+      'the MariaDB primary SIGKILLed; after the hold its replica is promoted, every client moved to it, and the old server rejoins as the replica',
+    cluster: true,
+    weight: 1,
+    holdMs: [2_000, 8_000],
+    targets: () => [{ service: 'mysql' }],
+    resources: () => ['db-primary'],
+    inject: (surface) => surface.killDatabasePrimary(),
+    heal: (surface) => surface.failOverDatabase(),
+  },
 } satisfies Record<string, FaultKind>;
 
 export type FaultKindName = keyof typeof FAULT_KINDS;
@@ -285,6 +317,11 @@ export const FAULT_KIND_NAMES = Object.keys(FAULT_KINDS) as FaultKindName[];
 
 export function faultKind(name: FaultKindName): FaultKind {
   return FAULT_KINDS[name];
+}
+
+/** The kinds a run draws from: the cluster's own only on the clustered engines. */
+export function drawnKinds(cluster: boolean): FaultKindName[] {
+  return FAULT_KIND_NAMES.filter((name) => cluster || faultKind(name).cluster !== true);
 }
 
 /** "proxy-cut api-1 mysql", for logs and the report. */

@@ -97,7 +97,7 @@ describe('the fault schedule', () => {
 
   it('should draw every kind of fault, each on a target the topology has', () => {
     const faults = Array.from({ length: 10 }, (_, i) =>
-      generateSchedule(i, 300_000, INSTANCES),
+      generateSchedule(i, 300_000, INSTANCES, true),
     ).flatMap((schedule) => schedule.faults);
     expect(new Set(faults.map((fault) => fault.kind))).toEqual(new Set(FAULT_KIND_NAMES));
     const names = new Set([...INSTANCES.map((instance) => instance.name), 'all']);
@@ -106,6 +106,20 @@ describe('the fault schedule', () => {
       if (fault.kind === 'channel-break') expect(fault.instance).toBe('worker-1');
       if (fault.kind.startsWith('proxy-')) expect(fault.service).toBeDefined();
     }
+  });
+
+  it('should draw the node kills and the failover only on the clustered engines', () => {
+    const clusterKinds = new Set(['broker-node-kill', 'db-failover']);
+    const kindsOf = (cluster: boolean) =>
+      Array.from({ length: 20 }, (_, seed) =>
+        generateSchedule(seed, 300_000, INSTANCES, cluster),
+      ).flatMap((schedule) => schedule.faults.map((fault) => fault.kind));
+    const plain = kindsOf(false);
+    const clustered = kindsOf(true);
+
+    expect(plain.some((kind) => clusterKinds.has(kind))).toBe(false);
+    expect(new Set(clustered.filter((kind) => clusterKinds.has(kind)))).toEqual(clusterKinds);
+    expect(generateSchedule(7, 300_000, INSTANCES, true).cluster).toBe(true);
   });
 
   it('should break channels only on instances that consume', () => {
@@ -144,6 +158,10 @@ function recordingSurface(calls: string[]): FaultSurface {
     restoreSpeed: note('restore-speed'),
     closeBrokerConnections: async () => note('close-broker')(),
     breakConsumerChannel: async (name) => (note('break')(name), false),
+    killBrokerNode: async () => (note('kill-broker-node')(), 'rabbit-a'),
+    startBrokerNode: async () => note('start-broker-node')(),
+    killDatabasePrimary: async () => note('kill-primary')(),
+    failOverDatabase: async () => note('fail-over')(),
   };
 }
 

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   describeFault,
   faultKind,
-  FAULT_KIND_NAMES,
+  drawnKinds,
   type Fault,
   type FaultSurface,
   type InstanceSpec,
@@ -18,6 +18,8 @@ export interface Schedule {
   /** How long faults are injected for (the workload runs as long). */
   durationMs: number;
   instances: InstanceSpec[];
+  /** On the clustered engines (--cluster): a RabbitMQ cluster and a MariaDB pair of the run's own. */
+  cluster?: boolean;
   /** REDIS_DOWN_MODE of every instance: each mode has paths of its own for Redis faults. */
   redisDownMode: 'database' | 'closed';
   /**
@@ -86,9 +88,10 @@ export function generateSchedule(
   seed: number,
   durationMs: number,
   instances: InstanceSpec[],
+  cluster = false,
 ): Schedule {
   const rng = new Rng(seed).fork('nemesis');
-  const weights = FAULT_KIND_NAMES.map((name) => [name, faultKind(name).weight] as const);
+  const weights = drawnKinds(cluster).map((name) => [name, faultKind(name).weight] as const);
   const end = durationMs - END_MARGIN_MS;
   const faults: Fault[] = [];
   for (let at = rng.int(...FIRST_FAULT_MS); at < end; at += rng.int(...GAP_MS)) {
@@ -120,6 +123,7 @@ export function generateSchedule(
     seed,
     durationMs,
     instances,
+    ...(cluster ? { cluster } : {}),
     redisDownMode,
     slowSteps: drawSlowSteps(seed),
     consumer: drawConsumer(seed),

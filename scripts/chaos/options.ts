@@ -17,6 +17,10 @@ export const USAGE = `usage: npm run chaos -- --random [options]
   --instances <k>    app instances, 2 to 6 (default 3: APP_ROLE=api for all but one, one
                      APP_ROLE=worker)
   --roles all        every instance APP_ROLE=all instead
+  --cluster          on clustered engines of the run's own: a RabbitMQ cluster of three nodes
+                     (quorum queues on all three) and a MariaDB primary with a semi-synchronous
+                     replica (DATABASE_REPLICA_URL for the api instances); adds the faults that
+                     kill a broker node and fail the database over
   --out <dir>        where schedule.json, history.jsonl, report.html and the logs go
                      (default chaos-results/seed-<seed>)
   --schedule <file>  replay a schedule.json: its seed, minutes, instances, REDIS_DOWN_MODE and
@@ -34,6 +38,8 @@ export interface ChaosOptions {
   seed: number;
   durationMs: number;
   instances: InstanceSpec[];
+  /** On the clustered engines (a replayed schedule says). */
+  cluster: boolean;
   outDir: string;
 }
 
@@ -83,6 +89,7 @@ export function readSchedule(path: string): Schedule {
   if (!valid) throw new UsageError(`--schedule ${path}: not a schedule this run wrote`);
   return {
     ...schedule,
+    cluster: schedule.cluster === true,
     redisDownMode: schedule.redisDownMode === 'closed' ? 'closed' : 'database',
     // A schedule written before slow steps existed has none.
     slowSteps: Array.isArray(schedule.slowSteps) ? schedule.slowSteps.map(String) : [],
@@ -106,6 +113,7 @@ export function parseChaosOptions(argv: string[]): ChaosOptions | 'help' {
     minutes: { type: 'string', default: '2' },
     instances: { type: 'string', default: '3' },
     roles: { type: 'string' },
+    cluster: { type: 'boolean', default: false },
     out: { type: 'string' },
     schedule: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
@@ -127,6 +135,7 @@ export function parseChaosOptions(argv: string[]): ChaosOptions | 'help' {
     seed,
     durationMs: schedule?.durationMs ?? Math.round(minutesFlag(values.minutes) * 60_000),
     instances: schedule?.instances ?? topology(count, values.roles === 'all' ? 'all' : 'split'),
+    cluster: schedule ? schedule.cluster === true : values.cluster === true,
     outDir: values.out ?? `chaos-results/seed-${seed}`,
   };
 }

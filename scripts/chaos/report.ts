@@ -192,7 +192,7 @@ function headline(record: RunRecord): string[] {
   const { total, taken, notTaken } = record.check.unknown;
   return [
     `seed ${record.seed}: ${record.check.ok ? 'OK' : `${violations} VIOLATIONS`}`,
-    `${(record.schedule.durationMs / 60_000).toFixed(2)} min of faults and load on ${record.schedule.instances.map((i) => `${i.name} (${i.role})`).join(', ')}, REDIS_DOWN_MODE=${record.schedule.redisDownMode}; ${(record.elapsedMs / 1000).toFixed(0)} s in all`,
+    `${(record.schedule.durationMs / 60_000).toFixed(2)} min of faults and load on ${record.schedule.instances.map((i) => `${i.name} (${i.role})`).join(', ')}, REDIS_DOWN_MODE=${record.schedule.redisDownMode}${record.schedule.cluster ? ', on a RabbitMQ cluster of three nodes and a MariaDB primary with its replica' : ''}; ${(record.elapsedMs / 1000).toFixed(0)} s in all`,
     `${record.schedule.faults.length} faults scheduled, ${spans(record.nemesis).length} played; ${record.history.length} requests, ${purchases.length} purchases, ${purchases.filter((e) => e.status === 202).length} answered 202`,
     `slow steps while a slow-steps fault holds (FAULT_DELAYS point:ms:percent): ${record.schedule.slowSteps.join(', ') || 'none'}`,
     `consumer: ${record.schedule.consumer ? `CONSUMER_PREFETCH=${record.schedule.consumer.prefetch}, CONSUMER_BATCH_SIZE=${record.schedule.consumer.batchSize}` : "the app's defaults"}`,

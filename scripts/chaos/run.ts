@@ -28,6 +28,7 @@ import {
 } from './snapshot.js';
 import { measureReopen, probeUndersell, REOPEN_BOUND_MS, waitQuiet } from './settle.js';
 import { ChaosSystem } from './system.js';
+import { ClusterStores } from './cluster-stores.js';
 import { MerchantReceiver } from '../fake-provider/merchant-receiver.js';
 import { openSales, saleProfiles, Workload } from './workload.js';
 
@@ -104,7 +105,8 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
   const outDir = resolve(options.outDir);
   mkdirSync(outDir, { recursive: true });
   const schedule =
-    options.schedule ?? generateSchedule(options.seed, options.durationMs, options.instances);
+    options.schedule ??
+    generateSchedule(options.seed, options.durationMs, options.instances, options.cluster);
   writeFileSync(join(outDir, 'schedule.json'), `${JSON.stringify(schedule, null, 2)}\n`);
   const replay = `npm run chaos -- --schedule ${join(outDir, 'schedule.json')}`;
   progress(`${schedule.faults.length} faults over ${schedule.durationMs / 1000} s; out: ${outDir}`);
@@ -124,6 +126,14 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
   onCleanup(() => merchant.close());
   const shopRng = new Rng(schedule.seed).fork('shop');
   merchant.answer = () => (shopRng.chance(0.1) ? 503 : 200);
+  let cluster: ClusterStores | undefined;
+  if (schedule.cluster) {
+    progress('starting a RabbitMQ cluster of three nodes and a MariaDB pair…');
+    cluster = await ClusterStores.start(name, join(repoRoot, 'dist', 'migrations', '*.js'));
+    // Stopped with the system; this is for a run that fails before the system is up.
+    const clusterStores = cluster;
+    onCleanup(() => clusterStores.stop());
+  }
   const system = await ChaosSystem.start({
     repoRoot,
     outDir,
@@ -131,6 +141,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     instances: schedule.instances,
     jwtSecret,
     now,
+    cluster,
     env: {
       ...APP_ENV,
       RABBITMQ_PREFIX: name,
@@ -165,7 +176,9 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
   const stores: Stores = {
     mysql: system.mysql,
     redis: system.redisClient,
-    rabbitUrl: rabbitUrl(name),
+    rabbitUrl: cluster
+      ? `amqp://guest:guest@127.0.0.1:${cluster.brokerPorts[0]}/`
+      : rabbitUrl(name),
     prefix: name,
     paymentTimeoutMs: PAYMENT_TIMEOUT_MS,
   };

@@ -20,9 +20,10 @@ import {
   rabbitUrl,
 } from '../../bench/lib/stores.js';
 import { PrivateRedis } from '../../test/support/private-redis.js';
-import { proxyInFront, type TcpProxy } from '../../test/support/tcp-proxy.js';
+import { proxyInFront, TcpProxy } from '../../test/support/tcp-proxy.js';
 import { startServer, stopServer, type ServerProcess } from '../lib/server-process.js';
 import { ChannelBreaker, type BrokerClose } from './channel-breaker.js';
+import type { ClusterStores } from './cluster-stores.js';
 import { slowLink } from './slow-link.js';
 import { SERVICES, type FaultSurface, type InstanceSpec, type Service } from './faults.js';
 
@@ -54,12 +55,18 @@ export interface SystemOptions {
   now: () => number;
   /** Settings for every instance, on top of the stores' URLs. */
   env: Record<string, string>;
+  /**
+   * The clustered engines (--cluster), in place of the machine's broker and MySQL server; Redis
+   * stays a private server.
+   */
+  cluster?: ClusterStores;
 }
 
 interface InstanceSetup {
   spec: InstanceSpec;
   port: number;
-  proxies: Record<Service, TcpProxy>;
+  /** Its proxy to each service; to the broker, one per node of a cluster. */
+  proxies: Record<Service, TcpProxy[]>;
   repoRoot: string;
   env: NodeJS.ProcessEnv;
   logDir: string;
@@ -70,8 +77,9 @@ interface InstanceSetup {
 /** One app instance: `node dist/main.js` as a child process, on the same port at every start. */
 class AppInstance {
   readonly spec: InstanceSpec;
-  readonly proxies: Record<Service, TcpProxy>;
-  readonly breaker: ChannelBreaker;
+  readonly proxies: Record<Service, TcpProxy[]>;
+  /** One per proxy to the broker: the consuming channel is on one of them. */
+  readonly breakers: ChannelBreaker[];
   server: ServerProcess | undefined;
   /** Killed by the run and not started again yet. */
   killed = false;
@@ -82,7 +90,9 @@ class AppInstance {
   constructor(private readonly setup: InstanceSetup) {
     this.spec = setup.spec;
     this.proxies = setup.proxies;
-    this.breaker = new ChannelBreaker(setup.proxies.rabbitmq, setup.onBrokerClose);
+    this.breakers = setup.proxies.rabbitmq.map(
+      (proxy) => new ChannelBreaker(proxy, setup.onBrokerClose),
+    );
   }
 
   get baseUrl(): string {
@@ -177,10 +187,11 @@ export class ChaosSystem implements FaultSurface {
     readonly redis: PrivateRedis,
     private readonly redisDir: string,
     readonly instances: AppInstance[],
+    mysqlUrl: string,
   ) {
     this.redisClient = new Redis(redis.url, { maxRetriesPerRequest: 1, lazyConnect: true });
     this.redisClient.on('error', () => undefined);
-    this.mysql = createPool({ uri: databaseUrl(options.name), connectionLimit: 4 });
+    this.mysql = createPool({ uri: mysqlUrl, connectionLimit: 4 });
   }
 
   static async start(options: SystemOptions): Promise<ChaosSystem> {
@@ -189,23 +200,29 @@ export class ChaosSystem implements FaultSurface {
     mkdirSync(logDir, { recursive: true });
     // A new folder for the snapshot a restart with data starts from: an earlier run's must not load.
     const redisDir = mkdtempSync(join(tmpdir(), 'seckill-chaos-redis-'));
-    await freshDatabase(options.name, join(options.repoRoot, 'dist', 'migrations', '*.js'));
-    await freshVhost(options.name);
+    const { cluster } = options;
+    if (!cluster) {
+      await freshDatabase(options.name, join(options.repoRoot, 'dist', 'migrations', '*.js'));
+      await freshVhost(options.name);
+    }
     const redis = await PrivateRedis.start({ dir: redisDir });
     const instances: AppInstance[] = [];
-    const system = new ChaosSystem(options, redis, redisDir, instances);
+    // The run's own reads go to the primary, wherever it is.
+    const checkerUrl = cluster
+      ? `mysql://root:@127.0.0.1:${(await cluster.primaryProxy()).port}/${options.name}`
+      : databaseUrl(options.name);
+    // Reads that may lag, on the replica (wherever it is), for the instances that serve the API.
+    const replicaUrl = cluster
+      ? `mysql://root:@127.0.0.1:${(await cluster.replicaProxy()).port}/${options.name}`
+      : undefined;
+    const system = new ChaosSystem(options, redis, redisDir, instances, checkerUrl);
     for (const spec of options.instances) {
-      const proxies = {} as Record<Service, TcpProxy>;
+      const proxies = {} as Record<Service, TcpProxy[]>;
       const urls = {} as Record<Service, string>;
-      const upstream: Record<Service, [string, number]> = {
-        redis: [redis.url, 6379],
-        rabbitmq: [rabbitUrl(options.name), 5672],
-        mysql: [databaseUrl(options.name), 3306],
-      };
       for (const service of SERVICES) {
-        const through = await proxyInFront(...upstream[service]);
-        proxies[service] = through.proxy;
-        urls[service] = through.url;
+        const through = await system.proxiesTo(service);
+        proxies[service] = through.map(({ proxy }) => proxy);
+        urls[service] = through.map(({ url }) => url).join(',');
       }
       instances.push(
         new AppInstance({
@@ -220,6 +237,8 @@ export class ChaosSystem implements FaultSurface {
             REDIS_URL: urls.redis,
             RABBITMQ_URL: urls.rabbitmq,
             DATABASE_URL: urls.mysql,
+            ...(cluster ? { RABBITMQ_QUORUM_SIZE: '3' } : {}),
+            ...(replicaUrl && spec.role !== 'worker' ? { DATABASE_REPLICA_URL: replicaUrl } : {}),
             JWT_SECRET: options.jwtSecret,
           },
           logDir,
@@ -243,6 +262,33 @@ export class ChaosSystem implements FaultSurface {
     return system;
   }
 
+  /**
+   * One instance's proxies to a service and the URLs through them: to the private Redis; to the
+   * machine's broker and MySQL, or with the clusters to each broker node and to the primary
+   * (following it across a failover).
+   */
+  private async proxiesTo(service: Service): Promise<{ proxy: TcpProxy; url: string }[]> {
+    const { cluster, name } = this.options;
+    if (service === 'redis') return [await proxyInFront(this.redis.url, 6379)];
+    if (!cluster) {
+      return [
+        service === 'rabbitmq'
+          ? await proxyInFront(rabbitUrl(name), 5672)
+          : await proxyInFront(databaseUrl(name), 3306),
+      ];
+    }
+    if (service === 'mysql') {
+      const proxy = await cluster.primaryProxy();
+      return [{ proxy, url: `mysql://root:@127.0.0.1:${proxy.port}/${name}` }];
+    }
+    return Promise.all(
+      cluster.brokerPorts.map(async (port) => {
+        const proxy = await TcpProxy.start('127.0.0.1', port);
+        return { proxy, url: `amqp://guest:guest@127.0.0.1:${proxy.port}/` };
+      }),
+    );
+  }
+
   /** The instances that serve the API (role api or all). */
   get serving(): AppInstance[] {
     return this.instances.filter((instance) => instance.spec.role !== 'worker');
@@ -261,7 +307,7 @@ export class ChaosSystem implements FaultSurface {
 
   private proxiesOf(name: string, service: Service): TcpProxy[] {
     const of = name === 'all' ? this.instances : [this.instance(name)];
-    return of.map((instance) => instance.proxies[service]);
+    return of.flatMap((instance) => instance.proxies[service]);
   }
 
   killInstance(name: string): Promise<void> {
@@ -336,27 +382,55 @@ export class ChaosSystem implements FaultSurface {
   }
 
   closeBrokerConnections(): Promise<void> {
-    return closeVhostConnections(this.options.name, 'chaos: broker connections closed');
+    const reason = 'chaos: broker connections closed';
+    const { cluster } = this.options;
+    return cluster
+      ? cluster.closeBrokerConnections(reason)
+      : closeVhostConnections(this.options.name, reason);
   }
 
   async breakConsumerChannel(name: string): Promise<boolean> {
-    const breaker = this.instance(name).breaker;
+    const breakers = this.instance(name).breakers;
     const deadline = Date.now() + CHANNEL_WAIT_MS;
     do {
-      if (breaker.break((count) => Math.floor(Math.random() * count))) return true;
+      for (const breaker of breakers) {
+        if (breaker.break((count) => Math.floor(Math.random() * count))) return true;
+      }
       await sleep(READY_POLL_MS);
     } while (Date.now() < deadline);
     return false;
+  }
+
+  private get cluster(): ClusterStores {
+    if (!this.options.cluster) throw new Error('a cluster fault without --cluster');
+    return this.options.cluster;
+  }
+
+  killBrokerNode(): Promise<string> {
+    return this.cluster.killBrokerNode(`${this.options.name}.orders`);
+  }
+
+  startBrokerNode(): Promise<void> {
+    return this.cluster.startBrokerNode();
+  }
+
+  killDatabasePrimary(): Promise<void> {
+    return this.cluster.killPrimary();
+  }
+
+  failOverDatabase(): Promise<void> {
+    return this.cluster.failOver();
   }
 
   /** Undoes whatever a fault may have left (the nemesis heals its own; this is the safety net). */
   async healEverything(): Promise<void> {
     this.redis.resume();
     if (this.redisDown) await this.startRedis();
+    await this.options.cluster?.heal();
     for (const restore of this.slowed.values()) restore();
     this.slowed.clear();
     for (const instance of this.instances) {
-      for (const proxy of Object.values(instance.proxies)) {
+      for (const proxy of Object.values(instance.proxies).flat()) {
         proxy.resume();
         proxy.up();
       }
@@ -370,13 +444,17 @@ export class ChaosSystem implements FaultSurface {
     await this.healEverything();
     await Promise.all(this.instances.map((instance) => instance.stop()));
     for (const instance of this.instances) {
-      for (const proxy of Object.values(instance.proxies)) await proxy.close();
+      for (const proxy of Object.values(instance.proxies).flat()) await proxy.close();
     }
     this.redisClient.disconnect();
     await this.mysql.end();
     await this.redis.kill();
     rmSync(this.redisDir, { recursive: true, force: true });
-    await deleteVhost(this.options.name).catch(() => undefined);
-    await dropDatabase(this.options.name).catch(() => undefined);
+    if (this.options.cluster) {
+      await this.options.cluster.stop();
+    } else {
+      await deleteVhost(this.options.name).catch(() => undefined);
+      await dropDatabase(this.options.name).catch(() => undefined);
+    }
   }
 }

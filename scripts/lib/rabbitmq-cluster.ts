@@ -234,3 +234,12 @@ export async function runningNodes(cluster: RabbitCluster, via: RabbitNode): Pro
   const out = await ctl(cluster, via, ['cluster_status', '--formatter', 'json']);
   return (JSON.parse(out) as { running_nodes: string[] }).running_nodes;
 }
+
+/** Makes every node close every client connection (as `rabbitmqctl close_all_connections`). */
+export async function closeAllConnections(
+  cluster: RabbitCluster,
+  via: RabbitNode,
+  reason: string,
+): Promise<void> {
+  await ctl(cluster, via, ['close_all_connections', reason]);
+}

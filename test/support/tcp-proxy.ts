@@ -21,7 +21,7 @@ export class TcpProxy {
 
   private constructor(
     private readonly targetHost: string,
-    private readonly targetPort: number,
+    private targetPort: number,
   ) {
     this.server = createServer((client) => this.accept(client));
   }
@@ -107,6 +107,19 @@ export class TcpProxy {
 
   up(): void {
     this.refusing = false;
+  }
+
+  /**
+   * Points the proxy at another server on the same host (a failover's virtual address moving):
+   * open connections are cut, as the old server's death cut them, and new ones reach `port`.
+   */
+  retarget(port: number): void {
+    this.targetPort = port;
+    for (const [client, upstream] of this.pairs) {
+      client.destroy();
+      upstream.destroy();
+    }
+    this.pairs.clear();
   }
 
   /** Shows `tap` every byte the server sends, as it arrives (before any stall holds it). */

@@ -19,6 +19,11 @@ export interface ReplicaRead<T> {
 export const PROBE_MS = 250;
 /** A measure older than this says nothing any more: the replica is not read until the next. */
 const PROBE_STALE_MS = 2_000;
+/**
+ * A read on the replica that takes longer is asked of the primary instead (a replica that hangs
+ * rather than refuses: its measure goes stale within PROBE_STALE_MS, and it is not read again).
+ */
+const REPLICA_READ_TIMEOUT_MS = 1_000;
 
 /** This instance's beats as the primary took them. */
 export interface BeatsWritten {
@@ -112,7 +117,7 @@ export class ReplicaReadsService implements OnApplicationBootstrap, OnApplicatio
     const replica = this.caughtUp() ? this.replica : null;
     if (replica) {
       try {
-        const value = await work(replica.manager);
+        const value = await withinMs(work(replica.manager), REPLICA_READ_TIMEOUT_MS);
         if (!options.onPrimaryToo?.(value)) return { value, from: 'replica' };
       } catch (error) {
         // Not trusted again until the next measure says so.
@@ -140,10 +145,14 @@ export class ReplicaReadsService implements OnApplicationBootstrap, OnApplicatio
     this.probing = true;
     try {
       try {
-        const replica = await this.connected();
-        const [row] = await replica.query<{ beat_ms: string | number }[]>(
-          'SELECT beat_ms FROM seckill_replica_beat WHERE instance_id = ?',
-          [this.instanceId],
+        // Bounded, as the write below: a probe that hung would stop the measures for good.
+        const replica = await withinMs(this.connected(), PROBE_STALE_MS);
+        const [row] = await withinMs(
+          replica.query<{ beat_ms: string | number }[]>(
+            'SELECT beat_ms FROM seckill_replica_beat WHERE instance_id = ?',
+            [this.instanceId],
+          ),
+          PROBE_STALE_MS,
         );
         const now = Date.now();
         const lagMs = replicaLagMs(row ? Number(row.beat_ms) : null, this.beats, now);
@@ -157,10 +166,13 @@ export class ReplicaReadsService implements OnApplicationBootstrap, OnApplicatio
       }
       const beat = Date.now();
       try {
-        await this.primary.query(
-          `INSERT INTO seckill_replica_beat (instance_id, beat_ms) VALUES (?, ?)
-             ON DUPLICATE KEY UPDATE beat_ms = VALUES(beat_ms)`,
-          [this.instanceId, beat],
+        await withinMs(
+          this.primary.query(
+            `INSERT INTO seckill_replica_beat (instance_id, beat_ms) VALUES (?, ?)
+               ON DUPLICATE KEY UPDATE beat_ms = VALUES(beat_ms)`,
+            [this.instanceId, beat],
+          ),
+          PROBE_STALE_MS,
         );
         this.beats.last = beat;
         this.beats.latestTaken = true;
@@ -216,4 +228,12 @@ function redacted(url: string): string {
   const parsed = new URL(url);
   if (parsed.password) parsed.password = '***';
   return parsed.toString();
+}
+
+function withinMs<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }

@@ -1,0 +1,151 @@
+// The clustered engines of `npm run chaos -- --cluster`: a RabbitMQ cluster of three nodes of its
+// own (quorum queues with a replica on each) and a MariaDB primary with a semi-synchronous
+// replica of its own (scripts/lib/), in place of the machine's broker and server. Every client
+// reaches the database through proxies that follow the primary (or the replica) across a
+// failover, as a virtual address or a database proxy does in production; the broker's nodes are
+// listed to each instance, which moves to another when its node dies.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { freshDatabase } from '../../bench/lib/stores.js';
+import { TcpProxy } from '../../test/support/tcp-proxy.js';
+import {
+  byRole,
+  follow,
+  killServer,
+  promoteReplica,
+  replicaStatus,
+  startPair,
+  startServer,
+  stopPair,
+  type MariaPair,
+} from '../lib/mariadb-pair.js';
+import {
+  closeAllConnections,
+  killNode,
+  queueLeader,
+  startCluster,
+  startNode,
+  stopCluster,
+  type RabbitCluster,
+  type RabbitNode,
+} from '../lib/rabbitmq-cluster.js';
+
+export class ClusterStores {
+  private readonly followPrimary = new Set<TcpProxy>();
+  private readonly followReplica = new Set<TcpProxy>();
+  /** The broker node killed and not started again yet. */
+  private downNode: RabbitNode | null = null;
+  private primaryDown = false;
+  private stopped = false;
+
+  private constructor(
+    private pair: MariaPair,
+    readonly rabbit: RabbitCluster,
+  ) {}
+
+  /** Both clusters up, the database `name` made on the primary with the migrations run. */
+  static async start(name: string, migrationsGlob: string): Promise<ClusterStores> {
+    const rabbit = await startCluster(mkdtempSync(join(tmpdir(), 'seckill-chaos-rabbitmq-')), 3);
+    const pair = await startPair(mkdtempSync(join(tmpdir(), 'seckill-chaos-mariadb-'))).catch(
+      async (error: unknown) => {
+        await stopCluster(rabbit);
+        throw error;
+      },
+    );
+    const stores = new ClusterStores(pair, rabbit);
+    await freshDatabase(name, migrationsGlob, stores.serverUrl('primary'));
+    return stores;
+  }
+
+  /** `mysql://root:@127.0.0.1:<port>` of the server in that role now. */
+  private serverUrl(role: 'primary' | 'replica'): string {
+    return `mysql://root:@127.0.0.1:${byRole(this.pair, role).port}`;
+  }
+
+  /** A proxy that reaches the primary now and after every failover. */
+  async primaryProxy(): Promise<TcpProxy> {
+    const proxy = await TcpProxy.start('127.0.0.1', byRole(this.pair, 'primary').port);
+    this.followPrimary.add(proxy);
+    return proxy;
+  }
+
+  /** A proxy that reaches the replica now and after every failover (the old primary, rejoined). */
+  async replicaProxy(): Promise<TcpProxy> {
+    const proxy = await TcpProxy.start('127.0.0.1', byRole(this.pair, 'replica').port);
+    this.followReplica.add(proxy);
+    return proxy;
+  }
+
+  /** Each broker node's AMQP port, in the nodes' order. */
+  get brokerPorts(): number[] {
+    return this.rabbit.nodes.map((node) => node.port);
+  }
+
+  /** Kills the node that leads the orders queue (another when it cannot be told). */
+  async killBrokerNode(ordersQueue: string): Promise<string> {
+    const [via] = this.rabbit.nodes;
+    const leader = await queueLeader(this.rabbit, via, ordersQueue).catch(() => undefined);
+    const victim = leader ?? this.rabbit.nodes[Math.floor(Math.random() * 3)];
+    this.downNode = victim;
+    await killNode(victim);
+    return victim.name;
+  }
+
+  async startBrokerNode(): Promise<void> {
+    const node = this.downNode;
+    if (!node) return;
+    await startNode(this.rabbit, node);
+    this.downNode = null;
+  }
+
+  async closeBrokerConnections(reason: string): Promise<void> {
+    const via = this.rabbit.nodes.find((node) => node !== this.downNode)!;
+    await closeAllConnections(this.rabbit, via, reason);
+  }
+
+  /**
+   * The primary SIGKILLed, as a crash: the clients' connections to it break. Refused (nothing
+   * done) when the replica is not following: a failover then would lose what it lacks.
+   */
+  async killPrimary(): Promise<void> {
+    const status = await replicaStatus(byRole(this.pair, 'replica'));
+    if (status.io !== 'Yes' || status.sql !== 'Yes') {
+      throw new Error(`the replica is not following (${status.error}): no failover`);
+    }
+    this.primaryDown = true;
+    await killServer(byRole(this.pair, 'primary'));
+  }
+
+  /**
+   * The failover (scripts/lib/mariadb-pair.ts promoteReplica): the replica applies what it
+   * received and becomes the primary, the proxies move to it, and the dead server is started
+   * again as its replica, for the next failover.
+   */
+  async failOver(): Promise<void> {
+    if (!this.primaryDown) return;
+    this.pair = await promoteReplica(this.pair);
+    for (const proxy of this.followPrimary) proxy.retarget(byRole(this.pair, 'primary').port);
+    this.primaryDown = false;
+    const rejoining = byRole(this.pair, 'replica');
+    await startServer(rejoining);
+    await follow(rejoining, byRole(this.pair, 'primary'));
+    for (const proxy of this.followReplica) proxy.retarget(rejoining.port);
+  }
+
+  /** Undoes what a fault left: a node down started, a dead primary failed over. */
+  async heal(): Promise<void> {
+    await this.startBrokerNode();
+    await this.failOver();
+  }
+
+  /** Once: the system's stop and the run's cleanup both call it. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const proxy of [...this.followPrimary, ...this.followReplica]) await proxy.close();
+    await stopCluster(this.rabbit).catch(() => undefined);
+    await stopPair(this.pair);
+  }
+}
