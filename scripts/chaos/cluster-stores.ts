@@ -7,6 +7,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { freshDatabase } from '../../bench/lib/stores.js';
 import { TcpProxy } from '../../test/support/tcp-proxy.js';
@@ -16,6 +17,7 @@ import {
   killServer,
   promoteReplica,
   replicaStatus,
+  sql,
   startPair,
   startServer,
   stopPair,
@@ -31,6 +33,9 @@ import {
   type RabbitCluster,
   type RabbitNode,
 } from '../lib/rabbitmq-cluster.js';
+
+/** How far behind in applying the replica is when the primary dies (see killPrimary). */
+const LAG_AT_KILL_MS = 1_000;
 
 export class ClusterStores {
   private readonly followPrimary = new Set<TcpProxy>();
@@ -106,14 +111,20 @@ export class ClusterStores {
   }
 
   /**
-   * The primary SIGKILLed, as a crash: the clients' connections to it break. Refused (nothing
-   * done) when the replica is not following: a failover then would lose what it lacks.
+   * The primary SIGKILLed, as a crash: the clients' connections to it break. The replica has
+   * fallen behind in applying first (its SQL thread stopped LAG_AT_KILL_MS before, as a busy
+   * replica's one thread falls behind; it still receives every commit): the promotion must apply
+   * what it holds, or the orders committed meanwhile are lost. Refused (nothing done) when the
+   * replica is not following: a failover then would lose what it lacks.
    */
   async killPrimary(): Promise<void> {
-    const status = await replicaStatus(byRole(this.pair, 'replica'));
+    const replica = byRole(this.pair, 'replica');
+    const status = await replicaStatus(replica);
     if (status.io !== 'Yes' || status.sql !== 'Yes') {
       throw new Error(`the replica is not following (${status.error}): no failover`);
     }
+    await sql(replica, 'STOP SLAVE SQL_THREAD');
+    await sleep(LAG_AT_KILL_MS);
     this.primaryDown = true;
     await killServer(byRole(this.pair, 'primary'));
   }
@@ -124,7 +135,11 @@ export class ClusterStores {
    * again as its replica, for the next failover.
    */
   async failOver(): Promise<void> {
-    if (!this.primaryDown) return;
+    if (!this.primaryDown) {
+      // A kill that failed after the replica stopped applying left it so.
+      await sql(byRole(this.pair, 'replica'), 'START SLAVE SQL_THREAD').catch(() => undefined);
+      return;
+    }
     this.pair = await promoteReplica(this.pair);
     for (const proxy of this.followPrimary) proxy.retarget(byRole(this.pair, 'primary').port);
     this.primaryDown = false;

@@ -300,7 +300,7 @@ export const FAULT_KINDS = {
   },
   'db-failover': {
     title:
-      'the MariaDB primary SIGKILLed; after the hold its replica is promoted, every client moved to it, and the old server rejoins as the replica',
+      'the MariaDB primary SIGKILLed a second after its replica stopped applying (it still receives); after the hold the replica applies what it holds and is promoted, every client moved to it, and the old server rejoins as the replica',
     cluster: true,
     weight: 1,
     holdMs: [2_000, 8_000],
