@@ -8,7 +8,7 @@ import { VoidedRequestEntity } from './entities/voided-request.entity.js';
 import type { DatabaseTarget } from './ensure-database.js';
 import { mysql2WithUtcSessions } from './utc-sessions.js';
 
-export const ENTITIES = [
+const ENTITIES = [
   GoodsEntity,
   OrderEntity,
   VoidedRequestEntity,

@@ -16,7 +16,7 @@ export interface ReplicaRead<T> {
 }
 
 /** How often the lag is measured (a beat written on the primary, read back on the replica). */
-export const PROBE_MS = 250;
+const PROBE_MS = 250;
 /** A measure older than this says nothing any more: the replica is not read until the next. */
 const PROBE_STALE_MS = 2_000;
 /**
@@ -73,11 +73,6 @@ export class ReplicaReadsService implements OnApplicationBootstrap, OnApplicatio
     @InjectDataSource() private readonly primary: DataSource,
     @InjectConfig(databaseConfig) private readonly config: DatabaseConfig,
   ) {}
-
-  /** Whether a replica is configured at all. */
-  get configured(): boolean {
-    return this.config.replica !== null;
-  }
 
   /** The replica's lag by the latest measure (ms); null with no replica or no measure. */
   get lagMs(): number | null {

@@ -333,9 +333,9 @@ export class GoodsRepository {
   /**
    * The sales ending at `endedSince` or later and starting by `startingBy` (those open at `now`
    * first, then the newest; at most `limit`), each with its orders counted by status: one
-   * statement, so one consistent read in InnoDB.
+   * statement, so one consistent read in InnoDB. The dashboard's history: it may lag, by up to
+   * the replica's bound (see ReplicaReadsService).
    */
-  /** The dashboard's history: may lag, by up to the replica's bound (see ReplicaReadsService). */
   async listedWithOrders(window: {
     endedSince: Date;
     startingBy: Date;

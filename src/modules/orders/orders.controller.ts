@@ -56,9 +56,7 @@ export class OrdersController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ) {
     const viewer = { userId: user.userId, admin: user.admin };
-    const read = readsMayLag(mayLag)
-      ? await this.orders.getForViewerMayLag(orderNo, viewer)
-      : { value: await this.orders.getForViewer(orderNo, viewer), from: 'primary' };
+    const read = await this.orders.getForViewer(orderNo, viewer, readsMayLag(mayLag));
     void reply.header('Seckill-Read-From', read.from);
     return read.value;
   }

@@ -65,18 +65,21 @@ export class OrdersService {
     private readonly goods: GoodsRepository,
   ) {}
 
-  async getForViewer(orderNo: string, viewer: Viewer): Promise<OrderView> {
-    return toOrderView(ownedBy(await this.byOrderNo(orderNo), viewer));
-  }
-
   /**
-   * As getForViewer, for a client that said it takes an answer that may lag (an order history, a
-   * status poll): read on the replica when it is caught up, with where it was read.
+   * The order as its viewer may see it, read on the primary; `mayLag` (a client that takes an
+   * answer that may lag: an order history, a status poll): on the replica when it is caught up.
+   * Says where it was read.
    */
-  async getForViewerMayLag(orderNo: string, viewer: Viewer): Promise<ReplicaRead<OrderView>> {
-    const read = ORDER_NO_SHAPE.test(orderNo)
-      ? await this.orders.findByOrderNoMayLag(orderNo)
-      : { value: null, from: 'primary' as const };
+  async getForViewer(
+    orderNo: string,
+    viewer: Viewer,
+    mayLag = false,
+  ): Promise<ReplicaRead<OrderView>> {
+    const read: ReplicaRead<OrderEntity | null> = !ORDER_NO_SHAPE.test(orderNo)
+      ? { value: null, from: 'primary' }
+      : mayLag
+        ? await this.orders.findByOrderNoMayLag(orderNo)
+        : { value: await this.orders.findByOrderNo(orderNo), from: 'primary' };
     if (!read.value) throw new DomainError('ORDER_NOT_FOUND', `Order ${echoed(orderNo)} not found`);
     return { value: toOrderView(ownedBy(read.value, viewer)), from: read.from };
   }
