@@ -23,6 +23,7 @@ import {
 } from './support/harness.js';
 import { recordChaos, secondsSince } from './support/chaos-report.js';
 import { buyUntilReopened, PrivateRedisCluster } from './support/private-redis.js';
+import { TcpProxy } from './support/tcp-proxy.js';
 
 /**
  * The service on a Redis Cluster of three masters that the test starts itself
@@ -128,6 +129,40 @@ describe('on a Redis Cluster of three masters', () => {
       redisStock: 1,
       dbStock: 1,
     });
+  });
+
+  it('should dial each node at the address REDIS_CLUSTER_NAT_MAP gives for the one it announces, and at no other', async () => {
+    const { cluster } = ctx;
+    // The nodes as the service can reach them: through proxies (as behind NAT), one seed given.
+    const proxies = await Promise.all(
+      cluster.ports.map((port) => TcpProxy.start('127.0.0.1', port)),
+    );
+    const app = await startApp({
+      REDIS_CLUSTER_NODES: `127.0.0.1:${proxies[0].port}`,
+      REDIS_CLUSTER_NAT_MAP: cluster.ports
+        .map((port, i) => `127.0.0.1:${port}=127.0.0.1:${proxies[i].port}`)
+        .join(','),
+    });
+    try {
+      const goodsIds = await Promise.all(
+        Array.from({ length: 6 }, () => createSale(app.http, { stock: 2 })),
+      );
+      const buy = (goodsId: number, userId: number) =>
+        app.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+      for (const [i, goodsId] of goodsIds.entries()) await buy(goodsId, 780 + i).expect(202);
+      // Sales on every master, each reached through its proxy.
+      expect(proxies.map((proxy) => proxy.connections > 0)).toEqual([true, true, true]);
+
+      // Nothing else leads to Redis: with the proxies cut, a purchase is refused, nothing taken.
+      for (const proxy of proxies) proxy.down();
+      const refused = await buy(goodsIds[0], 790);
+      expect([refused.status, refused.body.code]).toEqual([503, 'UNAVAILABLE']);
+      for (const proxy of proxies) proxy.up();
+      await buyUntilReopened((userId) => buy(goodsIds[0], userId), 790);
+    } finally {
+      await app.close();
+      for (const proxy of proxies) await proxy.close();
+    }
   });
 
   describe("the sold-out memo, announced on the cluster's pub/sub", () => {

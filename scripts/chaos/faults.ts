@@ -38,10 +38,14 @@ export interface FaultSurface {
   resumeInstance(name: string): void;
   /** Switches the instance's slow steps (FAULT_DELAYS, see FaultInjectorService) on or off. */
   setSlowSteps(name: string, on: boolean): void;
-  /** Kills redis-server outright; with `keepData`, after it wrote a snapshot to start from. */
+  /**
+   * Kills redis-server outright (--cluster: a master of the Redis Cluster); with `keepData`, after
+   * it wrote a snapshot to start from.
+   */
   killRedis(keepData: boolean): Promise<void>;
   startRedis(): Promise<void>;
-  pauseRedis(): void;
+  /** SIGSTOPs redis-server (--cluster: a master, failed over once the pause outlasts its timeout). */
+  pauseRedis(): Promise<void> | void;
   resumeRedis(): void;
   cutProxies(instance: string, service: Service): void;
   restoreProxies(instance: string, service: Service): void;
@@ -199,7 +203,8 @@ export const FAULT_KINDS = {
     },
   },
   'redis-kill': {
-    title: 'redis-server SIGKILLed, restarted empty',
+    title:
+      'redis-server SIGKILLed, restarted empty (--cluster: a master, failed over when the hold outlasts its 3 s node timeout)',
     weight: 1,
     holdMs: [1_000, 6_000],
     targets: NONE,
@@ -208,7 +213,8 @@ export const FAULT_KINDS = {
     heal: (surface) => surface.startRedis(),
   },
   'redis-pause': {
-    title: 'redis-server SIGSTOPped past the 5 s command timeout, then SIGCONT',
+    title:
+      'redis-server SIGSTOPped past the 5 s command timeout, then SIGCONT (--cluster: a master, failed over meanwhile; it comes back as a replica)',
     weight: 1,
     holdMs: [5_500, 9_000],
     targets: NONE,
@@ -217,7 +223,8 @@ export const FAULT_KINDS = {
     heal: (surface) => surface.resumeRedis(),
   },
   'redis-restart': {
-    title: 'redis-server SIGKILLed after a SAVE, restarted with that data',
+    title:
+      "redis-server SIGKILLed after a SAVE, restarted with that data (--cluster: a master; failed over when the hold outlasts its node timeout, and then its data is dropped for its new master's)",
     weight: 1,
     holdMs: [1_000, 4_000],
     targets: NONE,
@@ -297,6 +304,17 @@ export const FAULT_KINDS = {
     resources: () => ['broker-node'],
     inject: (surface) => surface.killBrokerNode(),
     heal: (surface) => surface.startBrokerNode(),
+  },
+  'redis-failover': {
+    title:
+      'a Redis Cluster master SIGKILLed and kept down past its node timeout: its replica takes its slots over without what it had not received yet; then the old master is started again empty and rejoins as the replica',
+    cluster: true,
+    weight: 1,
+    holdMs: [6_000, 15_000],
+    targets: NONE,
+    resources: REDIS_SERVER,
+    inject: (surface) => surface.killRedis(false),
+    heal: (surface) => surface.startRedis(),
   },
   'db-failover': {
     title:

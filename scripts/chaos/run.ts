@@ -67,6 +67,15 @@ const REDIS_DATA_FAULTS: ReadonlySet<string> = new Set([
   'redis-restart',
   'reopen-then-restart',
   'channel-flap',
+  'redis-failover',
+]);
+/**
+ * On the Redis Cluster a paused master is failed over (its pause outlasts the node timeout): its
+ * promoted replica may lack what it had not received yet.
+ */
+const CLUSTER_REDIS_DATA_FAULTS: ReadonlySet<string> = new Set([
+  ...REDIS_DATA_FAULTS,
+  'redis-pause',
 ]);
 
 /** The final repairs wait this long after the heal: past the checker's window for a fault. */
@@ -128,7 +137,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
   merchant.answer = () => (shopRng.chance(0.1) ? 503 : 200);
   let cluster: ClusterStores | undefined;
   if (schedule.cluster) {
-    progress('starting a RabbitMQ cluster of three nodes and a MariaDB pair…');
+    progress('starting a RabbitMQ cluster of three nodes, a MariaDB pair and a Redis Cluster…');
     cluster = await ClusterStores.start(name, join(repoRoot, 'dist', 'migrations', '*.js'));
     // Stopped with the system; this is for a run that fails before the system is up.
     const clusterStores = cluster;
@@ -255,7 +264,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
       to: span.to,
       what: span.what,
       kind,
-      redisData: REDIS_DATA_FAULTS.has(kind),
+      redisData: (cluster ? CLUSTER_REDIS_DATA_FAULTS : REDIS_DATA_FAULTS).has(kind),
       ...(fault?.service === undefined ? {} : { service: fault.service }),
       stopsClock: stopsClock(fault),
     };

@@ -1,11 +1,11 @@
 // Reading the stores once the run is quiet: MySQL and Redis straight (not through the proxies),
 // the reconcile route as an operator would call it, the queues through amqplib.
 import amqp from 'amqplib';
-import type { Redis } from 'ioredis';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import type { RedisClient } from '../../src/infra/redis/redis-client.js';
 import { allBucketKeys, queueKeys } from '../../src/infra/redis/seckill-keys.js';
 import { allBuyers, bucketStocks, unsettled } from '../../test/support/stock-buckets.js';
 import { requestJson } from '../lib/http.js';
@@ -20,7 +20,7 @@ import type { Endpoint, Sale } from './workload.js';
 
 export interface Stores {
   mysql: Pool;
-  redis: Redis;
+  redis: RedisClient;
   rabbitUrl: string;
   /** RABBITMQ_PREFIX of the instances. */
   prefix: string;
@@ -178,7 +178,7 @@ const ADMITS_SAMPLE_MS = 1_000;
  * Returns every entry seen, and every sampling of the room.
  */
 export function sampleAdmissions(
-  redis: Redis,
+  redis: RedisClient,
   sales: readonly Sale[],
 ): { stop: () => Promise<{ admissions: AdmissionRecord[]; rooms: RoomSample[] }> } {
   const seen = new Map<string, AdmissionRecord>();
@@ -235,7 +235,7 @@ export function sampleAdmissions(
 }
 
 /** A queue sale's admitted buyers (negative: used) and lapsed ones, as Redis holds them. */
-export async function readQueueRoom(redis: Redis, sale: Sale): Promise<QueueRoomSnapshot> {
+export async function readQueueRoom(redis: RedisClient, sale: Sale): Promise<QueueRoomSnapshot> {
   const keys = queueKeys(sale.goodsId);
   const flat = await redis.zrange(keys.admitted, 0, -1, 'WITHSCORES');
   const admitted: Record<string, number> = {};

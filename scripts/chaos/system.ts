@@ -1,12 +1,13 @@
-// The system under test: a private redis-server, a fresh database and vhost, and K app instances
-// (child processes of the built server), each reaching Redis, RabbitMQ and MySQL through proxies
-// of its own, so that one can be cut off while the others are not. Implements what faults act on.
+// The system under test: a private redis-server, a fresh database and vhost (or, with --cluster,
+// the clustered engines of cluster-stores.ts), and K app instances (child processes of the built
+// server), each reaching Redis, RabbitMQ and MySQL through proxies of its own, so that one can be
+// cut off while the others are not. Implements what faults act on.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { createPool, type Pool } from 'mysql2/promise';
 
 import { freePortBelowEphemeral } from '../lib/ports.js';
@@ -19,6 +20,7 @@ import {
   freshVhost,
   rabbitUrl,
 } from '../../bench/lib/stores.js';
+import type { RedisClient } from '../../src/infra/redis/redis-client.js';
 import { PrivateRedis } from '../../test/support/private-redis.js';
 import { proxyInFront, TcpProxy } from '../../test/support/tcp-proxy.js';
 import { startServer, stopServer, type ServerProcess } from '../lib/server-process.js';
@@ -56,8 +58,8 @@ export interface SystemOptions {
   /** Settings for every instance, on top of the stores' URLs. */
   env: Record<string, string>;
   /**
-   * The clustered engines (--cluster), in place of the machine's broker and MySQL server; Redis
-   * stays a private server.
+   * The clustered engines (--cluster), in place of the machine's broker and MySQL server and of
+   * the private redis-server.
    */
   cluster?: ClusterStores;
 }
@@ -176,7 +178,7 @@ export class ChaosSystem implements FaultSurface {
   readonly events: SystemEvent[] = [];
   readonly brokerCloses: BrokerCloseEvent[] = [];
   /** The run's own connections, straight to the stores (no proxy): for the checker. */
-  readonly redisClient: Redis;
+  readonly redisClient: RedisClient;
   readonly mysql: Pool;
   private redisDown = false;
   /** The proxies slowed down now, each with what restores it. */
@@ -184,12 +186,19 @@ export class ChaosSystem implements FaultSurface {
 
   private constructor(
     private readonly options: SystemOptions,
-    readonly redis: PrivateRedis,
+    /** The private redis-server; null on the clustered engines (their Redis Cluster instead). */
+    private readonly redis: PrivateRedis | null,
     private readonly redisDir: string,
     readonly instances: AppInstance[],
     mysqlUrl: string,
   ) {
-    this.redisClient = new Redis(redis.url, { maxRetriesPerRequest: 1, lazyConnect: true });
+    const cluster = options.cluster?.redis;
+    this.redisClient = cluster
+      ? new Cluster(
+          cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
+          { lazyConnect: true, redisOptions: { maxRetriesPerRequest: 1 } },
+        )
+      : new Redis(redis!.url, { maxRetriesPerRequest: 1, lazyConnect: true });
     this.redisClient.on('error', () => undefined);
     this.mysql = createPool({ uri: mysqlUrl, connectionLimit: 4 });
   }
@@ -205,7 +214,7 @@ export class ChaosSystem implements FaultSurface {
       await freshDatabase(options.name, join(options.repoRoot, 'dist', 'migrations', '*.js'));
       await freshVhost(options.name);
     }
-    const redis = await PrivateRedis.start({ dir: redisDir });
+    const redis = cluster ? null : await PrivateRedis.start({ dir: redisDir });
     const instances: AppInstance[] = [];
     // The run's own reads go to the primary, wherever it is.
     const checkerUrl = cluster
@@ -224,6 +233,16 @@ export class ChaosSystem implements FaultSurface {
         proxies[service] = through.map(({ proxy }) => proxy);
         urls[service] = through.map(({ url }) => url).join(',');
       }
+      // On the Redis Cluster: its nodes through this instance's proxies, the slot map's
+      // addresses (the nodes' own) mapped to them.
+      const redisEnv = cluster
+        ? {
+            REDIS_CLUSTER_NODES: proxies.redis.map((proxy) => `127.0.0.1:${proxy.port}`).join(','),
+            REDIS_CLUSTER_NAT_MAP: cluster.redis.ports
+              .map((port, i) => `127.0.0.1:${port}=127.0.0.1:${proxies.redis[i].port}`)
+              .join(','),
+          }
+        : { REDIS_URL: urls.redis };
       instances.push(
         new AppInstance({
           spec,
@@ -234,7 +253,7 @@ export class ChaosSystem implements FaultSurface {
             ...process.env,
             ...options.env,
             APP_ROLE: spec.role,
-            REDIS_URL: urls.redis,
+            ...redisEnv,
             RABBITMQ_URL: urls.rabbitmq,
             DATABASE_URL: urls.mysql,
             ...(cluster ? { RABBITMQ_QUORUM_SIZE: '3' } : {}),
@@ -263,13 +282,21 @@ export class ChaosSystem implements FaultSurface {
   }
 
   /**
-   * One instance's proxies to a service and the URLs through them: to the private Redis; to the
-   * machine's broker and MySQL, or with the clusters to each broker node and to the primary
-   * (following it across a failover).
+   * One instance's proxies to a service and the URLs through them: to the private Redis, the
+   * machine's broker and MySQL; or with the clusters to each Redis node (in the cluster's order
+   * of ports), to each broker node and to the primary (following it across a failover).
    */
   private async proxiesTo(service: Service): Promise<{ proxy: TcpProxy; url: string }[]> {
     const { cluster, name } = this.options;
-    if (service === 'redis') return [await proxyInFront(this.redis.url, 6379)];
+    if (service === 'redis' && cluster) {
+      return Promise.all(
+        cluster.redis.ports.map(async (port) => {
+          const proxy = await TcpProxy.start('127.0.0.1', port);
+          return { proxy, url: `redis://127.0.0.1:${proxy.port}/0` };
+        }),
+      );
+    }
+    if (service === 'redis') return [await proxyInFront(this.redis!.url, 6379)];
     if (!cluster) {
       return [
         service === 'rabbitmq'
@@ -331,25 +358,33 @@ export class ChaosSystem implements FaultSurface {
   }
 
   async killRedis(keepData: boolean): Promise<void> {
+    if (this.options.cluster) {
+      await this.options.cluster.killRedisMaster(keepData);
+      return;
+    }
+    const redis = this.redis!;
     this.redisDown = true;
     // A SAVE that fails (the client still reconnecting) leaves an older snapshot or none: still a
     // restart, from a staler copy.
     if (keepData) await this.redisClient.save().catch(() => undefined);
-    else this.redis.forgetSnapshot();
-    await this.redis.kill();
+    else redis.forgetSnapshot();
+    await redis.kill();
   }
 
   async startRedis(): Promise<void> {
-    await this.redis.up();
+    if (this.options.cluster) return this.options.cluster.startRedisNode();
+    await this.redis!.up();
     this.redisDown = false;
   }
 
-  pauseRedis(): void {
-    this.redis.pause();
+  async pauseRedis(): Promise<void> {
+    if (this.options.cluster) await this.options.cluster.pauseRedisMaster();
+    else this.redis!.pause();
   }
 
   resumeRedis(): void {
-    this.redis.resume();
+    if (this.options.cluster) this.options.cluster.resumeRedisNode();
+    else this.redis!.resume();
   }
 
   cutProxies(name: string, service: Service): void {
@@ -424,7 +459,7 @@ export class ChaosSystem implements FaultSurface {
 
   /** Undoes whatever a fault may have left (the nemesis heals its own; this is the safety net). */
   async healEverything(): Promise<void> {
-    this.redis.resume();
+    this.redis?.resume();
     if (this.redisDown) await this.startRedis();
     await this.options.cluster?.heal();
     for (const restore of this.slowed.values()) restore();
@@ -448,7 +483,7 @@ export class ChaosSystem implements FaultSurface {
     }
     this.redisClient.disconnect();
     await this.mysql.end();
-    await this.redis.kill();
+    await this.redis?.kill();
     rmSync(this.redisDir, { recursive: true, force: true });
     if (this.options.cluster) {
       await this.options.cluster.stop();

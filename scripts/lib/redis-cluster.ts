@@ -41,6 +41,9 @@ export function clusterNodeArgs(port: number, dir: string, nodeTimeoutMs = 15_00
     'yes',
     '--cluster-config-file',
     `nodes-${port}.conf`,
+    // Its own snapshot file: a SAVE, or a replica's full sync, must not be another node's start.
+    '--dbfilename',
+    `dump-${port}.rdb`,
     '--cluster-require-full-coverage',
     'no',
     '--cluster-node-timeout',

@@ -241,6 +241,38 @@ describe('validateEnv', () => {
     expect(error.message).toContain(seed);
   });
 
+  it('should read REDIS_CLUSTER_NAT_MAP as announced=reached addresses keyed as the cluster names them', () => {
+    expect(validateEnv({ REDIS_CLUSTER_NODES: '127.0.0.1:7000' }).redis.clusterNatMap).toEqual({});
+    expect(
+      validateEnv({
+        REDIS_CLUSTER_NODES: '10.0.0.1:7000',
+        REDIS_CLUSTER_NAT_MAP:
+          ' 172.17.0.2:6379=10.0.0.1:7000, [fd00::2]:6379 = redis-b.internal:7001 ',
+      }).redis.clusterNatMap,
+    ).toEqual({
+      '172.17.0.2:6379': { host: '10.0.0.1', port: 7000 },
+      'fd00::2:6379': { host: 'redis-b.internal', port: 7001 },
+    });
+  });
+
+  it.each([
+    ['172.17.0.2:6379', 'must list announced=reached'],
+    ['172.17.0.2:6379=10.0.0.1', 'must list announced=reached'],
+    ['172.17.0.2:6379=10.0.0.1:7000=x:1', 'must list announced=reached'],
+    ['=10.0.0.1:7000', 'must list announced=reached'],
+    ['172.17.0.2:6379=10.0.0.1:7000,172.17.0.2:6379=10.0.0.1:7001', 'maps 172.17.0.2:6379 twice'],
+  ])('should refuse REDIS_CLUSTER_NAT_MAP %j, naming the variable', (natMap, reason) => {
+    const error = refusal({ REDIS_CLUSTER_NODES: '10.0.0.1:7000', REDIS_CLUSTER_NAT_MAP: natMap });
+    expect(error).toBeInstanceOf(ConfigValidationError);
+    expect(error.message).toMatch(/^REDIS_CLUSTER_NAT_MAP/);
+    expect(error.message).toContain(reason);
+  });
+
+  it('should refuse REDIS_CLUSTER_NAT_MAP without REDIS_CLUSTER_NODES', () => {
+    const error = refusal({ REDIS_CLUSTER_NAT_MAP: '172.17.0.2:6379=10.0.0.1:7000' });
+    expect(error.message).toMatch(/^REDIS_CLUSTER_NAT_MAP is set without REDIS_CLUSTER_NODES/);
+  });
+
   it('should leave the payment webhook off without a secret, in CNY, with 300 s of tolerance', () => {
     expect(validateEnv({}).payments).toEqual({
       webhookSecrets: [],

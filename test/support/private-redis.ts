@@ -116,7 +116,7 @@ export class PrivateRedisCluster {
   private constructor(
     readonly ports: number[],
     private readonly dir: string,
-    private readonly nodeTimeoutMs: number,
+    readonly nodeTimeoutMs: number,
   ) {}
 
   static async start(
@@ -174,8 +174,15 @@ export class PrivateRedisCluster {
     return new Cluster(this.ports.map((port) => ({ host: '127.0.0.1', port })));
   }
 
-  /** Starts the node on `port` (empty: nothing is saved) and waits until it answers. */
-  async up(port: number): Promise<void> {
+  /**
+   * Starts the node on `port` and waits until it answers: empty, or with `keepData` from its
+   * snapshot file if it has one (its own SAVE, or the last full sync it had as a replica).
+   */
+  async up(port: number, options: { keepData?: boolean } = {}): Promise<void> {
+    const running = this.processes.get(port);
+    // A second server on the port would fail to bind, and this one would lose track of the first.
+    if (running && running.exitCode === null && running.signalCode === null) return;
+    if (!options.keepData) rmSync(join(this.dir, `dump-${port}.rdb`), { force: true });
     this.processes.set(
       port,
       spawn(
@@ -231,6 +238,54 @@ export class PrivateRedisCluster {
   /** Kills one node outright, as a crash would. */
   async kill(port: number): Promise<void> {
     await killChild(this.processes.get(port));
+  }
+
+  /** Freezes one node (SIGSTOP): its connections stay open, nothing answers, not even its peers. */
+  pause(port: number): void {
+    this.processes.get(port)?.kill('SIGSTOP');
+  }
+
+  resume(port: number): void {
+    this.processes.get(port)?.kill('SIGCONT');
+  }
+
+  /** Has the node write its snapshot file (what `up(port, { keepData: true })` starts from). */
+  async save(port: number): Promise<void> {
+    const node = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 });
+    node.on('error', () => undefined);
+    try {
+      await node.connect();
+      await node.save();
+    } finally {
+      node.disconnect();
+    }
+  }
+
+  /**
+   * The ports of the masters that serve slots now, as the first live node asked sees them
+   * (CLUSTER NODES: a master marked failed, or with no slot, is left out).
+   */
+  async masters(): Promise<number[]> {
+    for (const port of this.ports) {
+      const node = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0 });
+      node.on('error', () => undefined);
+      try {
+        await node.connect();
+        const lines = String(await node.cluster('NODES')).split('\n');
+        return lines.flatMap((line) => {
+          const [, address, flags, , , , , , ...slots] = line.split(' ');
+          if (!flags?.split(',').includes('master') || /fail/.test(flags) || slots.length === 0) {
+            return [];
+          }
+          return [Number(/:(\d+)@/.exec(address)?.[1])];
+        });
+      } catch {
+        // the next node
+      } finally {
+        node.disconnect();
+      }
+    }
+    throw new Error('no node of the cluster answers');
   }
 
   async stop(): Promise<void> {

@@ -40,6 +40,8 @@ function createClient(redis: RedisConfig): RedisClient {
       // A node that drops is not redialled on its own: the client learns the slot map again
       // (on a MOVED, or when the watchdog asks) and connects to whoever serves the slots.
       redisOptions: CONNECTION_OPTIONS,
+      // Nodes that announce addresses this service cannot dial (NAT, containers, proxies).
+      ...(Object.keys(redis.clusterNatMap).length > 0 ? { natMap: redis.clusterNatMap } : {}),
     });
   }
   return new Redis(redis.url, {
