@@ -9,7 +9,8 @@ import {
   waitFor,
   type TestApp,
 } from './support/harness.js';
-import { PrivateRedis } from './support/private-redis.js';
+import { buyUntilReopened, PrivateRedis } from './support/private-redis.js';
+import { proxyInFront } from './support/tcp-proxy.js';
 import { REDIS_COMMAND_TIMEOUT_MS } from '../src/infra/redis/redis.constants.js';
 
 const unavailable = { statusCode: 503, code: 'UNAVAILABLE', message: expect.any(String) };
@@ -60,6 +61,29 @@ describe('outages: Redis known to be down, REDIS_DOWN_MODE=closed', () => {
     // a purchase waiting on a dead connection would take.
     expect(p99).toBeLessThan(REDIS_COMMAND_TIMEOUT_MS / 2);
     expect(await stores.orders(goodsId)).toHaveLength(0);
+  });
+});
+
+describe('outages: a connection to Redis gone silent (half-open)', () => {
+  it('should drop it once a check gets no answer within the command timeout, and sell again on a new one', async () => {
+    const redis = await PrivateRedis.start();
+    const { proxy, url } = await proxyInFront(redis.url, 6379);
+    const t = await startApp({ REDIS_URL: url, REDIS_DOWN_MODE: 'closed' });
+    try {
+      const goodsId = await createSale(t.http, { stock: 5 });
+      const buy = (userId: number) =>
+        t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+      await buy(1_501).expect(202);
+
+      // Redis is alive, but what goes over the open connection is lost; ioredis never closes it.
+      proxy.silenceOpen();
+      await buyUntilReopened(buy, 1_502);
+      expect((await buy(1_501).expect(409)).body.code).toBe('ALREADY_PURCHASED');
+    } finally {
+      await t.close();
+      await proxy.close();
+      await redis.kill();
+    }
   });
 });
 

@@ -165,6 +165,39 @@ describe('on a Redis Cluster of three masters', () => {
     }
   });
 
+  it("should drop a master's connection that stops answering (half-open) and sell on a new one", async () => {
+    const { cluster } = ctx;
+    const proxies = await Promise.all(
+      cluster.ports.map((port) => TcpProxy.start('127.0.0.1', port)),
+    );
+    const app = await startApp({
+      REDIS_CLUSTER_NODES: `127.0.0.1:${proxies[0].port}`,
+      REDIS_CLUSTER_NAT_MAP: cluster.ports
+        .map((port, i) => `127.0.0.1:${port}=127.0.0.1:${proxies[i].port}`)
+        .join(','),
+    });
+    try {
+      const goodsId = await createSale(app.http, { stock: 5 });
+      const buy = (userId: number) =>
+        app.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
+      await buy(795).expect(202);
+      const master = cluster.ports.indexOf(await cluster.masterOf(`seckill:{${goodsId}}:stock`));
+
+      // The sale's master is alive, but what goes over the open connections to it is lost.
+      proxies[master].silenceOpen();
+      const silencedAt = Date.now();
+      const requests = await buyUntilReopened(buy, 796);
+      console.log(
+        `half-open master connection: sold again after ${secondsSince(silencedAt)} s (${requests} requests)`,
+      );
+      // The purchase accepted before is still one buyer's: the sale was not sold twice.
+      expect((await buy(795).expect(409)).body.code).toBe('ALREADY_PURCHASED');
+    } finally {
+      await app.close();
+      for (const proxy of proxies) await proxy.close();
+    }
+  });
+
   describe("the sold-out memo, announced on the cluster's pub/sub", () => {
     // A memo far longer than the test: only the stock-back announcement can reopen the sale.
     const apps: TestApp[] = [];

@@ -57,7 +57,7 @@ export class ClusterStores {
   private downNode: RabbitNode | null = null;
   private primaryDown = false;
   /** The Redis node killed and not started again yet, and the one paused. */
-  private redisDown: number | null = null;
+  private redisDown: { port: number; keepData: boolean } | null = null;
   private redisPaused: number | null = null;
   private stopped = false;
 
@@ -187,21 +187,21 @@ export class ClusterStores {
     const masters = await this.redis.masters();
     const port = masters[Math.floor(Math.random() * masters.length)];
     if (keepData) await this.redis.save(port).catch(() => undefined);
-    this.redisDown = port;
+    this.redisDown = { port, keepData };
     await this.redis.kill(port);
     console.error(`chaos: redis master 127.0.0.1:${port} killed`);
     return port;
   }
 
   /**
-   * Starts the killed node again (from its snapshot when it saved one, else empty), and waits
-   * until every node says the cluster is whole: back as the master of its slots when no replica
-   * took them over meanwhile, else as the replica of the one that did.
+   * Starts the killed node again (from the snapshot it saved, or empty), and waits until every
+   * node says the cluster is whole: back as the master of its slots when no replica took them
+   * over meanwhile, else as the replica of the one that did.
    */
   async startRedisNode(): Promise<void> {
-    const port = this.redisDown;
-    if (port === null) return;
-    await this.redis.up(port, { keepData: true });
+    if (this.redisDown === null) return;
+    const { port, keepData } = this.redisDown;
+    await this.redis.up(port, { keepData });
     this.redisDown = null;
     await waitFor(() => clusterIsOk(this.redis.ports), {
       timeoutMs: REDIS_REJOIN_MS,

@@ -16,6 +16,8 @@ export class TcpProxy {
   private stalled: 'none' | 'both' | 'to-client' = 'none';
   private refusing = false;
   private held: [Socket, Buffer][] = [];
+  /** Sockets of connections gone silent (see silenceOpen): what is sent to them is lost. */
+  private readonly silenced = new WeakSet<Socket>();
   private readonly serverTaps: ((chunk: Buffer, upstream: Socket) => void)[] = [];
   private readonly clientTaps: ((chunk: Buffer, client: Socket, upstream: Socket) => void)[] = [];
 
@@ -67,7 +69,7 @@ export class TcpProxy {
 
   private send(to: Socket, chunk: Buffer, direction: 'both' | 'to-client'): void {
     const held = this.stalled === 'both' || this.stalled === direction;
-    if (to.destroyed) return;
+    if (to.destroyed || this.silenced.has(to)) return;
     if (held || this.held.some(([target]) => target === to)) this.held.push([to, chunk]);
     else to.write(chunk);
   }
@@ -92,6 +94,18 @@ export class TcpProxy {
   resume(): void {
     this.stalled = 'none';
     for (const [to, chunk] of this.held.splice(0)) if (!to.destroyed) to.write(chunk);
+  }
+
+  /**
+   * The open connections go silent for good, as half-open ones whose path forgot them (a NAT or
+   * firewall entry expired): the bytes either end sends are lost, nothing is closed; connections
+   * made after this pass as usual.
+   */
+  silenceOpen(): void {
+    for (const [client, upstream] of this.pairs) {
+      this.silenced.add(client);
+      this.silenced.add(upstream);
+    }
   }
 
   /** The service "goes down": open connections are cut and new ones are refused until up(). */

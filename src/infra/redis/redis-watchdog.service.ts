@@ -40,6 +40,10 @@ export function saleInScope(scope: SlotScope, goodsId: number, shards = 1): bool
 
 const runIdOf = (info: string) => /run_id:(\w+)/.exec(info)?.[1];
 
+/** ioredis' error for a command that got no answer within `commandTimeout`. */
+const isTimeout = (error: unknown) =>
+  error instanceof Error && error.message === 'Command timed out';
+
 /**
  * Notices when a Redis server behind the client is a new one (its `run_id` changed): a restart
  * or a failover, after which the sales it held may be gone (Redis here keeps nothing on disk) or
@@ -51,6 +55,13 @@ const runIdOf = (info: string) => /run_id:(\w+)/.exec(info)?.[1];
  * slots of the same change, and only the sales in those slots are concerned. Purchases are closed
  * per master too: from the moment the client's connection to a master drops until the master it
  * reconnects to is identified.
+ *
+ * A connection that stays open but gets no answer (a half-open TCP connection whose peer or path
+ * is gone: a NAT or firewall that forgot the flow, a server frozen and failed over) is never
+ * closed by ioredis itself: every command on it would time out, for as long as the socket lives.
+ * So a check whose `INFO` times out drops that connection (the one server's: reconnect; a
+ * master's: the cluster dials whoever serves its slots now), which closes its sales as any drop
+ * does until the server behind the new connection is identified.
  */
 @Injectable()
 export class RedisWatchdogService implements OnModuleInit, OnApplicationShutdown {
@@ -173,8 +184,10 @@ export class RedisWatchdogService implements OnModuleInit, OnApplicationShutdown
     let current: string | undefined;
     try {
       current = runIdOf(await this.redis.info('server'));
-    } catch {
-      return; // down: nothing to compare yet; the purchase path answers 503 meanwhile
+    } catch (error) {
+      // Down: nothing to compare yet; the purchase path answers 503 meanwhile. Silent: dropped.
+      if (isTimeout(error)) this.dropSilent(this.redis as Redis, 'the server');
+      return;
     }
     if (!current) return;
     const previous = this.runId;
@@ -206,8 +219,14 @@ export class RedisWatchdogService implements OnModuleInit, OnApplicationShutdown
         let current: string | undefined;
         try {
           current = runIdOf(await node.info('server'));
-        } catch {
-          return; // down: its slots stay closed; the client answers 503 for them meanwhile
+        } catch (error) {
+          // Down: its slots stay closed; the client answers 503 for them meanwhile. Silent:
+          // dropped, and dialled again below.
+          if (isTimeout(error)) {
+            this.dropSilent(node, `master ${master}`);
+            missing = true;
+          }
+          return;
         }
         if (!current) return;
         this.compareSlots(slots, current);
@@ -231,6 +250,16 @@ export class RedisWatchdogService implements OnModuleInit, OnApplicationShutdown
     for (const [previous, moved] of changed) {
       this.announce({ previous, current, slots: moved, detectedAt: Date.now() });
     }
+  }
+
+  /**
+   * Drops a connection that got no answer within the command timeout; ioredis dials again (the
+   * one server: its retry strategy; a cluster's master: the slot map, learnt again). The commands
+   * it still held fail as after any drop: their outcome unknown to their callers.
+   */
+  private dropSilent(connection: Redis, what: string): void {
+    this.logger.warn(`redis connection dropped: ${what} did not answer within the command timeout`);
+    connection.disconnect(!isCluster(this.redis));
   }
 
   private announce(restart: RedisRestart): void {
