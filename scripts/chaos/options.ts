@@ -18,9 +18,12 @@ export const USAGE = `usage: npm run chaos -- --random [options]
                      APP_ROLE=worker)
   --roles all        every instance APP_ROLE=all instead
   --cluster          on clustered engines of the run's own: a RabbitMQ cluster of three nodes
-                     (quorum queues on all three) and a MariaDB primary with a semi-synchronous
-                     replica (DATABASE_REPLICA_URL for the api instances); adds the faults that
-                     kill a broker node and fail the database over
+                     (quorum queues on all three), a MariaDB primary with a semi-synchronous
+                     replica (DATABASE_REPLICA_URL for the api instances) and a Redis Cluster of
+                     three masters with a replica each (REDIS_CLUSTER_NAT_MAP through proxies);
+                     Redis faults act on a master (failed over past its 3 s node timeout); adds
+                     the faults that kill a broker node, fail the database over and fail a Redis
+                     master over
   --out <dir>        where schedule.json, history.jsonl, report.html and the logs go
                      (default chaos-results/seed-<seed>)
   --schedule <file>  replay a schedule.json: its seed, minutes, instances, REDIS_DOWN_MODE and

@@ -100,9 +100,9 @@ export class LuaScriptsService implements OnModuleInit {
         this.redis.defineCommand(name, { lua });
       } else if (keys === 'per-budget') {
         // The throttle script as one command per budget count, each with a fixed key count:
-        // ioredis then knows its keys, which a cluster client needs to route it (and to
-        // auto-pipeline it with the other commands for the same node; a key count passed as the
-        // first argument is taken for a key there). All defined here, before any command is sent:
+        // ioredis then knows its keys, which a cluster client needs to route it (a key count
+        // passed as the first argument is taken for a key there). All defined here, before any
+        // command is sent:
         // a command defined later is missing from an auto-pipeline already gathering, and the
         // other commands of that pipeline then never get an answer.
         for (let budgets = 1; budgets <= MAX_THROTTLE_BUDGETS; budgets++) {
