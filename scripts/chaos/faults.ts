@@ -51,6 +51,11 @@ export interface FaultSurface {
   restoreProxies(instance: string, service: Service): void;
   stallProxies(instance: string, service: Service): void;
   resumeProxies(instance: string, service: Service): void;
+  /**
+   * The open connections through the proxies go silent for good, as half-open ones (see
+   * TcpProxy.silenceOpen); new connections pass. Nothing heals it but the app's own drop.
+   */
+  silenceProxies(instance: string, service: Service): void;
   /** Holds the bytes and lets them through in turns (see slow-link.ts) until restoreSpeed. */
   slowProxies(instance: string, service: Service): void;
   restoreSpeed(instance: string, service: Service): void;
@@ -241,6 +246,23 @@ export const FAULT_KINDS = {
     inject: (surface, target) => surface.cutProxies(named(target).instance, named(target).service),
     heal: (surface, target) =>
       surface.restoreProxies(named(target).instance, named(target).service),
+  },
+  'redis-silence': {
+    title:
+      "an instance's open connections to Redis go silent for good (half-open: the path forgot them, nothing closes them); new connections pass (one instance's, or all)",
+    // Drawn on the clustered engines only for now, so that the seeds CI runs keep their schedules.
+    cluster: true,
+    weight: 1,
+    holdMs: [0, 0],
+    targets: (instances) =>
+      [...instances.map((instance) => instance.name), 'all'].map((instance) => ({
+        instance,
+        service: 'redis' as const,
+      })),
+    resources: proxyResources,
+    inject: (surface, target) =>
+      surface.silenceProxies(named(target).instance, named(target).service),
+    heal: () => undefined,
   },
   'redis-outage': {
     title:

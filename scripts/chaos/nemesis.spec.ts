@@ -154,6 +154,7 @@ function recordingSurface(calls: string[]): FaultSurface {
     restoreProxies: note('restore'),
     stallProxies: note('stall'),
     resumeProxies: note('resume-proxy'),
+    silenceProxies: note('silence'),
     slowProxies: note('slow'),
     restoreSpeed: note('restore-speed'),
     closeBrokerConnections: async () => note('close-broker')(),

@@ -403,6 +403,10 @@ export class ChaosSystem implements FaultSurface {
     for (const proxy of this.proxiesOf(name, service)) proxy.resume();
   }
 
+  silenceProxies(name: string, service: Service): void {
+    for (const proxy of this.proxiesOf(name, service)) proxy.silenceOpen();
+  }
+
   slowProxies(name: string, service: Service): void {
     for (const proxy of this.proxiesOf(name, service)) {
       if (!this.slowed.has(proxy)) this.slowed.set(proxy, slowLink(proxy));
