@@ -9,7 +9,7 @@ import {
   waitFor,
   type TestApp,
 } from './support/harness.js';
-import { buyUntilReopened, PrivateRedis } from './support/private-redis.js';
+import { newBuyersUntilAccepted, PrivateRedis } from './support/private-redis.js';
 import { proxyInFront } from './support/tcp-proxy.js';
 import { REDIS_COMMAND_TIMEOUT_MS } from '../src/infra/redis/redis.constants.js';
 
@@ -77,7 +77,7 @@ describe('outages: a connection to Redis gone silent (half-open)', () => {
 
       // Redis is alive, but what goes over the open connection is lost; ioredis never closes it.
       proxy.silenceOpen();
-      await buyUntilReopened(buy, 1_502);
+      await newBuyersUntilAccepted(buy, 1_502);
       expect((await buy(1_501).expect(409)).body.code).toBe('ALREADY_PURCHASED');
     } finally {
       await t.close();

@@ -22,7 +22,11 @@ import {
   type TestApp,
 } from './support/harness.js';
 import { recordChaos, secondsSince } from './support/chaos-report.js';
-import { buyUntilReopened, PrivateRedisCluster } from './support/private-redis.js';
+import {
+  buyUntilReopened,
+  newBuyersUntilAccepted,
+  PrivateRedisCluster,
+} from './support/private-redis.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 
 /**
@@ -186,7 +190,7 @@ describe('on a Redis Cluster of three masters', () => {
       // The sale's master is alive, but what goes over the open connections to it is lost.
       proxies[master].silenceOpen();
       const silencedAt = Date.now();
-      const requests = await buyUntilReopened(buy, 796);
+      const requests = await newBuyersUntilAccepted(buy, 796);
       console.log(
         `half-open master connection: sold again after ${secondsSince(silencedAt)} s (${requests} requests)`,
       );

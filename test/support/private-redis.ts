@@ -343,3 +343,26 @@ export async function buyUntilReopened(buy: Buy, userId: number): Promise<number
   }
   return answers.length;
 }
+
+/**
+ * Buys for a new buyer each time (`firstUserId`, then the next ids) until one is accepted, slower
+ * than the per-user rate limit: each answer before that must have taken nothing, a 503 or a 409
+ * DUPLICATE_REQUEST (the purchase lock's Redlock fails while a connection is being replaced, and
+ * the check that follows on the new one finds no lock: RedisLocksService.acquire counts that as
+ * a holder that just released). Returns how many it sent.
+ */
+export async function newBuyersUntilAccepted(buy: Buy, firstUserId: number): Promise<number> {
+  const answers: string[] = [];
+  let userId = firstUserId;
+  await waitFor(
+    async () => {
+      const response = await buy(userId++);
+      answers.push(`${response.status} ${response.body.code ?? ''}`.trim());
+      return response.status === 202;
+    },
+    { timeoutMs: 30_000, intervalMs: 300, what: 'purchases to be accepted again' },
+  );
+  for (const answer of answers.slice(0, -1))
+    expect(answer).toMatch(/^(503 |409 DUPLICATE_REQUEST$)/);
+  return answers.length;
+}
