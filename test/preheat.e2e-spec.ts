@@ -52,8 +52,9 @@ describe('preheating', () => {
         timeoutMs: 10_000,
         what: 'the cron job to preheat the sale',
       });
-      // Within one period, plus a run's time on a busy box.
-      expect(Date.now() - created).toBeLessThan(2_000 + 1_500);
+      // Within two periods (a run that began just before the sale was created misses it), plus
+      // a run's time on a busy box: CI saw 3.7 s on two cores.
+      expect(Date.now() - created).toBeLessThan(2 * 2_000 + 1_500);
     } finally {
       await cron.close();
     }
