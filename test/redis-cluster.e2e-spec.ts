@@ -55,6 +55,21 @@ function onCluster(
   return ctx;
 }
 
+/**
+ * An app that reaches the cluster's nodes only through proxies (as behind NAT): one proxy given as
+ * its seed, every node's own address mapped to its proxy by REDIS_CLUSTER_NAT_MAP.
+ */
+async function appBehindProxies(cluster: PrivateRedisCluster) {
+  const proxies = await Promise.all(cluster.ports.map((port) => TcpProxy.start('127.0.0.1', port)));
+  const app = await startApp({
+    REDIS_CLUSTER_NODES: `127.0.0.1:${proxies[0].port}`,
+    REDIS_CLUSTER_NAT_MAP: cluster.ports
+      .map((port, i) => `127.0.0.1:${port}=127.0.0.1:${proxies[i].port}`)
+      .join(','),
+  });
+  return { proxies, app };
+}
+
 describe('on a Redis Cluster of three masters', () => {
   const ctx = onCluster({ TRUSTED_PROXIES: '127.0.0.1' });
 
@@ -137,16 +152,7 @@ describe('on a Redis Cluster of three masters', () => {
 
   it('should dial each node at the address REDIS_CLUSTER_NAT_MAP gives for the one it announces, and at no other', async () => {
     const { cluster } = ctx;
-    // The nodes as the service can reach them: through proxies (as behind NAT), one seed given.
-    const proxies = await Promise.all(
-      cluster.ports.map((port) => TcpProxy.start('127.0.0.1', port)),
-    );
-    const app = await startApp({
-      REDIS_CLUSTER_NODES: `127.0.0.1:${proxies[0].port}`,
-      REDIS_CLUSTER_NAT_MAP: cluster.ports
-        .map((port, i) => `127.0.0.1:${port}=127.0.0.1:${proxies[i].port}`)
-        .join(','),
-    });
+    const { proxies, app } = await appBehindProxies(cluster);
     try {
       const goodsIds = await Promise.all(
         Array.from({ length: 6 }, () => createSale(app.http, { stock: 2 })),
@@ -171,15 +177,7 @@ describe('on a Redis Cluster of three masters', () => {
 
   it("should drop a master's connection that stops answering (half-open) and sell on a new one", async () => {
     const { cluster } = ctx;
-    const proxies = await Promise.all(
-      cluster.ports.map((port) => TcpProxy.start('127.0.0.1', port)),
-    );
-    const app = await startApp({
-      REDIS_CLUSTER_NODES: `127.0.0.1:${proxies[0].port}`,
-      REDIS_CLUSTER_NAT_MAP: cluster.ports
-        .map((port, i) => `127.0.0.1:${port}=127.0.0.1:${proxies[i].port}`)
-        .join(','),
-    });
+    const { proxies, app } = await appBehindProxies(cluster);
     try {
       const goodsId = await createSale(app.http, { stock: 5 });
       const buy = (userId: number) =>

@@ -254,11 +254,7 @@ export const FAULT_KINDS = {
     cluster: true,
     weight: 1,
     holdMs: [0, 0],
-    targets: (instances) =>
-      [...instances.map((instance) => instance.name), 'all'].map((instance) => ({
-        instance,
-        service: 'redis' as const,
-      })),
+    targets: (instances) => proxyTargets(instances).filter((target) => target.service === 'redis'),
     resources: proxyResources,
     inject: (surface, target) =>
       surface.silenceProxies(named(target).instance, named(target).service),
