@@ -751,6 +751,39 @@ describe('the chaos checker', () => {
     expect(violationsOf(input, 'sales-reopen')).toHaveLength(2);
   });
 
+  it("should flag an instance that decides none of a sale's purchases for 20 s while another does", () => {
+    const input = cleanRun();
+    for (let ms = 200_000; ms <= 240_000; ms += 1_000) {
+      const buyer = 900 + ms / 1_000;
+      input.history.push(
+        entry({
+          op: 'purchase',
+          buyer,
+          instance: 'api-1',
+          sentMs: ms,
+          answeredMs: ms + 50,
+          status: 503,
+          code: 'REDIS_UNAVAILABLE',
+          outcome: 'refused',
+        }),
+        entry({
+          op: 'purchase',
+          buyer: buyer + 100,
+          instance: 'api-2',
+          sentMs: ms,
+          answeredMs: ms + 50,
+          status: 409,
+          code: 'SOLD_OUT',
+          outcome: 'refused',
+        }),
+      );
+    }
+    expect(violated(input)).toEqual(['instances-keep-up']);
+    expect(violationsOf(input, 'instances-keep-up')[0].message).toMatch(
+      /goods 7 on api-1: no decided answer from .* while api-2 decided them throughout/,
+    );
+  });
+
   it('should flag each channel the broker closed that the run did not break, with its reason', () => {
     const input = cleanRun();
     input.brokerCloses = [

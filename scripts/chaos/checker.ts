@@ -3,6 +3,7 @@
 // named with the request ids it is about.
 import { LAST_ORDER_EVENT, ORDER_EVENT_PATHS } from '../fake-provider/order-events.js';
 import type { HistoryEntry } from './history.js';
+import { lagsBehindPeers } from './keep-up.js';
 import { checkQueues, type FaultSpan, type QueueFacts } from './queue-checks.js';
 
 export type OrderStatus = 'PENDING_PAYMENT' | 'PAID' | 'CANCELLED' | 'REFUND_REQUIRED';
@@ -178,6 +179,8 @@ export const INVARIANTS = {
   'stock-back-once':
     'every cancelled, expired or refunded order is given back in Redis (once: its number marked), no active one is unless a late payment took its unit again',
   'sales-reopen': 'after the heal, every sale answers purchases on every instance within the bound',
+  'instances-keep-up':
+    "while one instance decides a sale's purchases, every instance asked to does too: none decides none of them for 20 s beside a peer deciding them throughout, away from the faults on itself (and 20 s after them)",
   'no-dead-letters': 'no message waits in the dead-letter queue (the run poisons none)',
   'sales-quiet': 'after the heal, queues, outbox and in-flight empty and every order settles',
   'no-channel-errors':
@@ -913,6 +916,24 @@ function checkQueueOutsiders(input: CheckInput, tally: Tally): void {
 
 function checkLiveness(input: CheckInput, tally: Tally): void {
   const { liveness, snapshot } = input;
+  tally.checked(
+    'instances-keep-up',
+    new Set(
+      input.history
+        .filter((entry) => entry.op === 'purchase')
+        .map((entry) => `${entry.goodsId}:${entry.instance}`),
+    ).size,
+  );
+  for (const lag of lagsBehindPeers(input.history, input.faults ?? [])) {
+    tally.violate({
+      invariant: 'instances-keep-up',
+      message: `goods ${lag.goodsId} on ${lag.instance}: no decided answer from ${lag.fromMs} to ${lag.toMs} ms (${lag.asked} purchases asked, last ${lag.lastAnswer}) while ${lag.peer} decided them throughout`,
+      requestIds: [],
+      historyIds: lag.historyIds,
+      goodsId: lag.goodsId,
+      atMs: lag.fromMs,
+    });
+  }
   for (const reopen of liveness.reopens) {
     tally.checked('sales-reopen');
     if (reopen.ms !== null && reopen.ms <= liveness.boundMs) continue;

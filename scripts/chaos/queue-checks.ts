@@ -43,6 +43,8 @@ export interface FaultSpan {
   redisData: boolean;
   /** The service whose links it acts on (a proxy fault), if any. */
   service?: string;
+  /** The app instance it acts on (`all`: every one), if any. */
+  instance?: string;
   /**
    * It may stop a room's admission clock (lua/lib/room-clock.lua): Redis or a link to it down,
    * stalled or slow, a rebuild's stock out of Redis, an instance that ticks killed or paused, a

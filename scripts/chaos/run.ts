@@ -26,7 +26,15 @@ import {
   sampleAdmissions,
   type Stores,
 } from './snapshot.js';
-import { measureReopen, probeUndersell, REOPEN_BOUND_MS, waitQuiet } from './settle.js';
+import {
+  AFTER_QUIET_BUDGET_MS,
+  measureReopen,
+  probeUndersell,
+  READING_BOUND_MS,
+  REOPEN_BOUND_MS,
+  waitQuiet,
+  within,
+} from './settle.js';
 import { ChaosSystem } from './system.js';
 import { ClusterStores } from './cluster-stores.js';
 import { MerchantReceiver } from '../fake-provider/merchant-receiver.js';
@@ -237,18 +245,37 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
   const { admissions: admissionLog, rooms: roomSamples } = await admissions.stop();
   // Nothing moves now: every purchase left unknown is told by its result (result-tells-truth),
   // and a sale both stores say has units sells one (no-undersell); then quiet again.
-  const unknownRead = await workload.readUnknownOutcomes();
-  const underProbes = await probeUndersell(workload, stores, sales, endpoints);
+  const afterQuietUntil = now() + AFTER_QUIET_BUDGET_MS;
+  const unknownRead = await workload.readUnknownOutcomes(afterQuietUntil);
+  const underProbes = await probeUndersell(
+    workload,
+    stores,
+    sales,
+    endpoints,
+    afterQuietUntil,
+    now,
+  );
   progress(
     `${(now() / 1000).toFixed(0)} s: ${unknownRead} unknown outcomes read, ${underProbes} under-sell probes; waiting for quiet again`,
   );
   const quietAgain = await waitQuiet(stores, sales);
+  // Each read bounded: a store that answers nothing ends the run with its name, never holds it.
+  const read = <T>(what: string, promise: Promise<T>) => within(promise, READING_BOUND_MS, what);
   const snapshot = {
-    sales: await Promise.all(sales.map((sale) => readSale(stores, sale, endpoints[0], admin))),
-    deadLetters: (await queueDepths(stores))['orders.dead'] ?? 0,
+    sales: await read(
+      'the sales',
+      Promise.all(sales.map((sale) => readSale(stores, sale, endpoints[0], admin))),
+    ),
+    deadLetters: (await read('the queues', queueDepths(stores)))['orders.dead'] ?? 0,
     quiet: quiet.reached ? quietAgain : quiet,
-    rooms: await Promise.all(queueSales.map((sale) => readQueueRoom(stores.redis, sale))),
-    journals: await Promise.all(queueSales.map((sale) => readQueueJournal(stores.mysql, sale))),
+    rooms: await read(
+      'the waiting rooms',
+      Promise.all(queueSales.map((sale) => readQueueRoom(stores.redis, sale))),
+    ),
+    journals: await read(
+      'the journals',
+      Promise.all(queueSales.map((sale) => readQueueJournal(stores.mysql, sale))),
+    ),
   };
   // After the stores were read (a repair rewrites Redis): one more repair of every sale, late
   // enough after the heal that no fault explains what it finds.
@@ -266,6 +293,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
       kind,
       redisData: (cluster ? CLUSTER_REDIS_DATA_FAULTS : REDIS_DATA_FAULTS).has(kind),
       ...(fault?.service === undefined ? {} : { service: fault.service }),
+      ...(fault?.instance === undefined ? {} : { instance: fault.instance }),
       stopsClock: stopsClock(fault),
     };
   });

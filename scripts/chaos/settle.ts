@@ -64,25 +64,60 @@ export async function probeUndersell(
   stores: Stores,
   sales: readonly Sale[],
   endpoints: readonly Endpoint[],
+  untilMs: number,
+  now: () => number,
 ): Promise<number> {
   let probes = 0;
   for (const sale of sales.filter((s) => !s.queue)) {
     for (const endpoint of endpoints) {
-      if (Date.now() >= sale.endAtEpochMs - UNDERSELL_END_MARGIN_MS) break;
-      const units = await unitsLeft(stores, sale);
+      if (Date.now() >= sale.endAtEpochMs - UNDERSELL_END_MARGIN_MS || now() >= untilMs) break;
+      const units = await within(
+        unitsLeft(stores, sale),
+        READING_BOUND_MS,
+        `the units left of ${sale.name}`,
+      );
       if (units.redisStock === null || units.redisStock <= 0 || units.mysqlStock <= 0) break;
-      await workload.undersellProbe(sale, endpoint, {
-        mysqlStock: units.mysqlStock,
-        redisStock: units.redisStock,
-      });
+      await workload.undersellProbe(
+        sale,
+        endpoint,
+        { mysqlStock: units.mysqlStock, redisStock: units.redisStock },
+        untilMs,
+      );
       probes++;
     }
   }
   return probes;
 }
 
+/**
+ * The reads after the quiet (the results of unknown outcomes, the under-sell probes) start no new
+ * try past this: instances that answer nothing (sales-reopen and instances-keep-up say so) would
+ * otherwise hold the run for as long as every try's timeout, hundreds of them.
+ */
+export const AFTER_QUIET_BUDGET_MS = 120_000;
+
 /** A sale this close to its end is not probed for under-selling: the end may refuse the probe. */
 const UNDERSELL_END_MARGIN_MS = 30_000;
+
+/**
+ * One reading of the stores gives up after this: a client stuck on a store that answers nothing
+ * (a cluster client's offline queue, a socket gone silent) fails the reading instead of holding
+ * the run, which then reports what it saw.
+ */
+export const READING_BOUND_MS = 30_000;
+
+/** The promise's value, or an error naming `what` once `ms` passed without one. */
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Waits until nothing moves for a few readings in a row, or gives up after a while. */
 export async function waitQuiet(
@@ -93,9 +128,11 @@ export async function waitQuiet(
   let quietReadings = 0;
   let last = 'not read yet';
   while (Date.now() - started < QUIET_TIMEOUT_MS) {
-    const moving = await stillMoving(stores, sales).catch((error: unknown) => [
-      `could not read the stores: ${error instanceof Error ? error.message : String(error)}`,
-    ]);
+    const moving = await within(stillMoving(stores, sales), READING_BOUND_MS, 'the stores').catch(
+      (error: unknown) => [
+        `could not read the stores: ${error instanceof Error ? error.message : String(error)}`,
+      ],
+    );
     last = moving.length === 0 ? 'quiet' : moving.join(', ');
     quietReadings = moving.length === 0 ? quietReadings + 1 : 0;
     if (quietReadings >= QUIET_READINGS) {

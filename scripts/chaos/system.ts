@@ -30,6 +30,12 @@ import { slowLink } from './slow-link.js';
 import { SERVICES, type FaultSurface, type InstanceSpec, type Service } from './faults.js';
 
 const READY_POLL_MS = 250;
+/**
+ * The checker's own Redis reads give up after this: a node paused or silent must fail a reading
+ * (the run goes on and reports it), never hold the run. A cluster client's offline queue knows no
+ * timeout; settle.ts bounds whole readings for that.
+ */
+const CHECKER_COMMAND_TIMEOUT_MS = 5_000;
 const RESTART_AFTER_EXIT_MS = 1_000;
 /** How long a channel break waits for the instance to consume (again) before it gives up. */
 const CHANNEL_WAIT_MS = 3_000;
@@ -196,9 +202,16 @@ export class ChaosSystem implements FaultSurface {
     this.redisClient = cluster
       ? new Cluster(
           cluster.ports.map((port) => ({ host: '127.0.0.1', port })),
-          { lazyConnect: true, redisOptions: { maxRetriesPerRequest: 1 } },
+          {
+            lazyConnect: true,
+            redisOptions: { maxRetriesPerRequest: 1, commandTimeout: CHECKER_COMMAND_TIMEOUT_MS },
+          },
         )
-      : new Redis(redis!.url, { maxRetriesPerRequest: 1, lazyConnect: true });
+      : new Redis(redis!.url, {
+          maxRetriesPerRequest: 1,
+          lazyConnect: true,
+          commandTimeout: CHECKER_COMMAND_TIMEOUT_MS,
+        });
     this.redisClient.on('error', () => undefined);
     this.mysql = createPool({ uri: mysqlUrl, connectionLimit: 4 });
   }

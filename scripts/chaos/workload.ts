@@ -446,16 +446,18 @@ export class Workload {
     sale: Sale,
     endpoint: Endpoint,
     units: { mysqlStock: number; redisStock: number },
+    untilMs: number,
   ): Promise<HistoryEntry> {
     const buyer = this.newBuyer(sale);
     let answer: HistoryEntry | undefined;
     for (let attempt = 0; attempt < AFTER_QUIET_TRIES; attempt++) {
+      if (attempt > 0 && this.options.now() >= untilMs) break;
       answer = await this.purchase(sale, buyer, endpoint, { undersell: units });
       if (answer.status !== 503 && answer.status !== 0) break;
       await sleep(AFTER_QUIET_RETRY_MS);
     }
     if (answer?.outcome !== 'refused') {
-      const result = await this.pollResult(sale, buyer, false);
+      const result = await this.pollResult(sale, buyer, false, untilMs);
       if (result?.resultStatus === 'SUCCESS' && result.orderNo) {
         await this.orderAction('pay', sale, buyer, result.orderNo);
       }
@@ -465,10 +467,10 @@ export class Workload {
 
   /**
    * After the quiet: for each buyer whose latest purchase of a sale was left unknown (no answer,
-   * a 503 that carried its request id, a 5xx), the result is read until it answers (a few tries):
-   * the checker's result-tells-truth judges it against the orders.
+   * a 503 that carried its request id, a 5xx), the result is read until it answers (a few tries,
+   * none started past `untilMs`): the checker's result-tells-truth judges it against the orders.
    */
-  async readUnknownOutcomes(): Promise<number> {
+  async readUnknownOutcomes(untilMs: number): Promise<number> {
     // The result tells of the latest purchase the stores heard of: one answered 202 or left
     // unknown (a refusal never reached them).
     const latest = new Map<string, HistoryEntry>();
@@ -482,6 +484,7 @@ export class Workload {
       await Promise.all(
         unknown.slice(i, i + TELLING_AT_ONCE).map(async (purchase) => {
           for (let attempt = 0; attempt < AFTER_QUIET_TRIES; attempt++) {
+            if (this.options.now() >= untilMs) return;
             const read = await this.send(
               'result',
               purchase.buyer,
@@ -822,9 +825,11 @@ export class Workload {
     sale: Sale,
     buyer: number,
     untilStopped = true,
+    untilMs = Number.POSITIVE_INFINITY,
   ): Promise<HistoryEntry | undefined> {
     let last: HistoryEntry | undefined;
     for (let poll = 0; poll < RESULT_POLLS && !(untilStopped && this.stopping); poll++) {
+      if (poll > 0 && this.options.now() >= untilMs) break;
       last = await this.send('result', buyer, sale.goodsId, this.endpoint(), {
         method: 'GET',
         path: `/api/v1/seckill/${sale.goodsId}/result`,
