@@ -20,6 +20,7 @@ import { AuthenticatorService } from './modules/auth/authenticator.service.js';
 import { authenticateBeforeBody } from './modules/auth/early-auth.hook.js';
 import { BUYER_PAGE_PATH } from './modules/buyer-page/buyer-page.controller.js';
 import { MetricsService } from './modules/metrics/metrics.service.js';
+import { installRequestMetrics } from './modules/metrics/request-metrics.hook.js';
 import { SoldOutMemoStore } from './modules/sale-store/sold-out-memo.store.js';
 import { answerSoldOutFromMemory } from './modules/sale-store/sold-out.hook.js';
 
@@ -106,6 +107,7 @@ function configureApp(
   const fastify = app.getHttpAdapter().getInstance();
   // First, so that every hook after it logs in the request's context.
   installRequestLogging(fastify, new PinoLogger(app.get(PARAMS_PROVIDER_TOKEN)), config.logging);
+  installRequestMetrics(fastify, app.get(MetricsService));
   // Before any hook that asks who the client is (the blocklist; the rate limits after them).
   installClientAddress(fastify, trusted);
   fastify.addHook('onRequest', (_request, reply, done) => {

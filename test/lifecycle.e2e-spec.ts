@@ -430,7 +430,7 @@ describe('metrics', () => {
     await t.close();
   });
 
-  it('should export purchases, orders by status, publishes, consumer lag and reconcile drift', async () => {
+  it('should export purchases, answer durations by route pattern, orders by status, publishes, consumer lag and reconcile drift', async () => {
     const goodsId = await createSale(t.http, { stock: 3 });
     await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(430)).expect(202);
     await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(430)).expect(409);
@@ -450,6 +450,14 @@ describe('metrics', () => {
       /seckill_purchases_total\{outcome="ALREADY_PURCHASED",mode="redis"\} [1-9]/,
     );
     expect(metrics).toMatch(/seckill_publishes_total\{result="confirmed"\} [1-9]/);
+    for (const status of [202, 409]) {
+      expect(metrics).toMatch(
+        new RegExp(
+          `seckill_http_request_duration_seconds_count\\{method="POST",route="/api/v1/seckill/:goodsId",status="${status}"\\} [1-9]`,
+        ),
+      );
+    }
+    expect(metrics).not.toContain(`route="/api/v1/seckill/${goodsId}"`);
     expect(metrics).toContain(`seckill_orders{goods="${goodsId}",status="PENDING_PAYMENT"} 1`);
     expect(metrics).toContain(`seckill_reconcile_drift{goods="${goodsId}",store="redis"} 0`);
     expect(metrics).toContain(`seckill_reconcile_drift{goods="${goodsId}",store="mysql"} 0`);

@@ -1,14 +1,31 @@
 import { Injectable } from '@nestjs/common';
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { PurchaseTally } from './purchase-tally.js';
 
-/** One registry per app instance (tests run several in one process). */
+/** Seconds: 1 ms to 10 s, about three a decade. */
+export const HTTP_DURATION_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
+
 /** Which store decided a purchase. */
 export type PurchaseMode = 'redis' | 'database';
 
 @Injectable()
 export class MetricsService {
+  /** One registry per app instance (tests run several in one process). */
   readonly registry = new Registry();
+
+  /**
+   * Every answer's duration. Buckets from 1 ms (a sold-out answer from memory) to 10 s (the
+   * request timeout's order): a latency SLO's threshold falls on one of them.
+   */
+  readonly httpDuration = new Histogram({
+    name: 'seckill_http_request_duration_seconds',
+    help: "Time from a request's arrival to its answer, by method, route pattern (unmatched: no route) and status",
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: HTTP_DURATION_BUCKETS,
+    registers: [this.registry],
+  });
 
   readonly purchases = new Counter({
     name: 'seckill_purchases_total',
