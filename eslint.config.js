@@ -9,7 +9,7 @@ const AMQP_RULE =
   "amqplib's types stay in src/infra/rabbitmq and messaging's two broker ends, queue-consumer.ts and order.publisher.ts (CONTRIBUTING.md)";
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'eslint.config.js'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.cache/**', 'eslint.config.js'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -13,7 +13,12 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'unit',
-          include: ['src/**/*.spec.ts', 'bench/**/*.spec.ts', 'scripts/**/*.spec.ts'],
+          include: [
+            'src/**/*.spec.ts',
+            'bench/**/*.spec.ts',
+            'scripts/**/*.spec.ts',
+            'deploy/**/*.spec.ts',
+          ],
         },
       },
       {
