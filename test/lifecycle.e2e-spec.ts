@@ -430,7 +430,7 @@ describe('metrics', () => {
     await t.close();
   });
 
-  it('should export purchases, answer durations by route pattern, orders by status, publishes, consumer lag and reconcile drift', async () => {
+  it('should export purchases, answer durations by route pattern, the purchase steps, the write and its lag, orders by status, publishes, consumer lag, the stores and reconcile drift', async () => {
     const goodsId = await createSale(t.http, { stock: 3 });
     await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(430)).expect(202);
     await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(430)).expect(409);
@@ -462,5 +462,22 @@ describe('metrics', () => {
     expect(metrics).toContain(`seckill_reconcile_drift{goods="${goodsId}",store="redis"} 0`);
     expect(metrics).toContain(`seckill_reconcile_drift{goods="${goodsId}",store="mysql"} 0`);
     expect(metrics).toMatch(/seckill_queue_messages\{queue="[^"]+\.orders"\} \d+/);
+    // The purchase's steps, the consumer's write and its lag, the backlog (none left), the stores.
+    for (const stage of ['lock', 'deduct', 'confirm']) {
+      expect(metrics).toMatch(
+        new RegExp(`seckill_purchase_stage_duration_seconds_count\\{stage="${stage}"\\} [1-9]`),
+      );
+    }
+    expect(metrics).toMatch(/seckill_order_batch_write_duration_seconds_count [1-9]/);
+    expect(metrics).toMatch(/seckill_order_write_lag_seconds_count [1-9]/);
+    expect(metrics).toContain(`seckill_orders_unwritten{goods="${goodsId}"} 0`);
+    expect(metrics).toContain(`seckill_order_oldest_unwritten_age_seconds{goods="${goodsId}"} 0`);
+    expect(metrics).toContain('seckill_redis_ready 1');
+    expect(metrics).toMatch(/seckill_mysql_pool_connections\{pool="primary",state="used"\} \d+/);
+    expect(metrics).toMatch(/seckill_mysql_pool_connections\{pool="primary",state="free"\} [1-9]/);
+    expect(metrics).toContain('seckill_mysql_pool_waiting{pool="primary"} 0');
+    expect(metrics).toContain('nodejs_eventloop_lag_seconds');
+    expect(metrics).toContain('nodejs_gc_duration_seconds');
+    expect(metrics).not.toContain('seckill_scrape_read_failures_total{');
   });
 });

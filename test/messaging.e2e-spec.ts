@@ -293,6 +293,26 @@ describe('messaging: a full or unbound orders queue', () => {
     expect(statuses.slice(accepted).every((status) => status === 503)).toBe(true);
     expect(await stores.redisStock(goodsId)).toBe(10 - accepted);
     expect(Object.keys(await stores.redisBuyers(goodsId))).toHaveLength(accepted);
+
+    // Nothing consumes: the metrics show the accepted purchases unwritten, the oldest ageing
+    // (the consumer's lag in time), and none left unconfirmed in the outbox.
+    const scrape = async () => (await t.http.get('/metrics').expect(200)).text;
+    const goods = `{goods="${goodsId}"}`;
+    const first = await scrape();
+    expect(first).toContain(`seckill_orders_unwritten${goods} ${accepted}`);
+    expect(first).toContain(`seckill_outbox_entries${goods} 0`);
+    expect(first).toContain(`seckill_outbox_oldest_age_seconds${goods} 0`);
+    const ageIn = (text: string) =>
+      Number(
+        new RegExp(
+          `seckill_order_oldest_unwritten_age_seconds\\{goods="${goodsId}"\\} (\\S+)`,
+        ).exec(text)?.[1],
+      );
+    const age = ageIn(first);
+    expect(age).toBeGreaterThan(0);
+    await waitFor(async () => ageIn(await scrape()) >= age + 1, {
+      what: 'the oldest unwritten purchase to age by a second',
+    });
   });
 
   it('should refuse a purchase whose message no queue would take, instead of losing it', async () => {

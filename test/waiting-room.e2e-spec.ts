@@ -431,7 +431,7 @@ describe('a queue sale: the waiting room', () => {
       expect(Number(row[0].paused)).toBe(0);
     });
 
-    it("should show each queue's figures on the dashboard's feed", async () => {
+    it("should show each queue's figures on the dashboard's feed and in the metrics", async () => {
       // Stock 1 × QUEUE_ADMIT_STOCK_FACTOR 2: two admitted, three waiting.
       const goodsId = await createQueueSale({ stock: 1, startsInMs: 1_000 });
       const buyers = range(9_960, 5);
@@ -459,6 +459,20 @@ describe('a queue sale: the waiting room', () => {
         });
       } finally {
         feed.close();
+      }
+      // The same figures at a scrape, read from Redis whichever instance ran the admissions.
+      const metrics = (await t.http.get('/metrics').expect(200)).text;
+      const goods = `{goods="${goodsId}"}`;
+      for (const line of [
+        `seckill_queue_started${goods} 1`,
+        `seckill_queue_waiting${goods} 3`,
+        `seckill_queue_deciding${goods} 2`,
+        `seckill_queue_paused${goods} 0`,
+        `seckill_queue_clock_stopped${goods} 0`,
+        `seckill_queue_stock_left${goods} 1`,
+        `seckill_queue_admissions_total${goods} 2`,
+      ]) {
+        expect(metrics).toContain(line);
       }
     });
   });

@@ -6,6 +6,7 @@ import { InjectConfig } from '../../config/config-namespace.js';
 import { databaseConfig, type DatabaseConfig } from '../../config/database.config.js';
 import { connectionOptions } from './connection-options.js';
 import { parseDatabaseUrl } from './ensure-database.js';
+import { poolStats, type PoolStats } from './pool-stats.js';
 
 export type ReadSource = 'replica' | 'primary';
 
@@ -73,6 +74,11 @@ export class ReplicaReadsService implements OnApplicationBootstrap, OnApplicatio
     @InjectDataSource() private readonly primary: DataSource,
     @InjectConfig(databaseConfig) private readonly config: DatabaseConfig,
   ) {}
+
+  /** The replica's connection pool (null with no replica, or before it is connected). */
+  replicaPool(): PoolStats | null {
+    return this.replica ? poolStats(this.replica) : null;
+  }
 
   /** The replica's lag by the latest measure (ms); null with no replica or no measure. */
   get lagMs(): number | null {

@@ -3,6 +3,7 @@ import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { RedisBarrierStore } from './redis-barrier.store.js';
 import { OrderPublisher } from './order.publisher.js';
 import { OutboxSweeperService } from './outbox-sweeper.service.js';
+import { BacklogGaugesService } from './backlog-gauges.service.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 
 /**
@@ -12,7 +13,7 @@ import { MetricsModule } from '../metrics/metrics.module.js';
  */
 @Module({
   imports: [MetricsModule, SaleStoreModule],
-  providers: [OrderPublisher, OutboxSweeperService, RedisBarrierStore],
+  providers: [OrderPublisher, OutboxSweeperService, RedisBarrierStore, BacklogGaugesService],
   exports: [OrderPublisher, OutboxSweeperService, RedisBarrierStore],
 })
 export class MessagingModule {}

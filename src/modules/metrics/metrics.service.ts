@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { PurchaseTally } from './purchase-tally.js';
 
@@ -7,8 +7,30 @@ export const HTTP_DURATION_BUCKETS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 ];
 
+/** Seconds: a purchase's steps, from half a millisecond (a Lua call) to 5 s (a confirm held up). */
+export const STAGE_DURATION_BUCKETS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+];
+
+/** Seconds from a purchase's acceptance to its order row: 10 ms (a batch's wait) to 5 min. */
+export const WRITE_LAG_BUCKETS = [
+  0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+];
+
+/**
+ * How long one collector may read its stores for a scrape: Prometheus's own timeout is 10 s by
+ * default, and a store that does not answer must not hold up the other metrics.
+ */
+export const SCRAPE_READ_MS = 2_000;
+
 /** Which store decided a purchase. */
 export type PurchaseMode = 'redis' | 'database';
+
+/** A feature's scrape-time reading: the gauges it sets, and how it reads them. */
+interface Collector {
+  gauges: Gauge[];
+  read: () => Promise<void> | void;
+}
 
 @Injectable()
 export class MetricsService {
@@ -166,8 +188,174 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly purchaseStages = new Histogram({
+    name: 'seckill_purchase_stage_duration_seconds',
+    help: "A Redis-path purchase's steps: the per-user lock (lock), the Lua check-and-deduct (deduct), the publish until the broker's confirm (confirm)",
+    labelNames: ['stage'] as const,
+    buckets: STAGE_DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly orderBatchWrites = new Histogram({
+    name: 'seckill_order_batch_write_duration_seconds',
+    help: "The consumer's write of one goods' batch of purchases to MySQL, retries included",
+    buckets: HTTP_DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly orderWriteLag = new Histogram({
+    name: 'seckill_order_write_lag_seconds',
+    help: "Time from a purchase's acceptance (its 202) to its order row committed by the consumer",
+    buckets: WRITE_LAG_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly ordersUnwritten = new Gauge({
+    name: 'seckill_orders_unwritten',
+    help: 'Accepted purchases of a live sale not yet written to MySQL as orders (read from Redis at scrape)',
+    labelNames: ['goods'] as const,
+    registers: [this.registry],
+  });
+
+  readonly oldestUnwrittenAge = new Gauge({
+    name: 'seckill_order_oldest_unwritten_age_seconds',
+    help: "Age of a live sale's oldest accepted purchase not yet written to MySQL, 0 when none: the consumer's lag (read from Redis at scrape)",
+    labelNames: ['goods'] as const,
+    registers: [this.registry],
+  });
+
+  readonly outboxEntries = new Gauge({
+    name: 'seckill_outbox_entries',
+    help: 'Accepted purchases of a live sale whose publish the broker has not confirmed (read from Redis at scrape)',
+    labelNames: ['goods'] as const,
+    registers: [this.registry],
+  });
+
+  readonly outboxOldestAge = new Gauge({
+    name: 'seckill_outbox_oldest_age_seconds',
+    help: 'Age of the oldest of those, 0 when none (read from Redis at scrape)',
+    labelNames: ['goods'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queueAdmissions = new Counter({
+    name: 'seckill_queue_admissions_total',
+    help: "Buyers admitted from a queue sale's waiting room (counted by the instance that ran the admission job)",
+    labelNames: ['goods'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queueStarted = new Gauge({
+    name: 'seckill_queue_started',
+    help: "1 once an open queue sale's start passed (its room admits from then on), 0 while its room only fills (read at scrape)",
+    labelNames: ['goods'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queueWaiting = new Gauge({
+    name: 'seckill_queue_waiting',
+    help: "Buyers in an open queue sale's waiting room not admitted yet (read from Redis at scrape)",
+    labelNames: ['goods'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queueDeciding = new Gauge({
+    name: 'seckill_queue_deciding',
+    help: 'Admitted buyers of an open queue sale who have neither bought nor lapsed (read from Redis at scrape)',
+    labelNames: ['goods'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queuePaused = new Gauge({
+    name: 'seckill_queue_paused',
+    help: "1 while the operator holds an open queue sale's admission (read from MySQL's list at scrape)",
+    labelNames: ['goods'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queueClockStopped = new Gauge({
+    name: 'seckill_queue_clock_stopped',
+    help: "1 while an open queue sale's room clock is stopped: the sale cannot sell, nobody's admission is spent (read from Redis at scrape)",
+    labelNames: ['goods'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queueStockLeft = new Gauge({
+    name: 'seckill_queue_stock_left',
+    help: 'Units an open queue sale has left in Redis; absent while the sale is not in Redis (read at scrape)',
+    labelNames: ['goods'] as const,
+    registers: [this.registry],
+  });
+
+  readonly redisReady = new Gauge({
+    name: 'seckill_redis_ready',
+    help: '1 when every Redis master this instance sells through is connected and identified (its run_id read since the connection was made), else 0',
+    registers: [this.registry],
+  });
+
+  readonly mysqlPoolConnections = new Gauge({
+    name: 'seckill_mysql_pool_connections',
+    help: "This instance's MySQL connections by pool (primary, replica) and state (used, free)",
+    labelNames: ['pool', 'state'] as const,
+    registers: [this.registry],
+  });
+
+  readonly mysqlPoolWaiting = new Gauge({
+    name: 'seckill_mysql_pool_waiting',
+    help: 'Queries of this instance waiting for a free MySQL connection, by pool',
+    labelNames: ['pool'] as const,
+    registers: [this.registry],
+  });
+
+  readonly scrapeReadFailures = new Counter({
+    name: 'seckill_scrape_read_failures_total',
+    help: 'Scrapes whose read of a store failed or took over 2 s, by collector: its series were left out of that scrape',
+    labelNames: ['collector'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly logger = new Logger(MetricsService.name);
+  private readonly collectors = new Map<string, Collector>();
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * Registers what a feature reads at each scrape (its live sales' backlog, its rooms), so that
+   * every instance answers the same figures whichever of them runs the jobs. `gauges` are
+   * cleared before each read: a sale that ended leaves no series behind, nor does a failed read.
+   */
+  collectOnScrape(name: string, gauges: Gauge[], read: () => Promise<void> | void): void {
+    this.collectors.set(name, { gauges, read });
+  }
+
+  /** The exposition, after every collector read its stores (each bounded by SCRAPE_READ_MS). */
+  async scrape(): Promise<string> {
+    await Promise.all(
+      [...this.collectors].map(async ([name, collector]) => {
+        for (const gauge of collector.gauges) gauge.reset();
+        let timer: NodeJS.Timeout | undefined;
+        try {
+          await Promise.race([
+            Promise.resolve().then(collector.read),
+            new Promise((_, reject) => {
+              timer = setTimeout(
+                () => reject(new Error(`no answer within ${SCRAPE_READ_MS} ms`)),
+                SCRAPE_READ_MS,
+              );
+            }),
+          ]);
+        } catch (error) {
+          for (const gauge of collector.gauges) gauge.reset();
+          this.scrapeReadFailures.inc({ collector: name });
+          this.logger.warn(`metrics not read: collector=${name} ${(error as Error).message}`);
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
+    return this.registry.metrics();
   }
 
   /**

@@ -209,12 +209,22 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async process(batch: Delivery[]): Promise<void> {
     for (const [goodsId, purchases] of this.byGoods(batch)) {
+      const endWrite = this.metrics.orderBatchWrites.startTimer();
       const outcomes = await this.ingest.ingest(
         goodsId,
         purchases.map(({ order, exhausted }) => ({ order, exhausted })),
         this.stop.signal,
       );
-      purchases.forEach((purchase, index) => this.settle(purchase, outcomes[index]));
+      endWrite();
+      const committedAt = Date.now();
+      purchases.forEach((purchase, index) => {
+        if (outcomes[index].kind === 'written') {
+          this.metrics.orderWriteLag.observe(
+            Math.max(0, committedAt - purchase.order.acceptedAt) / 1_000,
+          );
+        }
+        this.settle(purchase, outcomes[index]);
+      });
     }
   }
 

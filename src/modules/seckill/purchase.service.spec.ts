@@ -61,6 +61,7 @@ function purchases(steps: {
   const metrics = {
     countPurchase: vi.fn(),
     fallbackRefusals: { inc: vi.fn() },
+    purchaseStages: { observe: vi.fn() },
   } as unknown as MetricsService;
   const ledger = stock as unknown as PurchaseLedgerStore;
   const availability = {
@@ -86,6 +87,7 @@ function purchases(steps: {
       metrics,
     ),
     { crashPoint: vi.fn() } as unknown as FaultInjectorService,
+    metrics,
   );
   const viaDatabase = { backOnRedis: vi.fn() } as unknown as DatabasePurchaseService;
   return new PurchaseService(availability, viaRedis, viaDatabase, metrics);

@@ -1,8 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { FaultInjectorService } from '../../config/fault-injector.service.js';
 import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
 import type { PurchaseTicket } from '../availability/purchase-ticket.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { encodeOrderMessage, type NewOrder } from '../messaging/order-message.js';
 import { OrderPublisher } from '../messaging/order.publisher.js';
 import { newOrderNo } from '../orders/order-no.js';
@@ -26,7 +28,18 @@ export class RedisPurchaseService implements PurchaseStrategy {
     private readonly publisher: OrderPublisher,
     private readonly settlement: PurchaseSettlementService,
     private readonly faults: FaultInjectorService,
+    private readonly metrics: MetricsService,
   ) {}
+
+  /** `step`, timed into seckill_purchase_stage_duration_seconds whether it answers or throws. */
+  private async timed<T>(stage: 'lock' | 'deduct' | 'confirm', step: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await step();
+    } finally {
+      this.metrics.purchaseStages.observe({ stage }, (performance.now() - started) / 1_000);
+    }
+  }
 
   async purchase(
     ticket: PurchaseTicket,
@@ -47,7 +60,9 @@ export class RedisPurchaseService implements PurchaseStrategy {
     if (!this.publisher.isReady()) {
       throw new UnavailableError('The order queue is unavailable; nothing was taken');
     }
-    const lock = await orUnavailable('Redis', () => this.locks.tryLock(home, userId));
+    const lock = await orUnavailable('Redis', () =>
+      this.timed('lock', () => this.locks.tryLock(home, userId)),
+    );
     if (!lock) {
       throw new DomainError(
         'DUPLICATE_REQUEST',
@@ -85,12 +100,8 @@ export class RedisPurchaseService implements PurchaseStrategy {
     };
     let code: DeductCode;
     try {
-      ({ code } = await this.ledger.deduct(
-        goodsId,
-        userId,
-        quantity,
-        order.requestId,
-        encodeOrderMessage(order),
+      ({ code } = await this.timed('deduct', () =>
+        this.ledger.deduct(goodsId, userId, quantity, order.requestId, encodeOrderMessage(order)),
       ));
     } catch (error) {
       return { accepted: await this.settlement.afterFailedDeduct(order, error), confirmed: false };
@@ -107,7 +118,7 @@ export class RedisPurchaseService implements PurchaseStrategy {
     }
 
     const accepted: PurchaseAccepted = { status: 'QUEUED', requestId: order.requestId };
-    if (await this.publisher.publish(order)) {
+    if (await this.timed('confirm', () => this.publisher.publish(order))) {
       // Ties the HTTP request (its reqId, userId, goodsId) to the purchase's id, which the
       // consumer's lines name. Debug: at info it would be a line per purchase.
       this.logger.debug(`purchase accepted: request=${order.requestId} quantity=${quantity}`);

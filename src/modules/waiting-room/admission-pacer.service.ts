@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
 import { GoodsService } from '../goods/goods.service.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
 import { RoomJournalService } from '../queue-journal/room-journal.service.js';
 import { ADMIT_BATCH, QueueScripts } from './queue.scripts.js';
@@ -37,6 +38,7 @@ export class AdmissionPacerService {
     private readonly scripts: QueueScripts,
     private readonly journal: RoomJournalService,
     private readonly restore: QueueRestoreService,
+    private readonly metrics: MetricsService,
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
   ) {}
 
@@ -91,6 +93,9 @@ export class AdmissionPacerService {
       if (result.drawn) this.logger.log(`queue order drawn: goods=${sale.id}`);
       this.noteClock(sale.id, result.stopped);
       admitted += result.admitted;
+      if (result.admitted > 0) {
+        this.metrics.queueAdmissions.inc({ goods: String(sale.id) }, result.admitted);
+      }
       lapsed += result.lapsed;
       if (Date.now() >= sale.startAt.getTime()) {
         // What the step did, in MySQL (kept for the next step's write when it fails).

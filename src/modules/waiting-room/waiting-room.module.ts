@@ -5,6 +5,7 @@ import { QueueJournalModule } from '../queue-journal/queue-journal.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ChallengeModule } from '../challenge/challenge.module.js';
+import { QueueGaugesService } from './queue-gauges.service.js';
 import { AdmissionPacerService } from './admission-pacer.service.js';
 import { QueueControlService } from './queue-control.service.js';
 import { QueueScripts } from './queue.scripts.js';
@@ -35,6 +36,7 @@ import { WaitingRoomService } from './waiting-room.service.js';
     RoomWatcherService,
     QueueControlService,
     ReturnsOutlookService,
+    QueueGaugesService,
   ],
   exports: [WaitingRoomService, AdmissionPacerService, QueueStreamsService, QueueControlService],
 })
