@@ -5,9 +5,11 @@ import { describe, expect, it } from 'vitest';
 const here = fileURLToPath(new URL('.', import.meta.url));
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
-/** scripts/promtool.sh finds one, or unpacks Debian's; it says how to get one when it cannot. */
+/** scripts/prometheus.sh finds one, or unpacks Debian's; it says how to get one when it cannot. */
 function promtool(): string {
-  return execFileSync('bash', [`${root}scripts/promtool.sh`], { encoding: 'utf8' }).trim();
+  return execFileSync('bash', [`${root}scripts/prometheus.sh`, 'promtool'], {
+    encoding: 'utf8',
+  }).trim();
 }
 
 function run(args: string[]): { status: number; output: string } {
