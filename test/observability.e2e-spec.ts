@@ -1,9 +1,10 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { dashboardData, drawDashboard, type DashboardData } from '../scripts/grafana-render.js';
 import { ReconcileChecksService } from '../src/modules/reconcile/reconcile-checks.service.js';
 import { bearer, createSale, useApp, waitFor } from './support/harness.js';
 import { baseUrlOf } from './support/sse.js';
@@ -62,6 +63,43 @@ describe('the Grafana dashboard and the Prometheus rules, against a real Prometh
   });
 
   it('should answer every panel expression with series, evaluate every rule, and name only metrics the app exports', async () => {
+    // Prometheus first, so that the sale below happens while it scrapes: its writes and
+    // admissions are in the rates and quantiles the panels draw.
+    dataDir = mkdtempSync(join(tmpdir(), 'seckill-prometheus-'));
+    // The rules as they are, evaluated every second rather than every 30 s (the group's
+    // interval): the test lasts less than two of those.
+    const rules = join(dataDir, 'seckill.rules.yml');
+    writeFileSync(rules, readFileSync(RULES, 'utf8').replace(/^(\s+interval:) \S+$/gm, '$1 1s'));
+    writeFileSync(
+      join(dataDir, 'prometheus.yml'),
+      [
+        'global: { scrape_interval: 1s, evaluation_interval: 1s }',
+        `rule_files: ['${rules}']`,
+        'scrape_configs:',
+        '  - job_name: seckill',
+        `    static_configs: [{ targets: ['${new URL(baseUrlOf(t.app)).host}'] }]`,
+      ].join('\n'),
+    );
+    const binary = execFileSync('bash', [join(root, 'scripts/prometheus.sh'), 'prometheus'], {
+      encoding: 'utf8',
+    }).trim();
+    prometheus = spawn(
+      binary,
+      [
+        `--config.file=${join(dataDir, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${join(dataDir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${PROMETHEUS_PORT}`,
+      ],
+      { stdio: 'ignore' },
+    );
+    await waitFor(
+      async () => {
+        const up = await query('up{job="seckill"} == 1').catch(() => []);
+        return up.length === 1;
+      },
+      { timeoutMs: 30_000, what: 'Prometheus to scrape the app' },
+    );
+
     // A queue sale carries every figure the dashboard shows: its room, its purchases, their
     // orders, the backlog on their way.
     const stock = 4;
@@ -96,31 +134,6 @@ describe('the Grafana dashboard and the Prometheus rules, against a real Prometh
     for (const userId of admitted.slice(0, stock)) await buy(userId).expect(202);
     await t.app.get(ReconcileChecksService).checkActiveSales();
 
-    dataDir = mkdtempSync(join(tmpdir(), 'seckill-prometheus-'));
-    const app = new URL(baseUrlOf(t.app));
-    writeFileSync(
-      join(dataDir, 'prometheus.yml'),
-      [
-        'global: { scrape_interval: 1s, evaluation_interval: 1s }',
-        `rule_files: ['${RULES}']`,
-        'scrape_configs:',
-        '  - job_name: seckill',
-        `    static_configs: [{ targets: ['${app.host}'] }]`,
-      ].join('\n'),
-    );
-    const binary = execFileSync('bash', [join(root, 'scripts/prometheus.sh'), 'prometheus'], {
-      encoding: 'utf8',
-    }).trim();
-    prometheus = spawn(
-      binary,
-      [
-        `--config.file=${join(dataDir, 'prometheus.yml')}`,
-        `--storage.tsdb.path=${join(dataDir, 'data')}`,
-        `--web.listen-address=127.0.0.1:${PROMETHEUS_PORT}`,
-      ],
-      { stdio: 'ignore' },
-    );
-
     // Answers keep coming while Prometheus scrapes (a rate needs two samples): the crowd that
     // is told it bought already, or is not admitted.
     let loading = true;
@@ -128,14 +141,6 @@ describe('the Grafana dashboard and the Prometheus rules, against a real Prometh
       for (let i = 0; loading; i++) await buy(buyers[i % buyers.length]);
     })();
     try {
-      await waitFor(
-        async () => {
-          const up = await query('up{job="seckill"} == 1').catch(() => []);
-          return up.length === 1;
-        },
-        { timeoutMs: 30_000, what: 'Prometheus to scrape the app' },
-      );
-
       const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[] };
       const panels = panelExpressions(dashboard).map(({ title, expr }) => ({
         title,
@@ -199,6 +204,24 @@ describe('the Grafana dashboard and the Prometheus rules, against a real Prometh
         .flatMap(metricNames)
         .filter((name) => !known(name));
       expect([...new Set(unknown)]).toEqual([]);
+
+      // The dashboard drawn from the same queries (test-artifacts/, git-ignored), once every
+      // panel has a line of two points or a value (a series born a second ago has one point).
+      let data: DashboardData | undefined;
+      await waitFor(
+        async () => {
+          data = await dashboardData({
+            prometheusUrl: `http://127.0.0.1:${PROMETHEUS_PORT}`,
+            goods: goodsId,
+            minutes: 1,
+          });
+          return data.empty.length === 0;
+        },
+        { timeoutMs: 30_000, intervalMs: 1_000, what: 'every panel drawn' },
+      ).catch(() => undefined);
+      expect(data?.empty).toEqual([]);
+      mkdirSync(join(root, 'test-artifacts'), { recursive: true });
+      await drawDashboard(data!, join(root, 'test-artifacts/grafana-dashboard.png'));
     } finally {
       loading = false;
       await load;
