@@ -64,14 +64,6 @@ function useAppOnPrivateRedis(env: Record<string, string>) {
   return app;
 }
 
-/** Ends every other open or upcoming sale, within the goods' window check. */
-async function endOtherSales(stores: Stores, goodsId: number): Promise<void> {
-  await stores.mysql.query(
-    'UPDATE seckill_goods SET start_at = LEAST(start_at, NOW(3) - INTERVAL 1 SECOND), end_at = NOW(3) WHERE id <> ? AND end_at > NOW(3)',
-    [goodsId],
-  );
-}
-
 const buyer = (t: TestApp, goodsId: number, userId: number) =>
   t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(userId));
 
@@ -122,7 +114,7 @@ describe('Redis restarts empty in database mode: the fallback return and the res
 
     // The restart's rebuild goes through every open sale of the shared database (earlier files'
     // too) before this one: they are over.
-    await endOtherSales(stores, goodsId);
+    await stores.endOtherSales(goodsId);
     // Redis dies; MySQL sells two more (the goods is marked redis_stale).
     await app.redis.kill();
     for (const userId of [90_004, 90_005]) {
@@ -192,7 +184,7 @@ describe('a rebuild of a goods split over buckets, whose premise changed while i
 
     // The restart's rebuild, held below on this sale, would hold back the other open sales'
     // (earlier tests') too, and with them the reopening: they are over.
-    await endOtherSales(stores, goodsId);
+    await stores.endOtherSales(goodsId);
     // The restart's rebuild found the sale missing, then waits before taking the lock.
     const late = holdAt(t.app, 'before-sale-lock', { goodsId, path: 'preheat' });
     await app.redis.kill();
@@ -326,7 +318,7 @@ describe('a cancel that commits while a rebuild loads the sale into Redis', () =
     });
     const cancelled = orders.find((order) => Number(order.user_id) === 94_002)!;
 
-    await endOtherSales(stores, goodsId);
+    await stores.endOtherSales(goodsId);
     // The restart's rebuild has read MySQL's orders (both active) and written the buyers, not
     // yet the stock.
     const loading = holdAt(t.app, 'preheat-before-stock', { goodsId });
@@ -386,7 +378,7 @@ describe('Redis restarting again while a rebuild loads a sale', () => {
       what: 'both orders written',
     });
 
-    await endOtherSales(stores, goodsId);
+    await stores.endOtherSales(goodsId);
     // The restart's rebuild has read MySQL's orders and is loading them.
     const loading = holdAt(t.app, 'preheat-before-stock', { goodsId });
     await app.redis.kill();
@@ -430,7 +422,7 @@ describe('Redis restarting empty while a preheat refreshes a sale it found loade
     const { t, stores, local } = app;
     const goodsId = await createSale(t.http, { stock: 10 });
     const cancelled = await soldThenOneCancelled(t, stores, goodsId, [96_001, 96_002]);
-    await endOtherSales(stores, goodsId);
+    await stores.endOtherSales(goodsId);
 
     // An operator's preheat finds the sale loaded, and is about to refresh it.
     const refreshing = holdAt(t.app, 'preheat-before-stock', { goodsId });

@@ -152,6 +152,8 @@ describe('the waiting room outlives Redis: restarted empty or from an old snapsh
     await stream.snapshot<QueueAnswer>((s) => s.state === 'WAITING', 'a first status');
 
     redis.forgetSnapshot();
+    // The restart's rebuild goes through every open sale (earlier files' too) before this one.
+    await stores.endOtherSales(sale.goodsId);
     await redis.kill();
     const lostAt = Date.now();
     await redis.up(); // empty: the waiting room, its seed and its admissions are gone
@@ -193,6 +195,8 @@ describe('the waiting room outlives Redis: restarted empty or from an old snapsh
     await waitFor(async () => (await stores.orders(goodsId)).length === 1, { what: 'the order' });
     const sale = { goodsId, buyers, admitted, before, seed: await seedIn(goodsId) };
 
+    // The restart's rebuild goes through every open sale (earlier files' too) before this one.
+    await stores.endOtherSales(goodsId);
     await redis.kill();
     const lostAt = Date.now();
     await redis.up(); // from the snapshot: three joins, no seed, nobody admitted
@@ -216,6 +220,8 @@ describe('the waiting room outlives Redis: restarted empty or from an old snapsh
     // The admission job asks MySQL for the seed from a second before the start; Redis takes it
     // only at the start. Redis restarts empty in between.
     await t.app.get(RoomJournalService).seed(goodsId);
+    // The restart's rebuild goes through every open sale (earlier files' too) before this one.
+    await stores.endOtherSales(goodsId);
     await redis.kill();
     await redis.up();
     expect((await untilAnswered(goodsId, 841)).state).toBe('WAITING');
@@ -259,6 +265,8 @@ describe('the waiting room outlives Redis: restarted empty or from an old snapsh
     await joinFrom(33_001, '203.0.113.7').expect(200);
 
     redis.forgetSnapshot();
+    // The restart's rebuild goes through every open sale (earlier files' too) before this one.
+    await stores.endOtherSales(goodsId);
     await redis.kill();
     await redis.up(); // empty: the counts went with it, the joins did not
     await untilAnswered(goodsId, 33_000);
