@@ -353,7 +353,9 @@ describe('a queue sale: the waiting room', () => {
       t.http[method](`/api/v1/admin/goods/${path}`).set('Authorization', adminAuth());
 
     it('should hold admissions while paused, admit again once resumed, and pace them anew', async () => {
-      const goodsId = await createQueueSale({ stock: 100, startsInMs: 1_000 });
+      // The admission job reads a pause within a second (its list of open queues is kept that
+      // long): the pause must come a second before the start, or the first step admits everyone.
+      const goodsId = await createQueueSale({ stock: 100, startsInMs: 3_000 });
       const buyers = range(9_900, 6);
       for (const userId of buyers) await join(goodsId, userId).expect(200);
       const paused = await admin('post', `${goodsId}/queue/pause`).expect(200);
@@ -364,14 +366,21 @@ describe('a queue sale: the waiting room', () => {
         admissionTtlSeconds: 60,
       });
 
-      // Shuffled (every buyer has a place), and nobody admitted while paused.
+      // Shuffled (every buyer has a place), and nobody admitted while paused. (A timeout says
+      // what each buyer was told and what the room's state held: this wait has failed on CI.)
+      let seen: QueueAnswer[] = [];
       const placed = await waitFor(
         async () => {
-          const all = await standings(goodsId, buyers);
-          return all.every((s) => s.position !== null) ? all : null;
+          seen = await standings(goodsId, buyers);
+          return seen.every((s) => s.position !== null) ? seen : null;
         },
         { what: 'the shuffle' },
-      );
+      ).catch(async (error: Error) => {
+        const room = await stores.redis.hgetall(queueKeys(goodsId).state);
+        throw new Error(
+          `${error.message}; told: ${JSON.stringify(seen)}; room: ${JSON.stringify(room)}`,
+        );
+      });
       expect(placed.map((s) => s.position).sort()).toEqual(range(1, 6));
       expect(await stores.redis.zcard(queueKeys(goodsId).admitted)).toBe(0);
       // Paused, nobody can say when a place is reached.
