@@ -11,15 +11,17 @@ import { RedisModule } from './infra/redis/redis.module.js';
 import { EntryModule } from './modules/entry/entry.module.js';
 import { HealthModule } from './modules/health/health.module.js';
 import { MetricsModule } from './modules/metrics/metrics.module.js';
+import { OverloadModule } from './modules/overload/overload.module.js';
 import { ApiModule } from './roles/api.module.js';
 import { WorkerModule } from './roles/worker.module.js';
 
-/** Every role: the stores, metrics, /health/* and /metrics, and the edge's authentication. */
+/** Every role: the stores, metrics, /health/* and /metrics, the load monitor, and the edge's authentication. */
 const CORE = [
   DatabaseModule,
   RedisModule,
   RabbitMqModule,
   MetricsModule,
+  OverloadModule,
   EntryModule,
   HealthModule,
 ];

@@ -21,6 +21,8 @@ import { authenticateBeforeBody } from './modules/auth/early-auth.hook.js';
 import { BUYER_PAGE_PATH } from './modules/buyer-page/buyer-page.controller.js';
 import { MetricsService } from './modules/metrics/metrics.service.js';
 import { installRequestMetrics } from './modules/metrics/request-metrics.hook.js';
+import { LoadMonitorService } from './modules/overload/load-monitor.service.js';
+import { shedWhenOverloaded } from './modules/overload/shed-overload.hook.js';
 import { SoldOutMemoStore } from './modules/sale-store/sold-out-memo.store.js';
 import { answerSoldOutFromMemory } from './modules/sale-store/sold-out.hook.js';
 
@@ -124,6 +126,9 @@ function configureApp(
     'onRequest',
     answerSoldOutFromMemory(app.get(SoldOutMemoStore), app.get(MetricsService)),
   );
+  // Last of the early answers: a purchase is shed before Nest queues it anywhere, but a caller
+  // the hooks above answer for good (401, 403, 409) is told that rather than to come back.
+  fastify.addHook('onRequest', shedWhenOverloaded(app.get(LoadMonitorService)));
   applyRouteBodyLimits(fastify, config.http.bodyLimitBytes);
   if (config.http.corsOrigins.length > 0) {
     // Only listed origins may call from a browser; without the list no CORS header is sent and

@@ -14,6 +14,12 @@ const defaults: Record<string, string> = {
   SALE_EVICTION_ENABLED: 'false',
   SWAGGER_ENABLED: 'true',
   LOG_LEVEL: 'warn',
+  // The suite fires its crowds (up to 2,000 purchases at once) from its own process to prove
+  // the sale's promises under contention; shedding them would test the shedding instead. It is
+  // on in overload.e2e-spec.ts, and at its defaults in the random-fault checker's instances.
+  OVERLOAD_MAX_IN_FLIGHT: '0',
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+  OVERLOAD_MAX_CONFIRM_WAIT_MS: '0',
 };
 for (const [name, value] of Object.entries(defaults)) process.env[name] ??= value;
 

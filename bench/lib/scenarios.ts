@@ -139,10 +139,16 @@ const INITIAL_RATE = 8_000;
 
 /** Hands out new buyers (a user id and a client address each) to one side, run after run. */
 export class Buyers {
-  private next = FIRST_BUYER_ID;
+  private next: number;
   private fastest = INITIAL_RATE;
 
-  constructor(private readonly secret: string) {}
+  /** `firstId`: where this supply's user ids start (apart from another's on the same stores). */
+  constructor(
+    private readonly secret: string,
+    private readonly firstId = FIRST_BUYER_ID,
+  ) {
+    this.next = firstId;
+  }
 
   noteRate(answersPerSec: number): void {
     this.fastest = Math.max(this.fastest, answersPerSec);
@@ -152,7 +158,7 @@ export class Buyers {
     const userId = this.next++;
     return {
       authorization: `Bearer ${signToken({ userId, secret: this.secret })}`,
-      'x-forwarded-for': buyerAddress(userId - FIRST_BUYER_ID),
+      'x-forwarded-for': buyerAddress(userId - this.firstId),
     };
   }
 

@@ -58,6 +58,11 @@ export interface SideOptions {
   worker?: boolean;
   /** The baseline's Redis work per purchase (BASELINE_WORK, bench/baseline/server.ts). */
   baseline?: BaselineWork;
+  /** Its own database, vhost name and log name, for more than one side of one kind. */
+  store?: string;
+  logName?: string;
+  /** More environment for the side's processes (a setting under test). */
+  env?: Record<string, string>;
 }
 
 function sideCommand(name: SideName, options: SideOptions): string[] {
@@ -93,7 +98,7 @@ async function createBaselineSale(origin: string, admin: string, stock: number):
 }
 
 export async function startSide(name: SideName, options: SideOptions): Promise<Side> {
-  const store = STORE_NAMES[name];
+  const store = options.store ?? STORE_NAMES[name];
   const [port, redisPort] = [await freePortBelowEphemeral(), await freePortBelowEphemeral()];
   const redis: RedisServer = await startRedis(redisPort);
   await freshDatabase(store, join(options.repoRoot, 'dist', 'migrations', '*.js'));
@@ -106,9 +111,10 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
     JWT_SECRET: options.jwtSecret,
     // Every buyer comes from its own X-Forwarded-For address, as behind a load balancer.
     TRUSTED_PROXIES: '127.0.0.1',
+    ...options.env,
   };
   const split = name === 'project' && options.worker === true;
-  const logPath = join(options.logDir, `${name}.log`);
+  const logPath = join(options.logDir, `${options.logName ?? name}.log`);
   const server: ServerProcess = startServer({
     args: sideCommand(name, options),
     cwd: options.repoRoot,

@@ -26,6 +26,7 @@ const EXPLAINED = {
   NOT_ADMITTED: 'It is not your turn: buy once the waiting room lets you in.',
   TOO_MANY_REQUESTS: 'Too many tries at once: wait a moment.',
   UNAVAILABLE: 'The shop is overloaded or down: nothing was taken, try again.',
+  OVERLOADED: 'Too many buyers at this moment: nothing was taken, try again shortly.',
   GOODS_NOT_FOUND: 'There is no such sale.',
 };
 

@@ -101,6 +101,9 @@ const APP_ENV: Record<string, string> = {
   SALE_EVICTION_ENABLED: 'false',
   TRUSTED_PROXIES: '127.0.0.1',
   SWAGGER_ENABLED: 'false',
+  // Low enough that the purchases a fault holds up fill it and the next ones are shed (503
+  // OVERLOADED), so that every run checks that a shed purchase took nothing.
+  OVERLOAD_MAX_IN_FLIGHT: '8',
 };
 
 function commit(repoRoot: string): string {

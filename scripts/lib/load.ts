@@ -1,6 +1,8 @@
 // Load generation shared by the demo and the bench: a fixed number of lanes (one keep-alive
 // connection each) taking requests from one source until it runs dry or the time is up.
-import { Pool } from 'undici';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { Client, Pool } from 'undici';
 
 import { isRecord } from './http.js';
 import { signToken } from './jwt.js';
@@ -19,6 +21,8 @@ export interface LoadResult {
   latencyMs: number;
   /** When the answer came, in ms since the load started. */
   at: number;
+  /** A 429's or 503's Retry-After, in ms, when it had one in seconds. */
+  retryAfterMs?: number;
 }
 
 export interface LoadRun {
@@ -36,6 +40,17 @@ export interface LoadOptions {
   /** Stop taking new requests after this long (those in flight are still awaited). */
   durationMs?: number;
   timeoutMs?: number;
+  /**
+   * A lane that is told Retry-After (429, 503) waits that long before its next request, as a
+   * person at the buyer's page does; a script that ignores it sends the next one at once.
+   */
+  honorRetryAfter?: boolean;
+  /**
+   * Each lane on a connection of its own (one client each), rather than every lane taking
+   * whichever connection of the pool is free: a server that holds one client's connection then
+   * delays that client alone.
+   */
+  ownConnections?: boolean;
   onResult?: (result: LoadResult, request: LoadRequest) => void;
 }
 
@@ -62,23 +77,24 @@ export function describeError(error: unknown): string {
 
 export async function runLoad(options: LoadOptions): Promise<LoadRun> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const pool = new Pool(options.origin, {
-    connections: options.connections,
-    pipelining: 1,
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-  });
+  const settings = { pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs };
+  const pool = new Pool(options.origin, { ...settings, connections: options.connections });
+  const clients =
+    options.ownConnections === true
+      ? Array.from({ length: options.connections }, () => new Client(options.origin, settings))
+      : [];
   const results: LoadResult[] = [];
   const startedAt = performance.now();
   const stopAt = options.durationMs === undefined ? Infinity : startedAt + options.durationMs;
   let index = 0;
 
-  const send = async (request: LoadRequest): Promise<LoadResult> => {
+  const send = async (request: LoadRequest, lane: number): Promise<LoadResult> => {
     const sent = performance.now();
     let status = 0;
     let code: string | undefined;
+    let retryAfterMs: number | undefined;
     try {
-      const response = await pool.request({
+      const response = await (clients[lane] ?? pool).request({
         method: request.method,
         path: request.path,
         headers: request.headers,
@@ -86,27 +102,36 @@ export async function runLoad(options: LoadOptions): Promise<LoadRun> {
       status = response.statusCode;
       const text = await response.body.text();
       if (status >= 300) code = errorCode(text);
+      const retryAfter = response.headers['retry-after'];
+      if ((status === 429 || status === 503) && typeof retryAfter === 'string') {
+        const seconds = Number(retryAfter);
+        if (Number.isFinite(seconds) && seconds >= 0) retryAfterMs = seconds * 1000;
+      }
     } catch (error) {
       code = describeError(error);
     }
     const now = performance.now();
-    return { status, code, latencyMs: now - sent, at: now - startedAt };
+    return { status, code, latencyMs: now - sent, at: now - startedAt, retryAfterMs };
   };
 
   // Lanes share `index`, so each request is handed out exactly once, in order.
-  const lane = async (): Promise<void> => {
+  const lane = async (_: unknown, laneIndex: number): Promise<void> => {
     while (performance.now() < stopAt) {
       const request = options.next(index++);
       if (request === undefined) return;
-      const result = await send(request);
+      const result = await send(request, laneIndex);
       results.push(result);
       options.onResult?.(result, request);
+      if (options.honorRetryAfter === true && result.retryAfterMs !== undefined) {
+        const wait = Math.min(result.retryAfterMs, stopAt - performance.now());
+        if (wait > 0) await sleep(wait);
+      }
     }
   };
   try {
     await Promise.all(Array.from({ length: options.connections }, lane));
   } finally {
-    await pool.close();
+    await Promise.all([pool.close(), ...clients.map((client) => client.close())]);
   }
   const endedAt = performance.now();
   return { results, startedAt, endedAt, elapsedMs: endedAt - startedAt };

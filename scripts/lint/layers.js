@@ -31,6 +31,7 @@ export const LAYERS = [
   // Features, lowest first.
   { layer: 'identity', folders: ['src/modules/auth'] },
   { layer: 'metrics', folders: ['src/modules/metrics'] },
+  { layer: 'overload', folders: ['src/modules/overload'] },
   { layer: 'blocklist', folders: ['src/modules/blocklist'] },
   { layer: 'rate limits', folders: ['src/modules/rate-limit'] },
   {

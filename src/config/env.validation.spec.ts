@@ -159,6 +159,20 @@ describe('validateEnv', () => {
     expect(refusal({ FALLBACK_MAX_INFLIGHT: '0' }).message).toContain('FALLBACK_MAX_INFLIGHT');
   });
 
+  it('should read the overload bounds, 0 turning one off', () => {
+    expect(validateEnv({}).overload).toEqual({
+      maxInFlight: 1_024,
+      maxEventLoopDelayMs: 0,
+      maxConfirmWaitMs: 1_000,
+      retryAfterSeconds: 1,
+    });
+    expect(validateEnv({ OVERLOAD_MAX_IN_FLIGHT: '0' }).overload.maxInFlight).toBe(0);
+    expect(refusal({ OVERLOAD_MAX_IN_FLIGHT: '-1' }).message).toContain('OVERLOAD_MAX_IN_FLIGHT');
+    expect(refusal({ OVERLOAD_RETRY_AFTER_SECONDS: '0' }).message).toContain(
+      'OVERLOAD_RETRY_AFTER_SECONDS',
+    );
+  });
+
   it('should bound the result streams per client address by RESULT_STREAM_MAX_PER_IP', () => {
     expect(validateEnv({}).seckill.resultStream.maxPerIp).toBe(100);
     expect(validateEnv({ RESULT_STREAM_MAX_PER_IP: '3' }).seckill.resultStream.maxPerIp).toBe(3);

@@ -10,6 +10,7 @@ import { httpConfig, type HttpConfig } from './http.config.js';
 import { jobsConfig, type JobsConfig } from './jobs.config.js';
 import { loggingConfig, type LoggingConfig } from './logging.config.js';
 import { merchantConfig, type MerchantConfig } from './merchant.config.js';
+import { overloadConfig, type OverloadConfig } from './overload.config.js';
 import { paymentsConfig, type PaymentsConfig } from './payments.config.js';
 import { rabbitmqConfig, type RabbitMqConfig } from './rabbitmq.config.js';
 import { rateLimitConfig, type RateLimitConfig } from './rate-limit.config.js';
@@ -37,6 +38,7 @@ export interface AppConfig {
   jobs: JobsConfig;
   rateLimit: RateLimitConfig;
   availability: AvailabilityConfig;
+  overload: OverloadConfig;
   faults: FaultsConfig;
 }
 
@@ -60,6 +62,7 @@ export const CONFIG_NAMESPACES: { [K in keyof AppConfig]: ConfigNamespace<K, App
   jobs: jobsConfig,
   rateLimit: rateLimitConfig,
   availability: availabilityConfig,
+  overload: overloadConfig,
   faults: faultsConfig,
 };
 

@@ -74,3 +74,29 @@ export function sendWithoutReading(port: number, request: string): Promise<Socke
     );
   });
 }
+
+/**
+ * A connection open and ready, and the answer it will get once the server closes it: the caller
+ * writes when it chooses (e.g. before blocking the event loop, so that the request is on its way).
+ */
+export async function openConnection(
+  port: number,
+): Promise<{ socket: Socket; answer: Promise<RawAnswer> }> {
+  const socket = connect({ port, host: '127.0.0.1' });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve);
+    socket.once('error', reject);
+  });
+  const started = Date.now();
+  const answer = new Promise<RawAnswer>((resolve, reject) => {
+    const received: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => received.push(chunk));
+    socket.on('close', () => {
+      const text = Buffer.concat(received).toString('utf8');
+      const parsed = parseAnswer(text);
+      if (parsed) resolve({ ...parsed, elapsedMs: Date.now() - started });
+      else reject(new Error(`no HTTP answer before the close: ${JSON.stringify(text)}`));
+    });
+  });
+  return { socket, answer };
+}

@@ -31,6 +31,7 @@ export const ERROR_STATUS = {
   HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
   UNAVAILABLE: 503,
+  OVERLOADED: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -10,6 +10,8 @@ export interface EdgeRouteConfig {
   bodyLimit?: number;
   /** The sold-out memo may answer this route before Nest sees the request. */
   soldOutShortcut?: boolean;
+  /** Shed with 503 OVERLOADED when the instance is past what it can answer in time. */
+  sheddable?: boolean;
   /** A blocklisted user or client address is refused on this route before anything else. */
   blocklistChecked?: boolean;
   /** The handler gets the JSON body as its text, unparsed (a webhook's signature covers it). */

@@ -9,7 +9,11 @@ export interface RequestLogFields {
   goodsId?: number;
 }
 
-type LoggedRequest = FastifyRequest & { logFields?: RequestLogFields };
+type LoggedRequest = FastifyRequest & {
+  logFields?: RequestLogFields;
+  /** Its answer is counted and summed up elsewhere: its completion line is debug. */
+  completionCounted?: true;
+};
 
 /**
  * The purchase route, whose expected answers (202, and the 409s of a crowd) are logged at debug:
@@ -19,6 +23,7 @@ type LoggedRequest = FastifyRequest & { logFields?: RequestLogFields };
 const PURCHASE_PATH = /^\/api\/v1\/seckill\/[^/?]+(?:\?|$)/;
 
 function completionLevel(request: FastifyRequest, status: number): Level {
+  if ((request as LoggedRequest).completionCounted === true) return 'debug';
   if (status >= 500) return status === 503 ? 'warn' : 'error';
   // A throttled client is counted (seckill_throttled_total); a line each would let it flood logs.
   if (status === 429) return 'debug';
@@ -71,6 +76,15 @@ export function installRequestLogging(
     }
     done();
   });
+}
+
+/**
+ * An answer a crowd gets in bulk and that is counted and summed up elsewhere (a shed purchase:
+ * seckill_purchases_shed_total and the load monitor's lines): its completion line is debug, so
+ * that an overload does not also flood the logs.
+ */
+export function markCompletionCounted(request: FastifyRequest): void {
+  (request as LoggedRequest).completionCounted = true;
 }
 
 /**

@@ -181,6 +181,31 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly purchasesShed = new Counter({
+    name: 'seckill_purchases_shed_total',
+    help: 'Purchases shed at once with 503 OVERLOADED, by the measure past its bound: purchases in progress (in_flight), the event-loop delay (event_loop), the oldest confirm awaited (confirm_wait)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly purchasesInProgress = new Gauge({
+    name: 'seckill_purchases_in_progress',
+    help: 'Purchases admitted on this instance and not yet answered (OVERLOAD_MAX_IN_FLIGHT bounds them)',
+    registers: [this.registry],
+  });
+
+  readonly overloadLoopDelay = new Gauge({
+    name: 'seckill_overload_event_loop_delay_seconds',
+    help: 'The event-loop delay as the shedding reads it: how late its last 20 ms timer ran (OVERLOAD_MAX_EVENT_LOOP_DELAY_MS bounds it)',
+    registers: [this.registry],
+  });
+
+  readonly overloadConfirmWait = new Gauge({
+    name: 'seckill_overload_confirm_wait_seconds',
+    help: "How long the oldest purchase still waiting for the broker's confirm has waited (OVERLOAD_MAX_CONFIRM_WAIT_MS bounds it)",
+    registers: [this.registry],
+  });
+
   readonly saleStateLockBusy = new Counter({
     name: 'seckill_sale_state_lock_busy_total',
     help: "Wipes, loads and repairs of a sale's Redis keys put off because another path held the goods' sale-state lock",

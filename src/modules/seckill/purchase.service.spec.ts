@@ -1,3 +1,4 @@
+import type { LoadMonitorService } from '../overload/load-monitor.service.js';
 import { describe, expect, it, vi } from 'vitest';
 import { UnavailableError, UnknownOutcomeError } from '../../common/errors/domain-error.js';
 import { toErrorBody } from '../../common/errors/error-body.js';
@@ -88,6 +89,7 @@ function purchases(steps: {
     ),
     { crashPoint: vi.fn() } as unknown as FaultInjectorService,
     metrics,
+    { confirmStarted: () => () => undefined } as unknown as LoadMonitorService,
   );
   const viaDatabase = { backOnRedis: vi.fn() } as unknown as DatabasePurchaseService;
   return new PurchaseService(availability, viaRedis, viaDatabase, metrics);

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { FaultInjectorService } from '../../config/fault-injector.service.js';
 import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
 import type { PurchaseTicket } from '../availability/purchase-ticket.js';
+import { LoadMonitorService } from '../overload/load-monitor.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { encodeOrderMessage, type NewOrder } from '../messaging/order-message.js';
 import { OrderPublisher } from '../messaging/order.publisher.js';
@@ -29,6 +30,7 @@ export class RedisPurchaseService implements PurchaseStrategy {
     private readonly settlement: PurchaseSettlementService,
     private readonly faults: FaultInjectorService,
     private readonly metrics: MetricsService,
+    private readonly load: LoadMonitorService,
   ) {}
 
   /** `step`, timed into seckill_purchase_stage_duration_seconds whether it answers or throws. */
@@ -118,7 +120,15 @@ export class RedisPurchaseService implements PurchaseStrategy {
     }
 
     const accepted: PurchaseAccepted = { status: 'QUEUED', requestId: order.requestId };
-    if (await this.timed('confirm', () => this.publisher.publish(order))) {
+    // The load monitor sheds new purchases while the oldest confirm awaited is too old.
+    const confirmed = this.load.confirmStarted();
+    let published: boolean;
+    try {
+      published = await this.timed('confirm', () => this.publisher.publish(order));
+    } finally {
+      confirmed();
+    }
+    if (published) {
       // Ties the HTTP request (its reqId, userId, goodsId) to the purchase's id, which the
       // consumer's lines name. Debug: at info it would be a line per purchase.
       this.logger.debug(`purchase accepted: request=${order.requestId} quantity=${quantity}`);

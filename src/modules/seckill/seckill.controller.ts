@@ -30,6 +30,7 @@ import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
 import { BlocklistChecked } from '../blocklist/blocklist.hook.js';
 import { RateLimit } from '../rate-limit/rate-limit.policy.js';
 import { SoldOutShortcut } from '../sale-store/sold-out-memo.store.js';
+import { Sheddable } from '../overload/shed-overload.hook.js';
 import { PurchaseBodyDto } from './purchase-body.dto.js';
 import { PURCHASE_BODY_LIMIT_BYTES, PurchaseBodyPipe } from './purchase-body.pipe.js';
 import { parseIdempotencyKey } from './idempotency.js';
@@ -47,7 +48,12 @@ class PurchaseAcceptedDto {
 
 class PurchaseUnavailableDto {
   @ApiProperty({ enum: [503] }) statusCode: number;
-  @ApiProperty({ enum: ['UNAVAILABLE'] }) code: string;
+  @ApiProperty({
+    enum: ['UNAVAILABLE', 'OVERLOADED'],
+    description:
+      'UNAVAILABLE: a dependency is down. OVERLOADED: the instance is past what it can answer in time and shed the purchase at once; come back after Retry-After.',
+  })
+  code: string;
   @ApiProperty() message: string;
   @ApiPropertyOptional({
     format: 'uuid',
@@ -138,11 +144,12 @@ export class SeckillController {
   @RateLimit('purchase')
   @BlocklistChecked()
   @SoldOutShortcut()
+  @Sheddable()
   @BodyLimit(PURCHASE_BODY_LIMIT_BYTES)
   @ApiOperation({
     summary: 'Buy: takes stock at once and queues the order (poll the result)',
     description:
-      "Errors: 409 SOLD_OUT, ALREADY_PURCHASED, DUPLICATE_REQUEST, SALE_NOT_STARTED, SALE_ENDED, NOT_PREHEATED; 403 FORBIDDEN (purchase token missing, invalid, another user's or used); 403 NOT_ADMITTED (a queue sale: its waiting room has not admitted you, or your admission lapsed or was used); 413 PAYLOAD_TOO_LARGE (a body over 1 KiB); 429 TOO_MANY_REQUESTS (Retry-After); 503 UNAVAILABLE: nothing taken, unless the body carries a requestId (the outcome is unknown: poll the result).",
+      "Errors: 409 SOLD_OUT, ALREADY_PURCHASED, DUPLICATE_REQUEST, SALE_NOT_STARTED, SALE_ENDED, NOT_PREHEATED; 403 FORBIDDEN (purchase token missing, invalid, another user's or used); 403 NOT_ADMITTED (a queue sale: its waiting room has not admitted you, or your admission lapsed or was used); 413 PAYLOAD_TOO_LARGE (a body over 1 KiB); 429 TOO_MANY_REQUESTS (Retry-After); 503 UNAVAILABLE: nothing taken, unless the body carries a requestId (the outcome is unknown: poll the result); 503 OVERLOADED (Retry-After): the instance is past what it can answer in time and shed the purchase at once, nothing taken.",
   })
   @ApiHeader({
     name: 'X-Seckill-Token',
@@ -161,7 +168,7 @@ export class SeckillController {
   @ApiServiceUnavailableResponse({
     type: PurchaseUnavailableDto,
     description:
-      'A dependency is down. Nothing was taken, unless `requestId` is present: then the outcome is unknown and the result route tells it.',
+      'A dependency is down (UNAVAILABLE), or the instance is past what it can answer in time (OVERLOADED, with Retry-After). Nothing was taken, unless `requestId` is present: then the outcome is unknown and the result route tells it.',
   })
   // Its 503 is PurchaseUnavailableDto above: the body may carry a requestId.
   @ApiErrors(

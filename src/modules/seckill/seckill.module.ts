@@ -22,6 +22,7 @@ import { PurchaseService } from './purchase.service.js';
 import { RedisPurchaseService } from './redis-purchase.service.js';
 import { ResultStreamsService } from './result-streams.service.js';
 import { SeckillController } from './seckill.controller.js';
+import { OverloadModule } from '../overload/overload.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
 
@@ -33,6 +34,7 @@ import { WaitingRoomModule } from '../waiting-room/waiting-room.module.js';
 @Module({
   imports: [
     MetricsModule,
+    OverloadModule,
     SaleStoreModule,
     MessagingModule,
     GoodsModule,

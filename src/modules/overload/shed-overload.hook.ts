@@ -1,0 +1,43 @@
+import type { onRequestHookHandler } from 'fastify';
+import { bodyStillComing } from '../../common/http/body-coming.js';
+import { edgeRouteConfig, type EdgeRouteConfig } from '../../common/http/route-config.js';
+import { markCompletionCounted } from '../../common/logging/request-logging.js';
+import type { LoadMonitorService } from './load-monitor.service.js';
+
+/** Marks a route whose requests are shed when the instance is past what it can answer in time. */
+export const Sheddable = () => edgeRouteConfig({ sheddable: true });
+
+/** The contract's body, serialised once: under overload this is most of what is answered. */
+const OVERLOADED_BODY = JSON.stringify({
+  statusCode: 503,
+  code: 'OVERLOADED',
+  message: 'The shop is past what it can answer in time; nothing was taken: try again shortly',
+});
+
+/**
+ * Sheds a purchase at once (503 OVERLOADED with Retry-After; nothing taken) when the instance's
+ * own measures say it is behind (LoadMonitorService), before it queues anywhere inside the
+ * process: no guard, pipe, rate-limit budget, lock or store call is spent on it. A purchase that
+ * is taken is counted in progress until its answer is written or its connection closes. It runs
+ * after the token, blocklist and sold-out hooks: a caller they refuse gets their final answer
+ * (401, 403, 409), which no retry would change, rather than a 503.
+ */
+export function shedWhenOverloaded(monitor: LoadMonitorService): onRequestHookHandler {
+  return (request, reply, done) => {
+    if ((request.routeOptions.config as EdgeRouteConfig).sheddable !== true) return done();
+    const reason = monitor.admit();
+    if (reason === null) {
+      // 'close' comes once, whether the answer was written or the client went away first.
+      reply.raw.once('close', monitor.leave);
+      return done();
+    }
+    monitor.shed(reason);
+    markCompletionCounted(request);
+    if (bodyStillComing(request.raw)) void reply.header('Connection', 'close');
+    void reply
+      .code(503)
+      .header('Retry-After', String(monitor.retryAfterSeconds()))
+      .type('application/json; charset=utf-8')
+      .send(OVERLOADED_BODY);
+  };
+}
