@@ -8,6 +8,7 @@ import type { AppConfig } from './config/env.validation.js';
 import { DatabaseModule } from './infra/database/database.module.js';
 import { RabbitMqModule } from './infra/rabbitmq/rabbitmq.module.js';
 import { RedisModule } from './infra/redis/redis.module.js';
+import { TracingModule } from './infra/tracing/tracing.module.js';
 import { EntryModule } from './modules/entry/entry.module.js';
 import { HealthModule } from './modules/health/health.module.js';
 import { MetricsModule } from './modules/metrics/metrics.module.js';
@@ -15,8 +16,9 @@ import { OverloadModule } from './modules/overload/overload.module.js';
 import { ApiModule } from './roles/api.module.js';
 import { WorkerModule } from './roles/worker.module.js';
 
-/** Every role: the stores, metrics, /health/* and /metrics, the load monitor, and the edge's authentication. */
+/** Every role: tracing, the stores, metrics, /health/* and /metrics, the load monitor, and the edge's authentication. */
 const CORE = [
+  TracingModule,
   DatabaseModule,
   RedisModule,
   RabbitMqModule,

@@ -14,6 +14,7 @@ import { PARAMS_PROVIDER_TOKEN, PinoLogger, Logger as PinoNestLogger } from 'nes
 import { logDestination, requestIdFor } from './common/logging/logging.js';
 import { installRequestLogging } from './common/logging/request-logging.js';
 import { validateEnv, type AppConfig } from './config/env.validation.js';
+import { installRequestTracing } from './infra/tracing/request-tracing.hook.js';
 import { refuseBlocked } from './modules/blocklist/blocklist.hook.js';
 import { BlocklistService } from './modules/blocklist/blocklist.service.js';
 import { AuthenticatorService } from './modules/auth/authenticator.service.js';
@@ -107,7 +108,9 @@ function configureApp(
   trusted: ((address: string) => boolean) | null,
 ): void {
   const fastify = app.getHttpAdapter().getInstance();
-  // First, so that every hook after it logs in the request's context.
+  // First, so that the request's span covers every hook after it (only when tracing is on).
+  if (config.tracing.endpoint !== null) installRequestTracing(fastify);
+  // Then, so that every hook after it logs in the request's context.
   installRequestLogging(fastify, new PinoLogger(app.get(PARAMS_PROVIDER_TOKEN)), config.logging);
   installRequestMetrics(fastify, app.get(MetricsService));
   // Before any hook that asks who the client is (the blocklist; the rate limits after them).

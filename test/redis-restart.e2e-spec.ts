@@ -51,6 +51,8 @@ describe('faults: Redis restarts empty during a sale', () => {
     }
     await waitFor(async () => (await stores.orders(goodsId)).length === 5, { what: 'five orders' });
 
+    // The restart's rebuild goes through every open sale of the shared database first.
+    await stores.endOtherSales(goodsId);
     await redis.kill();
     const down = await t.http
       .post(`/api/v1/seckill/${goodsId}`)
@@ -98,6 +100,8 @@ describe('faults: Redis restarts empty during a sale', () => {
     for (const userId of buyers.slice(0, 5)) await buy(userId).expect(202);
     await waitFor(async () => (await stores.orders(goodsId)).length === 5, { what: 'five orders' });
 
+    // The restart's rebuild goes through every open sale of the shared database first.
+    await stores.endOtherSales(goodsId);
     await redis.kill();
     await redis.up(); // empty
     await buyUntilReopened(buy, buyers[5]);
@@ -186,6 +190,8 @@ describe('faults: Redis comes back with a stale snapshot', () => {
     const snapshotLock = await direct.get(lock);
     await direct.save();
     direct.disconnect();
+    // The restart's rebuild goes through every open sale of the shared database first.
+    await stores.endOtherSales(goodsId);
     await redis.kill();
     await redis.up();
 
@@ -202,6 +208,7 @@ describe('faults: Redis comes back with a stale snapshot', () => {
 describe('faults: Redis restarts empty before any order of the sale is written', () => {
   let redis: PrivateRedis;
   let t: TestApp;
+  const stores = new Stores();
 
   beforeAll(async () => {
     redis = await PrivateRedis.start();
@@ -216,6 +223,7 @@ describe('faults: Redis restarts empty before any order of the sale is written',
   afterAll(async () => {
     await t.close();
     await redis.kill();
+    await stores.close();
   });
 
   it('should not load the full stock again while the orders the lost Redis accepted are on their way to MySQL', async () => {
@@ -231,6 +239,8 @@ describe('faults: Redis restarts empty before any order of the sale is written',
       await buy(612).expect(202);
       await writes.reached;
 
+      // The restart's rebuild goes through every open sale of the shared database first.
+      await stores.endOtherSales(goodsId);
       await redis.kill();
       await redis.up(); // empty: MySQL still says 2 of 2 left, and no orders
       // Once the restart is noticed, the preheat answers 200 (loaded) or what its rebuild waits for.

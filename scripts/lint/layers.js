@@ -25,6 +25,8 @@ export const LAYERS = [
   { layer: 'edge helpers', folders: ['src/common/http', 'src/common/pipes'] },
   { layer: 'exception filter', folders: ['src/common/filters'] },
   { layer: 'configuration', folders: ['src/config'] },
+  // OpenTelemetry's provider and helpers, which every client below may open spans with.
+  { layer: 'tracing', folders: ['src/infra/tracing'] },
   // The external clients: one folder each, none knowing another.
   { layer: 'clients', folders: ['src/infra/redis', 'src/infra/database', 'src/infra/rabbitmq'] },
   { layer: 'scheduling', folders: ['src/infra/scheduling'] },

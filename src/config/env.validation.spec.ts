@@ -173,6 +173,30 @@ describe('validateEnv', () => {
     );
   });
 
+  it('should leave tracing off without OTEL_EXPORTER_OTLP_ENDPOINT and read its sampler as the spec names them', () => {
+    expect(validateEnv({}).tracing).toEqual({
+      endpoint: null,
+      sampler: 'parentbased_always_on',
+      samplerRatio: 1,
+      serviceName: 'seckill',
+    });
+    const on = validateEnv({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.01',
+    }).tracing;
+    expect(on).toMatchObject({
+      endpoint: 'http://collector:4318',
+      sampler: 'parentbased_traceidratio',
+      samplerRatio: 0.01,
+    });
+    expect(refusal({ OTEL_TRACES_SAMPLER: 'sometimes' }).message).toContain('OTEL_TRACES_SAMPLER');
+    expect(refusal({ OTEL_TRACES_SAMPLER_ARG: '2' }).message).toContain('OTEL_TRACES_SAMPLER_ARG');
+    expect(refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: 'ftp://x' }).message).toContain(
+      'OTEL_EXPORTER_OTLP_ENDPOINT',
+    );
+  });
+
   it('should bound the result streams per client address by RESULT_STREAM_MAX_PER_IP', () => {
     expect(validateEnv({}).seckill.resultStream.maxPerIp).toBe(100);
     expect(validateEnv({ RESULT_STREAM_MAX_PER_IP: '3' }).seckill.resultStream.maxPerIp).toBe(3);

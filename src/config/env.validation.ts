@@ -11,6 +11,7 @@ import { jobsConfig, type JobsConfig } from './jobs.config.js';
 import { loggingConfig, type LoggingConfig } from './logging.config.js';
 import { merchantConfig, type MerchantConfig } from './merchant.config.js';
 import { overloadConfig, type OverloadConfig } from './overload.config.js';
+import { tracingConfig, type TracingConfig } from './tracing.config.js';
 import { paymentsConfig, type PaymentsConfig } from './payments.config.js';
 import { rabbitmqConfig, type RabbitMqConfig } from './rabbitmq.config.js';
 import { rateLimitConfig, type RateLimitConfig } from './rate-limit.config.js';
@@ -39,6 +40,7 @@ export interface AppConfig {
   rateLimit: RateLimitConfig;
   availability: AvailabilityConfig;
   overload: OverloadConfig;
+  tracing: TracingConfig;
   faults: FaultsConfig;
 }
 
@@ -63,6 +65,7 @@ export const CONFIG_NAMESPACES: { [K in keyof AppConfig]: ConfigNamespace<K, App
   rateLimit: rateLimitConfig,
   availability: availabilityConfig,
   overload: overloadConfig,
+  tracing: tracingConfig,
   faults: faultsConfig,
 };
 

@@ -169,10 +169,19 @@ export async function createSale(http: TestAgent, options: SaleOptions = {}): Pr
     .expect(201);
   const goodsId = (created.body as { id: number }).id;
   if (options.preheat ?? true) {
-    await http
-      .post(`/api/v1/admin/goods/${goodsId}/preheat`)
-      .set('Authorization', adminAuth())
-      .expect(200);
+    // A 503 says come back, nothing changed (e.g. a queue sale's room being restored by the
+    // admission job at that moment): as an operator would, the preheat is asked again.
+    await waitFor(
+      async () => {
+        const response = await http
+          .post(`/api/v1/admin/goods/${goodsId}/preheat`)
+          .set('Authorization', adminAuth());
+        if (response.status === 503) return null;
+        expect(response.status).toBe(200);
+        return response;
+      },
+      { timeoutMs: 15_000, what: `goods ${goodsId} preheated` },
+    );
   }
   return goodsId;
 }

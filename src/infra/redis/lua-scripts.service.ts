@@ -1,3 +1,4 @@
+import { inSpan, SpanKind, tracingOn } from '../tracing/tracing.js';
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import type { ChainableCommander } from 'ioredis';
 import { readdirSync } from 'node:fs';
@@ -116,7 +117,16 @@ export class LuaScriptsService implements OnModuleInit {
 
   /** The script's raw reply (decoded by its wrapper); keys first, as the registry counts them. */
   run(name: ScriptName, ...args: ScriptArgs): Promise<unknown> {
-    return (this.redis as unknown as Record<ScriptName, ScriptFn>)[name](...args);
+    const call = () => (this.redis as unknown as Record<ScriptName, ScriptFn>)[name](...args);
+    if (!tracingOn()) return call();
+    return inSpan(
+      `redis ${name}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: { 'db.system.name': 'redis', 'db.operation.name': name },
+      },
+      call,
+    );
   }
 
   /**

@@ -16,6 +16,8 @@ export interface ReceivedMessage {
   readonly messageId: string;
   /** How many times the broker delivered this message before (quorum queues count). */
   readonly previousDeliveries: number;
+  /** The sender's trace context (W3C `traceparent` header), when it was traced. */
+  readonly traceparent?: string;
 }
 
 /**

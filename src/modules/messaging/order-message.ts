@@ -9,6 +9,11 @@ export interface NewOrder {
   quantity: number;
   /** When Redis accepted the purchase (epoch ms); the payment deadline counts from here. */
   acceptedAt: number;
+  /**
+   * The purchase's trace (W3C `traceparent`), as its message's headers carried it: never in the
+   * message body, set by the consumer so that the order's payment timeout can link to it.
+   */
+  trace?: string;
 }
 
 /** Wire format of the order message (JSON). `v` lets a later format coexist during a deploy. */

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { RabbitMqConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
+import { inSpan, SpanKind, traceHeaders, tracingOn } from '../../infra/tracing/tracing.js';
 import { assertTopology } from '../../infra/rabbitmq/topology.js';
 import type { NewOrder } from './order-message.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -63,6 +64,19 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
    * merely give its stock back.
    */
   async publish(order: NewOrder): Promise<boolean> {
+    if (!tracingOn()) return this.publishOrder(order);
+    return inSpan(
+      `${this.rabbit.names.ordersExchange} publish`,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: { 'messaging.system': 'rabbitmq', 'messaging.message.id': order.requestId },
+      },
+      // The headers name the publish span: the consumer's batch links to it.
+      () => this.publishOrder(order, traceHeaders()),
+    );
+  }
+
+  private async publishOrder(order: NewOrder, headers?: Record<string, string>): Promise<boolean> {
     this.pending++;
     try {
       await this.channel.publish(
@@ -75,6 +89,7 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
           messageId: order.requestId,
           timestamp: Math.floor(order.acceptedAt / 1000),
           mandatory: true,
+          ...(headers === undefined ? {} : { headers }),
         },
       );
       // basic.return comes before the ack, so a returned message is known by now.
@@ -106,6 +121,24 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
    * caller then acks the order messages, never before.
    */
   async publishTimeouts(orders: OrderTimeout[]): Promise<boolean> {
+    if (!tracingOn()) return this.publishTimeoutMessages(orders);
+    return inSpan(
+      `${this.rabbit.names.delayQueue} publish`,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: {
+          'messaging.system': 'rabbitmq',
+          'messaging.batch.message_count': orders.length,
+        },
+      },
+      () => this.publishTimeoutMessages(orders, traceHeaders()),
+    );
+  }
+
+  private async publishTimeoutMessages(
+    orders: OrderTimeout[],
+    headers?: Record<string, string>,
+  ): Promise<boolean> {
     const messages: OrderTimeout[][] = [];
     for (let i = 0; i < orders.length; i += MAX_TIMEOUTS_PER_MESSAGE) {
       messages.push(orders.slice(i, i + MAX_TIMEOUTS_PER_MESSAGE));
@@ -118,7 +151,12 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
             this.rabbit.names.delayQueue,
             Buffer.from(encodeTimeoutMessage(message)),
             // Any one id will do: the consumer is idempotent by each order's state, not by message.
-            { persistent: true, contentType: 'application/json', messageId: message[0].orderNo },
+            {
+              persistent: true,
+              contentType: 'application/json',
+              messageId: message[0].orderNo,
+              ...(headers === undefined ? {} : { headers }),
+            },
           ),
         ),
       );

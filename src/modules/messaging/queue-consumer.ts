@@ -71,6 +71,7 @@ function delivered(channel: Channel, message: ConsumeMessage): Delivery {
       type: typeof type === 'string' ? type : undefined,
       messageId: String(messageId),
       previousDeliveries: Number(headers?.['x-delivery-count'] ?? 0),
+      traceparent: typeof headers?.traceparent === 'string' ? headers.traceparent : undefined,
     },
     (how) => {
       if (how === 'ack') channel.ack(message);

@@ -31,6 +31,16 @@ describe('timeout message', () => {
     expect(JSON.parse(encoded)).toEqual({ v: 2, orders: [order] });
   });
 
+  it("should carry each order's purchase trace when it has one, and refuse one that is not a traceparent", () => {
+    const traced = { ...aTimeout(), trace: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` };
+    const plain = aTimeout();
+
+    expect(parseTimeoutMessage(encodeTimeoutMessage([traced, plain]))).toEqual([traced, plain]);
+    expect(parseTimeoutMessage(v2([{ ...plain, trace: 'x' }]))).toBe(
+      'orders[0]: trace is not a traceparent',
+    );
+  });
+
   it('should read a version-1 message, one order, as a list of one (a rolling upgrade)', () => {
     const order = aTimeout();
 

@@ -4,7 +4,12 @@ import { isPositiveInt, ORDER_NO, parseVersionedObject } from './message-payload
 export interface OrderTimeout {
   orderNo: string;
   goodsId: number;
+  /** The purchase's trace (W3C `traceparent`), when it was traced: the expiry links to it. */
+  trace?: string;
 }
+
+/** A W3C `traceparent` (version 00): what a timeout's `trace` may hold. */
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /**
  * The payment-timeout message (JSON): the orders of one written batch, to expire once their
@@ -25,7 +30,9 @@ export const MAX_TIMEOUTS_PER_MESSAGE = 1_000;
 export function encodeTimeoutMessage(orders: OrderTimeout[]): string {
   const message: OrderTimeoutMessageV2 = {
     v: 2,
-    orders: orders.map(({ orderNo, goodsId }) => ({ orderNo, goodsId })),
+    orders: orders.map(({ orderNo, goodsId, trace }) =>
+      trace === undefined ? { orderNo, goodsId } : { orderNo, goodsId, trace },
+    ),
   };
   return JSON.stringify(message);
 }
@@ -66,5 +73,9 @@ function parseOrderTimeout(fields: Record<string, unknown>): OrderTimeout | stri
     return 'orderNo is malformed';
   }
   if (!isPositiveInt(fields.goodsId)) return 'goodsId is not a positive integer';
-  return { orderNo: fields.orderNo, goodsId: fields.goodsId };
+  if (fields.trace === undefined) return { orderNo: fields.orderNo, goodsId: fields.goodsId };
+  if (typeof fields.trace !== 'string' || !TRACEPARENT.test(fields.trace)) {
+    return 'trace is not a traceparent';
+  }
+  return { orderNo: fields.orderNo, goodsId: fields.goodsId, trace: fields.trace };
 }

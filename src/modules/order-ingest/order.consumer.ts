@@ -1,3 +1,5 @@
+import { ROOT_CONTEXT } from '@opentelemetry/api';
+import { inSpan, linkTo, SpanKind, tracingOn } from '../../infra/tracing/tracing.js';
 import {
   Inject,
   Injectable,
@@ -208,6 +210,26 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async process(batch: Delivery[]): Promise<void> {
+    if (!tracingOn()) return this.processBatch(batch);
+    // One span for the batch, linked to every purchase's publish in it: a purchase's trace leads
+    // here, and the batch's MySQL write and timeout publish are its children.
+    const links = batch.flatMap((delivery) => linkTo(delivery.message.traceparent) ?? []);
+    return inSpan(
+      `${this.rabbit.names.ordersQueue} process`,
+      {
+        kind: SpanKind.CONSUMER,
+        links,
+        parent: ROOT_CONTEXT,
+        attributes: {
+          'messaging.system': 'rabbitmq',
+          'messaging.batch.message_count': batch.length,
+        },
+      },
+      () => this.processBatch(batch),
+    );
+  }
+
+  private async processBatch(batch: Delivery[]): Promise<void> {
     for (const [goodsId, purchases] of this.byGoods(batch)) {
       const endWrite = this.metrics.orderBatchWrites.startTimer();
       const outcomes = await this.ingest.ingest(
@@ -237,6 +259,8 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
         this.deadLetter(delivery, order);
         continue;
       }
+      // Kept with the order, so that its payment timeout links to the purchase's trace.
+      if (delivery.message.traceparent !== undefined) order.trace = delivery.message.traceparent;
       const purchases = byGoods.get(order.goodsId) ?? new Map<string, Purchase>();
       byGoods.set(order.goodsId, purchases);
       // The sweeper may have republished a message whose original is in this same batch.

@@ -1,3 +1,4 @@
+import { inSpan, SpanKind, tracingOn } from '../../infra/tracing/tracing.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
@@ -69,6 +70,22 @@ export class OrderWriterService {
   }
 
   async writeBatch(goodsId: number, orders: NewOrder[]): Promise<WriteOutcome[]> {
+    if (!tracingOn()) return this.write(goodsId, orders);
+    return inSpan(
+      'mysql write orders',
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'db.system.name': 'mysql',
+          'db.collection.name': 'seckill_order',
+          goods: goodsId,
+        },
+      },
+      () => this.write(goodsId, orders),
+    );
+  }
+
+  private async write(goodsId: number, orders: NewOrder[]): Promise<WriteOutcome[]> {
     const voided: WriteOutcome[] = [];
     let pending = orders;
     for (let attempt = 1; ; attempt++) {
