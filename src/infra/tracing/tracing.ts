@@ -4,6 +4,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
   type Attributes,
   type Context,
   type Link,
@@ -20,8 +21,10 @@ import {
   BatchSpanProcessor,
   ParentBasedSampler,
   TraceIdRatioBasedSampler,
+  SamplingDecision,
   TracerProvider,
   type Sampler,
+  type SamplingResult,
 } from '@opentelemetry/sdk-trace';
 import type { TraceSampler, TracingConfig } from '../../config/tracing.config.js';
 
@@ -37,7 +40,36 @@ export { SpanKind };
 let provider: TracerProvider | null = null;
 const TRACER = 'seckill';
 
+/**
+ * A root span linked to a sampled span is sampled too: a consumer batch (or an expiry) is kept
+ * whenever a purchase in it was, so that the purchase's trace leads somewhere. Otherwise `inner`
+ * decides.
+ */
+class LinkedSampler implements Sampler {
+  constructor(private readonly inner: Sampler) {}
+
+  shouldSample(...args: Parameters<Sampler['shouldSample']>): SamplingResult {
+    const [parent, , , , , links] = args;
+    if (trace.getSpanContext(parent) === undefined && links.some((link) => isSampled(link))) {
+      return { decision: SamplingDecision.RECORD_AND_SAMPLED };
+    }
+    return this.inner.shouldSample(...args);
+  }
+
+  toString(): string {
+    return `LinkedSampler{${this.inner.toString()}}`;
+  }
+}
+
+function isSampled(link: Link): boolean {
+  return (link.context.traceFlags & TraceFlags.SAMPLED) !== 0;
+}
+
 function sampler(config: TracingConfig): Sampler {
+  return new LinkedSampler(configuredSampler(config));
+}
+
+function configuredSampler(config: TracingConfig): Sampler {
   const ratio = new TraceIdRatioBasedSampler(config.samplerRatio);
   const samplers: Record<TraceSampler, () => Sampler> = {
     always_on: () => new AlwaysOnSampler(),
@@ -106,6 +138,12 @@ export async function inSpan<T>(
 ): Promise<T> {
   if (provider === null) return step(undefined);
   const parent = options.parent ?? context.active();
+  // A step inside a trace that is not recorded (not sampled) opens no span, and a span the
+  // sampler drops enters no context: on Node 20 the first context entered costs the whole
+  // process AsyncLocalStorage's promise hooks from then on.
+  if (options.parent === undefined && trace.getSpan(parent)?.isRecording() !== true) {
+    return step(undefined);
+  }
   const span = trace
     .getTracer(TRACER)
     .startSpan(
@@ -113,6 +151,10 @@ export async function inSpan<T>(
       { kind: options.kind, attributes: options.attributes, links: options.links },
       parent,
     );
+  if (!span.isRecording()) {
+    span.end();
+    return step(undefined);
+  }
   try {
     return await context.with(trace.setSpan(parent, span), () => step(span));
   } catch (error) {
@@ -138,7 +180,8 @@ export function startSpan(name: string, options: SpanOptions): Span | undefined 
 
 /** `fn` with `span` as the active span (so what it starts is its child). */
 export function withSpan<T>(span: Span | undefined, fn: () => T): T {
-  if (span === undefined) return fn();
+  // Not sampled: its children would not be either, so no context is entered (see inSpan).
+  if (span === undefined || !span.isRecording()) return fn();
   return context.with(trace.setSpan(context.active(), span), fn);
 }
 
