@@ -1,6 +1,7 @@
 import {
   context,
   propagation,
+  ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -166,7 +167,30 @@ export async function inSpan<T>(
   }
 }
 
-/** Starts a span left open (its end is the caller's), the parent read from `carrier` if any. */
+/**
+ * Runs `step` as a consumer's work on message(s) of `queue`: a trace of its own (a root span,
+ * sampled whenever a sender's was), linked to every sender's `traceparent`. Off, a plain call.
+ */
+export function inConsumerSpan<T>(
+  queue: string,
+  traceparents: readonly (string | undefined)[],
+  messages: number,
+  step: () => Promise<T>,
+): Promise<T> {
+  if (provider === null) return step();
+  return inSpan(
+    `${queue} process`,
+    {
+      kind: SpanKind.CONSUMER,
+      links: traceparents.flatMap((traceparent) => linkTo(traceparent) ?? []),
+      parent: ROOT_CONTEXT,
+      attributes: { 'messaging.system': 'rabbitmq', 'messaging.batch.message_count': messages },
+    },
+    step,
+  );
+}
+
+/** Starts a span left open (its end is the caller's), under `options.parent` or the active span. */
 export function startSpan(name: string, options: SpanOptions): Span | undefined {
   if (provider === null) return undefined;
   return trace

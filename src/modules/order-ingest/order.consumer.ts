@@ -1,5 +1,4 @@
-import { ROOT_CONTEXT } from '@opentelemetry/api';
-import { inSpan, linkTo, SpanKind, tracingOn } from '../../infra/tracing/tracing.js';
+import { inConsumerSpan } from '../../infra/tracing/tracing.js';
 import {
   Inject,
   Injectable,
@@ -210,21 +209,12 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async process(batch: Delivery[]): Promise<void> {
-    if (!tracingOn()) return this.processBatch(batch);
-    // One span for the batch, linked to every purchase's publish in it: a purchase's trace leads
+    // One trace per batch, linked to every purchase's publish in it: a purchase's trace leads
     // here, and the batch's MySQL write and timeout publish are its children.
-    const links = batch.flatMap((delivery) => linkTo(delivery.message.traceparent) ?? []);
-    return inSpan(
-      `${this.rabbit.names.ordersQueue} process`,
-      {
-        kind: SpanKind.CONSUMER,
-        links,
-        parent: ROOT_CONTEXT,
-        attributes: {
-          'messaging.system': 'rabbitmq',
-          'messaging.batch.message_count': batch.length,
-        },
-      },
+    return inConsumerSpan(
+      this.rabbit.names.ordersQueue,
+      batch.map((delivery) => delivery.message.traceparent),
+      batch.length,
       () => this.processBatch(batch),
     );
   }

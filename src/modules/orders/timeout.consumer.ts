@@ -1,5 +1,4 @@
-import { ROOT_CONTEXT } from '@opentelemetry/api';
-import { inSpan, linkTo, SpanKind, tracingOn } from '../../infra/tracing/tracing.js';
+import { inConsumerSpan } from '../../infra/tracing/tracing.js';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter } from '../../common/database/transient-errors.js';
@@ -77,22 +76,12 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
 
   private async handle(delivery: Delivery): Promise<void> {
     const orders = parseTimeoutMessage(delivery.message.content);
-    if (typeof orders === 'string' || !tracingOn()) return this.expireMessage(delivery, orders);
+    if (typeof orders === 'string') return this.expireMessage(delivery, orders);
     // The expiry of these orders, linked to each order's purchase and to the batch that wrote them.
-    const links = [delivery.message.traceparent, ...orders.map((order) => order.trace)].flatMap(
-      (traceparent) => linkTo(traceparent) ?? [],
-    );
-    return inSpan(
-      `${this.rabbit.names.timeoutQueue} process`,
-      {
-        kind: SpanKind.CONSUMER,
-        links,
-        parent: ROOT_CONTEXT,
-        attributes: {
-          'messaging.system': 'rabbitmq',
-          'messaging.batch.message_count': orders.length,
-        },
-      },
+    return inConsumerSpan(
+      this.rabbit.names.timeoutQueue,
+      [delivery.message.traceparent, ...orders.map((order) => order.trace)],
+      orders.length,
       () => this.expireMessage(delivery, orders),
     );
   }
