@@ -4,7 +4,7 @@
 // at the buyer's page) and by clients that send again at once (a script). Every figure is read
 // beside the others of the same run: the box's cores are shared with the load generator.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,8 @@ import { UsageError } from '../scripts/lib/errors.js';
 import { runLoad, type LoadResult } from '../scripts/lib/load.js';
 import { runScript } from '../scripts/lib/main.js';
 import { percentile } from '../scripts/lib/stats.js';
+import { cpuSeconds } from './lib/probes.js';
+import { readProfile } from './lib/profile.js';
 import { Buyers } from './lib/scenarios.js';
 import { countOrders, startSide, type Side } from './lib/sides.js';
 
@@ -32,6 +34,12 @@ const USAGE = `usage: npm run bench:overload -- [options]
   --versus <env>        a second configuration, KEY=VALUE[,KEY=VALUE…] added to the project's
                         environment (e.g. OVERLOAD_MAX_IN_FLIGHT=0,…), run alternately with
                         the shipped one
+  --versus-root <dir>   the second configuration from another built checkout (e.g. a
+                        \`git worktree\` of an earlier commit, after \`npm ci && npm run build\`
+                        there): two revisions alternately in one run, the environment of
+                        --versus (or --env) on both
+  --profile             run each configuration under node --cpu-prof and print where its CPU
+                        went, by package (slows it down: for finding a cost, not for the figures)
   --out <dir>           where overload.json and overload.md go (default bench-results)
 
 Needs what \`npm run bench\` needs (a build, MariaDB, RabbitMQ with rabbitmqctl, redis-server).`;
@@ -45,6 +53,9 @@ interface Options {
   timeoutMs: number;
   env: Record<string, string>;
   versus: Record<string, string> | undefined;
+  /** The checkout the second configuration runs from (this one when absent). */
+  versusRoot: string | undefined;
+  profile: boolean;
   outDir: string;
 }
 
@@ -75,6 +86,8 @@ function parse(argv: string[]): Options | 'help' {
     timeout: { type: 'string', default: '10' },
     env: { type: 'string' },
     versus: { type: 'string' },
+    'versus-root': { type: 'string' },
+    profile: { type: 'boolean', default: false },
     out: { type: 'string', default: 'bench-results' },
     help: { type: 'boolean', short: 'h', default: false },
   });
@@ -91,13 +104,21 @@ function parse(argv: string[]): Options | 'help' {
   };
   const clients = kinds[flags.clients];
   if (clients === undefined) throw new UsageError('--clients must be honour, ignore or both');
+  const env = flags.env === undefined ? {} : parseEnv(flags.env);
   return {
     connections: parseList(flags.connections),
     durationMs: seconds('duration', flags.duration),
     clients,
     timeoutMs: seconds('timeout', flags.timeout),
-    env: flags.env === undefined ? {} : parseEnv(flags.env),
-    versus: flags.versus === undefined ? undefined : parseEnv(flags.versus),
+    env,
+    versus:
+      flags.versus !== undefined
+        ? parseEnv(flags.versus)
+        : flags['versus-root'] !== undefined
+          ? env
+          : undefined,
+    versusRoot: flags['versus-root'] === undefined ? undefined : resolve(flags['versus-root']),
+    profile: flags.profile,
     outDir: resolve(flags.out),
   };
 }
@@ -130,7 +151,14 @@ interface OverloadRun {
   scrapesMissed: number;
   inProgressMax: number | null;
   ordersWritten: number;
+  /**
+   * The process's CPU time (user + system) over the run per purchase it accepted: what a
+   * purchase costs, steadier than a rate when the machine's other tenants come and go.
+   */
+  cpuMsPerAccepted: number | null;
 }
+
+const cpuOf = (pid: number) => cpuSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8'));
 
 function latency(results: readonly LoadResult[]): Latency {
   const sorted = results.map((r) => r.latencyMs).sort((a, b) => a - b);
@@ -221,6 +249,7 @@ async function loadOnce(
     buyers.take(),
   );
   const watch = watchEventLoop(side.origin);
+  const cpuBefore = cpuOf(side.pid);
   const run = await runLoad({
     origin: side.origin,
     connections,
@@ -231,6 +260,7 @@ async function loadOnce(
     ownConnections: true,
     next: (i) => ({ method: 'POST', path, headers: pool[i] ?? buyers.take() }),
   });
+  const cpuMs = (cpuOf(side.pid) - cpuBefore) * 1000;
   const loop = await watch.stop();
   const seconds = run.elapsedMs / 1000;
   const accepted = run.results.filter((r) => r.status === 202);
@@ -266,13 +296,14 @@ async function loadOnce(
     scrapesMissed: loop.missed,
     inProgressMax: loop.inProgressMax,
     ordersWritten,
+    cpuMsPerAccepted: accepted.length === 0 ? null : Number((cpuMs / accepted.length).toFixed(3)),
   };
 }
 
 function table(runs: readonly OverloadRun[]): string {
   const peak = Math.max(...runs.map((r) => r.acceptedPerSec));
   const head =
-    '| config | clients | conn | answers/s | accepted/s (of peak) | shed/s | p50 / p99 / max all (ms) | p50 / p99 / max accepted (ms) | timeouts | other answers | loop p99 / max (ms) |';
+    '| config | clients | conn | answers/s | accepted/s (of peak) | shed/s | p50 / p99 / max all (ms) | p50 / p99 / max accepted (ms) | timeouts | other answers | loop p99 / max (ms) | CPU ms per accepted |';
   const rows = runs.map((r) =>
     [
       r.config,
@@ -288,28 +319,51 @@ function table(runs: readonly OverloadRun[]): string {
         .map(([k, v]) => `${k}: ${v}`)
         .join(', ') || '—',
       `${r.eventLoopP99Ms ?? '?'} / ${r.eventLoopMaxMs ?? '?'}${r.scrapesMissed > 0 ? ` (${r.scrapesMissed} scrapes missed)` : ''}`,
+      r.cpuMsPerAccepted ?? '—',
     ].join(' | '),
   );
-  return [head, `|${' --- |'.repeat(11)}`, ...rows.map((row) => `| ${row} |`)].join('\n');
+  return [head, `|${' --- |'.repeat(12)}`, ...rows.map((row) => `| ${row} |`)].join('\n');
+}
+
+/** Each configuration's means over its runs of the same clients and connections (repeats). */
+function means(runs: readonly OverloadRun[]): string {
+  const groups = new Map<string, OverloadRun[]>();
+  for (const run of runs) {
+    const key = `${run.config} | ${run.clients} | ${run.connections}`;
+    groups.set(key, [...(groups.get(key) ?? []), run]);
+  }
+  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+  const rows = [...groups].map(([key, group]) => {
+    const cpu = group.flatMap((r) => (r.cpuMsPerAccepted === null ? [] : [r.cpuMsPerAccepted]));
+    return `| ${key} | ${group.length} | ${mean(group.map((r) => r.acceptedPerSec)).toFixed(1)} | ${mean(group.map((r) => r.accepted.p99)).toFixed(1)} | ${cpu.length === 0 ? '—' : mean(cpu).toFixed(3)} |`;
+  });
+  return [
+    '| config | clients | conn | runs | mean accepted/s | mean accepted p99 (ms) | mean CPU ms per accepted |',
+    `|${' --- |'.repeat(7)}`,
+    ...rows,
+  ].join('\n');
 }
 
 async function run(options: Options): Promise<boolean> {
   mkdirSync(options.outDir, { recursive: true });
   const secret = randomBytes(32).toString('hex');
-  const configs: { name: string; env: Record<string, string> }[] = [
-    { name: 'shipped', env: options.env },
-    ...(options.versus === undefined ? [] : [{ name: 'versus', env: options.versus }]),
+  const configs: { name: string; env: Record<string, string>; root: string }[] = [
+    { name: 'shipped', env: options.env, root: REPO_ROOT },
+    ...(options.versus === undefined
+      ? []
+      : [{ name: 'versus', env: options.versus, root: options.versusRoot ?? REPO_ROOT }]),
   ];
   const sides: { name: string; side: Side; buyers: Buyers }[] = [];
   for (const [index, config] of configs.entries()) {
     console.log(`starting ${config.name}…`);
     const side = await startSide('project', {
-      repoRoot: REPO_ROOT,
+      repoRoot: config.root,
       logDir: options.outDir,
       jwtSecret: secret,
       env: config.env,
       store: `seckill_bench_overload_${index}`,
       logName: `overload-${config.name}`,
+      profileDir: options.profile ? join(options.outDir, config.name) : undefined,
     });
     onCleanup(() => side.stop());
     const buyers = new Buyers(secret, 1_000_000 + index * 50_000_000);
@@ -326,20 +380,33 @@ async function run(options: Options): Promise<boolean> {
         const run = await loadOnce(side, name, buyers, clients, connections, options);
         runs.push(run);
         console.log(
-          `${name} ${clients} ${connections}: ${run.acceptedPerSec} accepted/s, ${run.shedPerSec} shed/s, accepted p99 ${run.accepted.p99} ms, ${run.timeouts} timeouts, loop p99 ${run.eventLoopP99Ms} ms, in progress ≤ ${run.inProgressMax}`,
+          `${name} ${clients} ${connections}: ${run.acceptedPerSec} accepted/s, ${run.shedPerSec} shed/s, accepted p99 ${run.accepted.p99} ms, ${run.timeouts} timeouts, loop p99 ${run.eventLoopP99Ms} ms, in progress ≤ ${run.inProgressMax}, CPU ${run.cpuMsPerAccepted} ms per accepted`,
         );
       }
     }
   }
   for (const { side } of sides) await side.stop();
+  if (options.profile) {
+    for (const { name } of sides) {
+      const profile = readProfile(join(options.outDir, name, 'profile-project'));
+      console.log(`\n${name}: self time over ${profile.seconds} s (idle excluded), by package`);
+      for (const share of profile.byPackage) {
+        console.log(`  ${share.percent.toFixed(1).padStart(5)} %  ${share.name}`);
+      }
+    }
+  }
   const markdown = [
     `# Overload: ${new Date().toISOString()}`,
     '',
     `${options.durationMs / 1000} s per run; timeout ${options.timeoutMs / 1000} s; every request a new buyer on a stock of 10^7; one process (APP_ROLE=all).`,
     `shipped: ${JSON.stringify(options.env)}`,
-    options.versus === undefined ? '' : `versus: ${JSON.stringify(options.versus)}`,
+    options.versus === undefined
+      ? ''
+      : `versus: ${JSON.stringify(options.versus)}${options.versusRoot === undefined ? '' : ` from ${options.versusRoot}`}`,
     '',
     table(runs),
+    '',
+    means(runs),
     '',
   ].join('\n');
   writeFileSync(join(options.outDir, 'overload.json'), JSON.stringify({ options, runs }, null, 2));

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { withIncludes } from './lua-source.js';
 import { isCluster, type RedisClient } from './redis-client.js';
 import { REDIS_CLIENT } from './redis.constants.js';
-import { inSpan, SpanKind, tracingOn } from '../tracing/tracing.js';
+import { inSpan, SpanKind, type Trace } from '../tracing/tracing.js';
 
 // Same depth from src/infra/redis and dist/infra/redis: both reach the repo's lua/ folder.
 const LUA_DIR = fileURLToPath(new URL('../../../lua/', import.meta.url));
@@ -117,16 +117,21 @@ export class LuaScriptsService implements OnModuleInit {
 
   /** The script's raw reply (decoded by its wrapper); keys first, as the registry counts them. */
   run(name: ScriptName, ...args: ScriptArgs): Promise<unknown> {
-    const scripts = this.redis as unknown as Record<ScriptName, ScriptFn>;
-    // Off, no closure: this is every purchase's way to Redis.
-    if (!tracingOn()) return scripts[name](...args);
+    return (this.redis as unknown as Record<ScriptName, ScriptFn>)[name](...args);
+  }
+
+  /** `run`, in a span of its own under `trace` when there is one. */
+  runIn(trace: Trace, name: ScriptName, ...args: ScriptArgs): Promise<unknown> {
+    // Untraced, no closure: this is every purchase's way to Redis.
+    if (trace === undefined) return this.run(name, ...args);
     return inSpan(
       `redis ${name}`,
+      trace,
       {
         kind: SpanKind.CLIENT,
         attributes: { 'db.system.name': 'redis', 'db.operation.name': name },
       },
-      () => scripts[name](...args),
+      () => this.run(name, ...args),
     );
   }
 

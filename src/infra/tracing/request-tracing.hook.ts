@@ -1,28 +1,39 @@
 import { SpanStatusCode } from '@opentelemetry/api';
-import type { FastifyInstance } from 'fastify';
-import { contextFrom, SpanKind, startSpan, withSpan } from './tracing.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { startServerSpan, type Trace } from './tracing.js';
+
+const TRACE = Symbol('trace');
+
+type TracedRequest = FastifyRequest & { [TRACE]?: Trace };
 
 /**
  * One server span per request, named by its route's pattern (ids never make span names), child
- * of the caller's `traceparent` when it sent one, and the active span while the request is
- * handled: the purchase's Redis scripts and its publish are its children. Ended when the answer
- * is written or the connection closes. Installed only when tracing is on.
+ * of the caller's `traceparent` when it sent one. Its trace rides on the request for the handler
+ * to hand down (`@RequestTrace()`, request-trace.decorator.ts): the purchase's Redis scripts and its publish are its
+ * children. Ended when the answer is written or the connection closes. Installed only when
+ * tracing is on.
  */
 export function installRequestTracing(fastify: FastifyInstance): void {
   fastify.addHook('onRequest', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    const span = startSpan(`${request.method} ${route}`, {
-      kind: SpanKind.SERVER,
-      parent: contextFrom(request.headers),
-      attributes: { 'http.request.method': request.method, 'http.route': route },
+    const started = startServerSpan(`${request.method} ${route}`, request.headers, {
+      'http.request.method': request.method,
+      'http.route': route,
     });
-    if (span === undefined) return done();
+    if (started === undefined) return done();
+    const { span } = started;
+    (request as TracedRequest)[TRACE] = started.trace;
     reply.raw.once('close', () => {
       const status = reply.raw.statusCode;
       span.setAttribute('http.response.status_code', status);
       if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
     });
-    withSpan(span, done);
+    done();
   });
+}
+
+/** The request's trace (its server span), undefined when it is not traced. */
+export function requestTrace(request: FastifyRequest): Trace {
+  return (request as TracedRequest)[TRACE];
 }

@@ -1,5 +1,4 @@
 import {
-  context,
   propagation,
   ROOT_CONTEXT,
   SpanKind,
@@ -12,7 +11,6 @@ import {
   type Span,
   type SpanContext,
 } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -33,10 +31,10 @@ export { SpanKind };
 
 /**
  * OpenTelemetry, set up once per process when OTEL_EXPORTER_OTLP_ENDPOINT is set: a tracer
- * provider exporting over OTLP/HTTP (JSON) in batches, the sampler OTEL_TRACES_SAMPLER names, an
- * AsyncLocalStorage context (a span is the parent of what runs inside it) and W3C trace-context
- * propagation (`traceparent`, in HTTP headers and in the broker's message headers). Off, none of
- * it is registered and every helper below is a plain call: the purchase path pays a branch.
+ * provider exporting over OTLP/HTTP (JSON) in batches, the sampler OTEL_TRACES_SAMPLER names and
+ * W3C trace-context propagation (`traceparent`, in HTTP headers and in the broker's message
+ * headers). No context manager: a span's trace is handed down as a parameter (`Trace`). Off, none
+ * of it is registered and every helper below is a plain call: the purchase path pays a branch.
  */
 let provider: TracerProvider | null = null;
 const TRACER = 'seckill';
@@ -97,17 +95,19 @@ export function startTracing(config: TracingConfig): () => Promise<void> {
       }),
     ],
   });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(started);
   provider = started;
   return async () => {
     if (provider !== started) return;
     provider = null;
-    await started.shutdown();
-    trace.disable();
-    propagation.disable();
-    context.disable();
+    try {
+      await started.shutdown();
+    } finally {
+      // Even when the last export failed: a provider left registered would refuse the next.
+      trace.disable();
+      propagation.disable();
+    }
   };
 }
 
@@ -120,29 +120,33 @@ export async function flushSpans(): Promise<void> {
   await provider?.forceFlush();
 }
 
+/**
+ * The trace a step continues: the context of a recorded span, handed down by the caller (a
+ * parameter, not a context manager: up to Node 22 AsyncLocalStorage works through promise hooks
+ * that charge every promise of the process once any context is entered, 20-29 % of a purchase
+ * at 1 % sampling). Undefined: nothing to continue (tracing off, or the trace is not sampled).
+ */
+export type Trace = Context | undefined;
+
 export interface SpanOptions {
   kind?: SpanKind;
   attributes?: Attributes;
   links?: Link[];
-  /** The parent, when not the active span (e.g. a context read from a message's headers). */
-  parent?: Context;
 }
 
 /**
- * Runs `step` inside a new span (the active one meanwhile), ended when it settles: an error is
- * recorded on it and thrown on. Off, `step` is called as it is.
+ * Runs `step` inside a new span, child of `parent`, ended when it settles (an error is recorded
+ * on it and thrown on); `step` gets the span's trace to hand down. No parent (off, or not
+ * sampled), or a span the sampler drops: `step(undefined)`, nothing started.
  */
 export async function inSpan<T>(
   name: string,
+  parent: Trace,
   options: SpanOptions,
-  step: (span: Span | undefined) => Promise<T>,
+  step: (trace: Trace) => Promise<T>,
 ): Promise<T> {
-  if (provider === null) return step(undefined);
-  const parent = options.parent ?? context.active();
-  // A step inside a trace that is not recorded (not sampled) opens no span, and a span the
-  // sampler drops enters no context: on Node 20 the first context entered costs the whole
-  // process AsyncLocalStorage's promise hooks from then on.
-  if (options.parent === undefined && trace.getSpan(parent)?.isRecording() !== true) {
+  if (provider === null || parent === undefined) return step(undefined);
+  if (parent !== ROOT_CONTEXT && trace.getSpan(parent)?.isRecording() !== true) {
     return step(undefined);
   }
   const span = trace
@@ -157,7 +161,7 @@ export async function inSpan<T>(
     return step(undefined);
   }
   try {
-    return await context.with(trace.setSpan(parent, span), () => step(span));
+    return await step(trace.setSpan(parent, span));
   } catch (error) {
     span.recordException(error as Error);
     span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
@@ -175,51 +179,52 @@ export function inConsumerSpan<T>(
   queue: string,
   traceparents: readonly (string | undefined)[],
   messages: number,
-  step: () => Promise<T>,
+  step: (trace: Trace) => Promise<T>,
 ): Promise<T> {
-  if (provider === null) return step();
+  if (provider === null) return step(undefined);
   return inSpan(
     `${queue} process`,
+    ROOT_CONTEXT,
     {
       kind: SpanKind.CONSUMER,
       links: traceparents.flatMap((traceparent) => linkTo(traceparent) ?? []),
-      parent: ROOT_CONTEXT,
       attributes: { 'messaging.system': 'rabbitmq', 'messaging.batch.message_count': messages },
     },
     step,
   );
 }
 
-/** Starts a span left open (its end is the caller's), under `options.parent` or the active span. */
-export function startSpan(name: string, options: SpanOptions): Span | undefined {
+/**
+ * Starts a span left open (its end is the caller's) under the caller's `traceparent` in
+ * `headers`, and returns it with the trace it heads; undefined when off or the sampler drops it.
+ */
+export function startServerSpan(
+  name: string,
+  headers: Record<string, unknown>,
+  attributes: Attributes,
+): { span: Span; trace: Context } | undefined {
   if (provider === null) return undefined;
-  return trace
+  const parent = contextFrom(headers);
+  const span = trace
     .getTracer(TRACER)
-    .startSpan(
-      name,
-      { kind: options.kind, attributes: options.attributes, links: options.links },
-      options.parent ?? context.active(),
-    );
+    .startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+  if (!span.isRecording()) {
+    span.end();
+    return undefined;
+  }
+  return { span, trace: trace.setSpan(parent, span) };
 }
 
-/** `fn` with `span` as the active span (so what it starts is its child). */
-export function withSpan<T>(span: Span | undefined, fn: () => T): T {
-  // Not sampled: its children would not be either, so no context is entered (see inSpan).
-  if (span === undefined || !span.isRecording()) return fn();
-  return context.with(trace.setSpan(context.active(), span), fn);
-}
-
-/** The active context's trace headers (`traceparent`), to send along; empty when off or none. */
-export function traceHeaders(): Record<string, string> {
-  if (provider === null) return {};
+/** `trace`'s headers (`traceparent`), to send along; empty when there is none. */
+export function traceHeaders(trace: Trace): Record<string, string> {
   const headers: Record<string, string> = {};
-  propagation.inject(context.active(), headers);
+  if (provider !== null && trace !== undefined) propagation.inject(trace, headers);
   return headers;
 }
 
 /** The context a sender's `traceparent` stands for (the root context when there is none). */
 export function contextFrom(headers: Record<string, unknown> | undefined): Context {
-  return propagation.extract(context.active(), headers ?? {}, {
+  return propagation.extract(ROOT_CONTEXT, headers ?? {}, {
     get: (carrier, key) => {
       const value = carrier[key];
       return typeof value === 'string' ? value : undefined;
@@ -233,9 +238,4 @@ export function linkTo(traceparent: string | undefined): Link | undefined {
   if (provider === null || traceparent === undefined) return undefined;
   const spanContext: SpanContext | undefined = trace.getSpanContext(contextFrom({ traceparent }));
   return spanContext === undefined ? undefined : { context: spanContext };
-}
-
-/** The active span's `traceparent`, or undefined when off or there is none. */
-export function activeTraceparent(): string | undefined {
-  return traceHeaders().traceparent;
 }

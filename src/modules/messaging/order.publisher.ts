@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
 import { RabbitMqConnection } from '../../infra/rabbitmq/rabbitmq.connection.js';
-import { inSpan, SpanKind, traceHeaders, tracingOn } from '../../infra/tracing/tracing.js';
+import { inSpan, SpanKind, traceHeaders, type Trace } from '../../infra/tracing/tracing.js';
 import { assertTopology } from '../../infra/rabbitmq/topology.js';
 import type { NewOrder } from './order-message.js';
 import { MetricsService } from '../metrics/metrics.service.js';
@@ -63,16 +63,17 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
    * time; in the second case the message may still arrive, so the caller must void it, not
    * merely give its stock back.
    */
-  async publish(order: NewOrder): Promise<boolean> {
-    if (!tracingOn()) return this.publishOrder(order);
+  async publish(order: NewOrder, trace?: Trace): Promise<boolean> {
+    if (trace === undefined) return this.publishOrder(order);
     return inSpan(
       `${this.rabbit.names.ordersExchange} publish`,
+      trace,
       {
         kind: SpanKind.PRODUCER,
         attributes: { 'messaging.system': 'rabbitmq', 'messaging.message.id': order.requestId },
       },
       // The headers name the publish span: the consumer's batch links to it.
-      () => this.publishOrder(order, traceHeaders()),
+      (publish) => this.publishOrder(order, traceHeaders(publish)),
     );
   }
 
@@ -120,10 +121,11 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
    * them (several past MAX_TIMEOUTS_PER_MESSAGE). True when every message was confirmed; the
    * caller then acks the order messages, never before.
    */
-  async publishTimeouts(orders: OrderTimeout[]): Promise<boolean> {
-    if (!tracingOn()) return this.publishTimeoutMessages(orders);
+  async publishTimeouts(orders: OrderTimeout[], trace?: Trace): Promise<boolean> {
+    if (trace === undefined) return this.publishTimeoutMessages(orders);
     return inSpan(
       `${this.rabbit.names.delayQueue} publish`,
+      trace,
       {
         kind: SpanKind.PRODUCER,
         attributes: {
@@ -131,7 +133,7 @@ export class OrderPublisher implements OnModuleInit, OnApplicationShutdown {
           'messaging.batch.message_count': orders.length,
         },
       },
-      () => this.publishTimeoutMessages(orders, traceHeaders()),
+      (publish) => this.publishTimeoutMessages(orders, traceHeaders(publish)),
     );
   }
 

@@ -113,12 +113,12 @@ describe('OrderIngestService', () => {
     const outcomes = await ingest.ingest(GOODS, fresh(a, voided, b));
 
     expect(outcomes.map((outcome) => outcome.kind)).toEqual(['written', 'voided', 'written']);
-    expect(writer.writeBatch).toHaveBeenCalledExactlyOnceWith(GOODS, [a, b]);
+    expect(writer.writeBatch).toHaveBeenCalledExactlyOnceWith(GOODS, [a, b], undefined);
     expect(stock.complete).toHaveBeenCalledExactlyOnceWith(GOODS, [
       { requestId: a.requestId, userId: a.userId, orderNo: a.orderNo, quantity: 1 },
       { requestId: b.requestId, userId: b.userId, orderNo: b.orderNo, quantity: 1 },
     ]);
-    expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([a, b]);
+    expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([a, b], undefined);
     expect(stock.release).not.toHaveBeenCalled();
   });
 
@@ -171,7 +171,7 @@ describe('OrderIngestService', () => {
       expect.any(String),
       taken.userId,
     );
-    expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([dup]);
+    expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([dup], undefined);
   });
 
   it('should drop a purchase whose void MySQL holds: its stock back through its own claim, no SUCCESS, no payment clock', async () => {
@@ -198,7 +198,7 @@ describe('OrderIngestService', () => {
     expect(stock.complete).toHaveBeenCalledExactlyOnceWith(GOODS, [
       { requestId: a.requestId, userId: a.userId, orderNo: a.orderNo, quantity: 1 },
     ]);
-    expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([a]);
+    expect(timeouts.publishTimeouts).toHaveBeenCalledExactlyOnceWith([a], undefined);
   });
 
   it('should settle a purchase whose void MySQL holds without Redis while it is down (database mode), the goods marked for a rebuild', async () => {
@@ -248,7 +248,10 @@ describe('OrderIngestService', () => {
       expect.any(String),
       refused.userId,
     );
-    expect(timeouts.publishTimeouts.mock.calls).toEqual([[[a]], [[b]]]);
+    expect(timeouts.publishTimeouts.mock.calls).toEqual([
+      [[a], undefined],
+      [[b], undefined],
+    ]);
   });
 
   it('should complete an exhausted purchase found written, and fail one that is not, without writing either', async () => {
@@ -420,7 +423,7 @@ describe('OrderIngestService', () => {
       const outcomes = await fallbackIngest.ingest(GOODS, fresh(a));
 
       expect(outcomes.map((outcome) => outcome.kind)).toEqual(['written']);
-      expect(writer.writeBatch).toHaveBeenCalledExactlyOnceWith(GOODS, [a]);
+      expect(writer.writeBatch).toHaveBeenCalledExactlyOnceWith(GOODS, [a], undefined);
       expect(writer.markRedisStale).toHaveBeenCalledWith(GOODS);
     });
 
@@ -434,7 +437,7 @@ describe('OrderIngestService', () => {
 
       expect(outcomes.map((outcome) => outcome.kind)).toEqual(['voided', 'written']);
       expect(stock.claim).toHaveBeenCalledTimes(2);
-      expect(writer.writeBatch).toHaveBeenCalledExactlyOnceWith(GOODS, [a]);
+      expect(writer.writeBatch).toHaveBeenCalledExactlyOnceWith(GOODS, [a], undefined);
       expect(writer.markRedisStale).not.toHaveBeenCalled();
     });
   });

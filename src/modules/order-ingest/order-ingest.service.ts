@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Trace } from '../../infra/tracing/tracing.js';
 import { backoffWithJitter, isPermanentDataError } from '../../common/database/transient-errors.js';
 import { FaultInjectorService } from '../../config/fault-injector.service.js';
 import { ReleaseCode } from '../sale-store/purchase-ledger.store.js';
@@ -18,7 +19,7 @@ import { VoidedRequestsService } from '../orders/voided-requests.service.js';
  */
 export interface PaymentTimeouts {
   /** True once every timeout message was confirmed. */
-  publishTimeouts(orders: { orderNo: string; goodsId: number }[]): Promise<boolean>;
+  publishTimeouts(orders: { orderNo: string; goodsId: number }[], trace?: Trace): Promise<boolean>;
 }
 
 export const PAYMENT_TIMEOUTS = Symbol('PAYMENT_TIMEOUTS');
@@ -68,12 +69,14 @@ export class OrderIngestService {
    * One outcome per purchase, in their order. Outages (MySQL, Redis, the broker not confirming)
    * are retried with backoff until they pass, not reported: the caller's messages must not burn
    * deliveries on them. Once `stop` is aborted, a failure ends the retries and what is not
-   * final by then comes back `deferred`.
+   * final by then comes back `deferred`. `trace`: the consumer batch's, parent of the MySQL write
+   * and the timeout publish.
    */
   async ingest(
     goodsId: number,
     purchases: IngestPurchase[],
     stop?: AbortSignal,
+    trace?: Trace,
   ): Promise<IngestOutcome[]> {
     const settled: Settled = new Map();
     const holder = randomUUID();
@@ -87,7 +90,7 @@ export class OrderIngestService {
         this.claim(goodsId, fresh, settled, holder),
       );
       await this.ledger.whileClaimed(goodsId, claimed, holder, () =>
-        this.write(goodsId, claimed, settled, stop, holder),
+        this.write(goodsId, claimed, settled, stop, holder, trace),
       );
     } catch (error) {
       if (!(error instanceof Stopped)) throw error;
@@ -209,6 +212,7 @@ export class OrderIngestService {
     settled: Settled,
     stop: AbortSignal | undefined,
     holder: string,
+    trace: Trace,
   ): Promise<void> {
     if (orders.length === 0) return;
     let writes: WriteOutcome[] | undefined;
@@ -217,7 +221,7 @@ export class OrderIngestService {
       if (!writes) {
         await this.faults.pausePoint('before-order-write');
         try {
-          writes = await this.writer.writeBatch(goodsId, orders);
+          writes = await this.writer.writeBatch(goodsId, orders, trace);
         } catch (error) {
           if (!isPermanentDataError(error)) throw error;
           if (orders.length > 1) {
@@ -229,10 +233,10 @@ export class OrderIngestService {
         }
         this.faults.crashPoint('after-commit');
       }
-      await this.finish(goodsId, writes, settled, holder);
+      await this.finish(goodsId, writes, settled, holder, trace);
     });
     if (isolate) {
-      for (const order of orders) await this.write(goodsId, [order], settled, stop, holder);
+      for (const order of orders) await this.write(goodsId, [order], settled, stop, holder, trace);
     }
   }
 
@@ -241,6 +245,7 @@ export class OrderIngestService {
     writes: WriteOutcome[],
     settled: Settled,
     holder: string,
+    trace: Trace,
   ): Promise<void> {
     for (const outcome of writes) {
       if (settled.has(outcome.order.requestId)) continue;
@@ -273,7 +278,12 @@ export class OrderIngestService {
     );
     // The payment clock starts now. A duplicate gets its timeout again too: the first attempt
     // may have died before publishing it, and the timeout consumer is idempotent.
-    if (!(await this.timeouts.publishTimeouts(done.map(({ order }) => order)))) {
+    if (
+      !(await this.timeouts.publishTimeouts(
+        done.map(({ order }) => order),
+        trace,
+      ))
+    ) {
       throw new Error('payment timeout messages were not confirmed');
     }
     for (const outcome of done) settled.set(outcome.order.requestId, outcome);

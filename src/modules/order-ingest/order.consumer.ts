@@ -1,4 +1,4 @@
-import { inConsumerSpan } from '../../infra/tracing/tracing.js';
+import { inConsumerSpan, type Trace } from '../../infra/tracing/tracing.js';
 import {
   Inject,
   Injectable,
@@ -215,17 +215,18 @@ export class OrderConsumer implements OnApplicationBootstrap, OnModuleDestroy {
       this.rabbit.names.ordersQueue,
       batch.map((delivery) => delivery.message.traceparent),
       batch.length,
-      () => this.processBatch(batch),
+      (trace) => this.processBatch(batch, trace),
     );
   }
 
-  private async processBatch(batch: Delivery[]): Promise<void> {
+  private async processBatch(batch: Delivery[], trace: Trace): Promise<void> {
     for (const [goodsId, purchases] of this.byGoods(batch)) {
       const endWrite = this.metrics.orderBatchWrites.startTimer();
       const outcomes = await this.ingest.ingest(
         goodsId,
         purchases.map(({ order, exhausted }) => ({ order, exhausted })),
         this.stop.signal,
+        trace,
       );
       endWrite();
       const committedAt = Date.now();

@@ -1,4 +1,4 @@
-import { inSpan, SpanKind, tracingOn } from '../../infra/tracing/tracing.js';
+import { inSpan, SpanKind, type Trace } from '../../infra/tracing/tracing.js';
 import { Injectable, Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter, isTransientDbError } from '../../common/database/transient-errors.js';
@@ -69,10 +69,11 @@ export class OrderWriterService {
     await this.goods.markRedisStale(goodsId);
   }
 
-  async writeBatch(goodsId: number, orders: NewOrder[]): Promise<WriteOutcome[]> {
-    if (!tracingOn()) return this.write(goodsId, orders);
+  async writeBatch(goodsId: number, orders: NewOrder[], trace?: Trace): Promise<WriteOutcome[]> {
+    if (trace === undefined) return this.write(goodsId, orders);
     return inSpan(
       'mysql write orders',
+      trace,
       {
         kind: SpanKind.CLIENT,
         attributes: {

@@ -92,7 +92,10 @@ describe('TimeoutConsumer', () => {
 
     await vi.waitFor(() => expect(broker.settled()).toEqual([[tag(message), 'ack']]));
     expect(lifecycle.expire).toHaveBeenCalledTimes(5);
-    expect(publisher.publishTimeouts).toHaveBeenCalledExactlyOnceWith([early, alsoEarly]);
+    expect(publisher.publishTimeouts).toHaveBeenCalledExactlyOnceWith(
+      [early, alsoEarly],
+      undefined,
+    );
     expect(await counted()).toEqual({ cancelled: 1, paid: 1, not_due: 2, not_found: 1 });
   });
 
@@ -135,7 +138,10 @@ describe('TimeoutConsumer', () => {
       timeout: 2_000,
     });
     expect(expiredOrderNos()).toEqual([due.orderNo, early.orderNo, early.orderNo]);
-    expect(publisher.publishTimeouts.mock.calls).toEqual([[[early]], [[early]]]);
+    expect(publisher.publishTimeouts.mock.calls).toEqual([
+      [[early], undefined],
+      [[early], undefined],
+    ]);
     expect(await counted()).toEqual({ cancelled: 1, not_due: 1 });
   });
 

@@ -1,4 +1,4 @@
-import { inConsumerSpan } from '../../infra/tracing/tracing.js';
+import { inConsumerSpan, inSpan, type Trace } from '../../infra/tracing/tracing.js';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffWithJitter } from '../../common/database/transient-errors.js';
@@ -82,11 +82,15 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
       this.rabbit.names.timeoutQueue,
       [delivery.message.traceparent, ...orders.map((order) => order.trace)],
       orders.length,
-      () => this.expireMessage(delivery, orders),
+      (trace) => this.expireMessage(delivery, orders, trace),
     );
   }
 
-  private async expireMessage(delivery: Delivery, orders: OrderTimeout[] | string): Promise<void> {
+  private async expireMessage(
+    delivery: Delivery,
+    orders: OrderTimeout[] | string,
+    trace?: Trace,
+  ): Promise<void> {
     if (typeof orders === 'string') {
       this.logger.error(`dead-lettered timeout message: ${orders}`);
       delivery.settle('reject');
@@ -96,7 +100,7 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
     // Final outcomes so far, by order number: a retry expires only the other orders.
     const settled = new Map<string, ExpireOutcome>();
     for (let attempt = 0; !this.stopping;) {
-      const { failed, heldForMs } = await this.expireAll(orders, settled);
+      const { failed, heldForMs } = await this.expireAll(orders, settled, trace);
       if (settled.size === orders.length) {
         delivery.settle('ack');
         for (const outcome of settled.values()) this.metrics.timeoutMessages.inc({ outcome });
@@ -126,6 +130,7 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
   private async expireAll(
     orders: OrderTimeout[],
     settled: Map<string, ExpireOutcome>,
+    trace: Trace,
   ): Promise<{ failed?: { orderNo: string; error: Error }; heldForMs?: number }> {
     const pending = orders.filter(({ orderNo }) => !settled.has(orderNo));
     const early: OrderTimeout[] = [];
@@ -136,7 +141,12 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
       while (next < pending.length && !this.stopping) {
         const order = pending[next++];
         try {
-          const result = await this.lifecycle.expire(order.orderNo);
+          const result = await inSpan(
+            'expire order',
+            trace,
+            { attributes: { 'order.number': order.orderNo, goods: order.goodsId } },
+            () => this.lifecycle.expire(order.orderNo),
+          );
           if (result.outcome === 'not_due') {
             if (result.dueInMs <= MAX_HOLD_MS) heldForMs = Math.max(heldForMs ?? 0, result.dueInMs);
             else early.push(order);
@@ -154,7 +164,7 @@ export class TimeoutConsumer implements OnApplicationBootstrap, OnModuleDestroy 
     await Promise.all(Array.from({ length: EXPIRE_CONCURRENCY }, worker));
     if (early.length > 0) {
       // Early (the payment timeout was lengthened since they were sent): wait another round.
-      if (await this.publisher.publishTimeouts(early)) {
+      if (await this.publisher.publishTimeouts(early, trace)) {
         for (const order of early) settled.set(order.orderNo, 'not_due');
       } else {
         failed ??= { orderNo: early[0].orderNo, error: new Error('not confirmed') };

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { LuaScriptsService } from '../../infra/redis/lua-scripts.service.js';
 import type { SaleKeys } from '../../infra/redis/seckill-keys.js';
+import type { Trace } from '../../infra/tracing/tracing.js';
 
 export enum DeductCode {
   Accepted = 0,
@@ -85,8 +86,10 @@ export class LedgerScripts {
     requestId: string,
     message: string,
     borrowedFrom?: number,
+    trace?: Trace,
   ): Promise<{ code: DeductCode; remaining: number }> {
-    const [code, remaining] = (await this.lua.run(
+    const [code, remaining] = (await this.lua.runIn(
+      trace,
       'seckillDeduct',
       keys.stock,
       keys.meta,

@@ -13,6 +13,7 @@ import {
 } from './ledger.scripts.js';
 import { bucketKeys } from '../../infra/redis/seckill-keys.js';
 import { homeBucket } from '../../common/stock-buckets.js';
+import type { Trace } from '../../infra/tracing/tracing.js';
 import { BucketCountsStore } from './bucket-counts.store.js';
 import { SoldOutMemoStore } from './sold-out-memo.store.js';
 import { StockLoansStore, type PurchaseAsk } from './stock-loans.store.js';
@@ -78,11 +79,20 @@ export class PurchaseLedgerStore {
     quantity: number,
     requestId: string,
     message: string,
+    trace?: Trace,
   ): Promise<{ code: DeductCode; remaining: number }> {
     const shards = await this.counts.of(goodsId);
     const home = homeBucket(userId, shards);
     const homeKeys = bucketKeys(goodsId, shards, home);
-    const result = await this.scripts.deduct(homeKeys, userId, quantity, requestId, message);
+    const result = await this.scripts.deduct(
+      homeKeys,
+      userId,
+      quantity,
+      requestId,
+      message,
+      undefined,
+      trace,
+    );
     if (result.code !== DeductCode.SoldOut) return result;
     if (shards === 1) {
       if (result.remaining === 0) this.soldOut.markSoldOut(goodsId);

@@ -29,9 +29,9 @@ export class PurchaseRequestService {
     const attempt = () =>
       this.seckill.requireToken
         ? this.withToken(goodsId, userId, credentials.token, () =>
-            this.purchases.purchase(goodsId, userId, quantity),
+            this.purchases.purchase(goodsId, userId, quantity, credentials.trace),
           )
-        : this.purchases.purchase(goodsId, userId, quantity);
+        : this.purchases.purchase(goodsId, userId, quantity, credentials.trace);
     return credentials.idempotencyKey
       ? this.idempotency.run(userId, goodsId, quantity, credentials.idempotencyKey, attempt)
       : attempt();

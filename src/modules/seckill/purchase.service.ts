@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DomainError } from '../../common/errors/domain-error.js';
+import type { Trace } from '../../infra/tracing/tracing.js';
 import { PurchaseAvailabilityService } from '../availability/purchase-availability.service.js';
 import { MetricsService, type PurchaseMode } from '../metrics/metrics.service.js';
 import { DatabasePurchaseService } from './database-purchase.service.js';
@@ -24,7 +25,12 @@ export class PurchaseService {
     this.strategies = { redis: viaRedis, database: viaDatabase };
   }
 
-  async purchase(goodsId: number, userId: number, quantity: number): Promise<PurchaseAccepted> {
+  async purchase(
+    goodsId: number,
+    userId: number,
+    quantity: number,
+    trace?: Trace,
+  ): Promise<PurchaseAccepted> {
     const ticket = this.availability.ticket(goodsId);
     const mode: PurchaseMode = ticket.route === 'database' ? 'database' : 'redis';
     // Sold elsewhere now: what the MySQL route found sold out must not outlive it (a cancel may
@@ -32,7 +38,7 @@ export class PurchaseService {
     if (mode !== 'database') this.viaDatabase.backOnRedis(goodsId);
     try {
       if (ticket.route === 'unavailable') throw rebuilding();
-      const accepted = await this.strategies[mode].purchase(ticket, userId, quantity);
+      const accepted = await this.strategies[mode].purchase(ticket, userId, quantity, trace);
       this.metrics.countPurchase(goodsId, 'ACCEPTED', mode);
       return accepted;
     } catch (error) {

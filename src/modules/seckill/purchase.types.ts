@@ -1,3 +1,4 @@
+import type { Trace } from '../../infra/tracing/tracing.js';
 import type { PurchaseTicket } from '../availability/purchase-ticket.js';
 
 export interface PurchaseAccepted {
@@ -16,6 +17,8 @@ export interface PurchaseResultView {
 export interface PurchaseCredentials {
   idempotencyKey?: string;
   token?: string;
+  /** The request's trace, when it is traced. */
+  trace?: Trace;
 }
 
 /**
@@ -23,5 +26,10 @@ export interface PurchaseCredentials {
  * (RedisPurchaseService) or MySQL alone while Redis cannot sell the goods (DatabasePurchaseService).
  */
 export interface PurchaseStrategy {
-  purchase(ticket: PurchaseTicket, userId: number, quantity: number): Promise<PurchaseAccepted>;
+  purchase(
+    ticket: PurchaseTicket,
+    userId: number,
+    quantity: number,
+    trace?: Trace,
+  ): Promise<PurchaseAccepted>;
 }

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import type { Trace } from '../../infra/tracing/tracing.js';
 import { FaultInjectorService } from '../../config/fault-injector.service.js';
 import { DomainError, orUnavailable, UnavailableError } from '../../common/errors/domain-error.js';
 import type { PurchaseTicket } from '../availability/purchase-ticket.js';
@@ -47,6 +48,7 @@ export class RedisPurchaseService implements PurchaseStrategy {
     ticket: PurchaseTicket,
     userId: number,
     quantity: number,
+    trace?: Trace,
   ): Promise<PurchaseAccepted> {
     const { goodsId } = ticket;
     // The bucket count: read once per goods and instance (Redis meta, else MySQL), then from memory.
@@ -73,7 +75,7 @@ export class RedisPurchaseService implements PurchaseStrategy {
     }
     let confirmed: string | undefined;
     try {
-      const outcome = await this.purchaseLocked(ticket, userId, quantity);
+      const outcome = await this.purchaseLocked(ticket, userId, quantity, trace);
       if (outcome.confirmed) confirmed = outcome.accepted.requestId;
       return outcome.accepted;
     } finally {
@@ -89,6 +91,7 @@ export class RedisPurchaseService implements PurchaseStrategy {
     ticket: PurchaseTicket,
     userId: number,
     quantity: number,
+    trace: Trace,
   ): Promise<{ accepted: PurchaseAccepted; confirmed: boolean }> {
     const { goodsId } = ticket;
     const acceptedAt = Date.now();
@@ -103,7 +106,14 @@ export class RedisPurchaseService implements PurchaseStrategy {
     let code: DeductCode;
     try {
       ({ code } = await this.timed('deduct', () =>
-        this.ledger.deduct(goodsId, userId, quantity, order.requestId, encodeOrderMessage(order)),
+        this.ledger.deduct(
+          goodsId,
+          userId,
+          quantity,
+          order.requestId,
+          encodeOrderMessage(order),
+          trace,
+        ),
       ));
     } catch (error) {
       return { accepted: await this.settlement.afterFailedDeduct(order, error), confirmed: false };
@@ -124,7 +134,7 @@ export class RedisPurchaseService implements PurchaseStrategy {
     const confirmed = this.load.confirmStarted();
     let published: boolean;
     try {
-      published = await this.timed('confirm', () => this.publisher.publish(order));
+      published = await this.timed('confirm', () => this.publisher.publish(order, trace));
     } finally {
       confirmed();
     }

@@ -40,6 +40,8 @@ import { PurchaseResultService } from './purchase-result.service.js';
 import { ResultStreamsService } from './result-streams.service.js';
 import { ApiErrors, AUTHENTICATED } from '../../common/errors/api-errors.decorator.js';
 import type { ErrorCode } from '../../common/errors/domain-error.js';
+import { RequestTrace } from '../../infra/tracing/request-trace.decorator.js';
+import type { Trace } from '../../infra/tracing/tracing.js';
 
 class PurchaseAcceptedDto {
   @ApiProperty({ enum: ['QUEUED'] }) status: string;
@@ -192,10 +194,12 @@ export class SeckillController {
     @CurrentUser() user: AuthUser,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Headers('x-seckill-token') token: string | undefined,
+    @RequestTrace() trace: Trace,
   ) {
     return this.requests.submit(goodsId, user.userId, quantity, {
       idempotencyKey: parseIdempotencyKey(idempotencyKey),
       token,
+      trace,
     });
   }
 
