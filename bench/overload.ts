@@ -29,6 +29,8 @@ const USAGE = `usage: npm run bench:overload -- [options]
   --duration <s>        seconds of load per run (default 15)
   --clients <kind>      honour (wait as Retry-After says), ignore (send again at once) or both
                         (default both)
+  --stock <n>           the sale's stock (default 10000000: every purchase taken); 1 measures a
+                        crowd at a sold-out sale (the memory's 409 answers)
   --timeout <s>         an answer slower than this counts as a timeout (default 10)
   --env <env>           KEY=VALUE[,KEY=VALUE…] added to the first configuration's environment
   --versus <env>        a second configuration, KEY=VALUE[,KEY=VALUE…] added to the project's
@@ -51,6 +53,7 @@ interface Options {
   durationMs: number;
   clients: ClientKind[];
   timeoutMs: number;
+  stock: number;
   env: Record<string, string>;
   versus: Record<string, string> | undefined;
   /** The checkout the second configuration runs from (this one when absent). */
@@ -84,6 +87,7 @@ function parse(argv: string[]): Options | 'help' {
     duration: { type: 'string', default: '15' },
     clients: { type: 'string', default: 'both' },
     timeout: { type: 'string', default: '10' },
+    stock: { type: 'string', default: '10000000' },
     env: { type: 'string' },
     versus: { type: 'string' },
     'versus-root': { type: 'string' },
@@ -105,11 +109,15 @@ function parse(argv: string[]): Options | 'help' {
   const clients = kinds[flags.clients];
   if (clients === undefined) throw new UsageError('--clients must be honour, ignore or both');
   const env = flags.env === undefined ? {} : parseEnv(flags.env);
+  const stock = Number(flags.stock);
+  if (!Number.isInteger(stock) || stock < 1)
+    throw new UsageError('--stock must be an integer >= 1');
   return {
     connections: parseList(flags.connections),
     durationMs: seconds('duration', flags.duration),
     clients,
     timeoutMs: seconds('timeout', flags.timeout),
+    stock,
     env,
     versus:
       flags.versus !== undefined
@@ -156,6 +164,8 @@ interface OverloadRun {
    * purchase costs, steadier than a rate when the machine's other tenants come and go.
    */
   cpuMsPerAccepted: number | null;
+  /** The same per answer of any kind (a sold-out crowd's cost). */
+  cpuMsPerAnswer: number | null;
 }
 
 const cpuOf = (pid: number) => cpuSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8'));
@@ -242,7 +252,7 @@ async function loadOnce(
   connections: number,
   options: Options,
 ): Promise<OverloadRun> {
-  const goodsId = await side.createSale(10_000_000);
+  const goodsId = await side.createSale(options.stock);
   const path = `/api/v1/seckill/${goodsId}`;
   // Signed before the load, so that signing does not compete with it; more on the fly if short.
   const pool = Array.from({ length: Math.ceil((fastest * options.durationMs * 1.3) / 1000) }, () =>
@@ -297,6 +307,8 @@ async function loadOnce(
     inProgressMax: loop.inProgressMax,
     ordersWritten,
     cpuMsPerAccepted: accepted.length === 0 ? null : Number((cpuMs / accepted.length).toFixed(3)),
+    cpuMsPerAnswer:
+      run.results.length === 0 ? null : Number((cpuMs / run.results.length).toFixed(3)),
   };
 }
 
@@ -334,12 +346,14 @@ function means(runs: readonly OverloadRun[]): string {
   }
   const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
   const rows = [...groups].map(([key, group]) => {
-    const cpu = group.flatMap((r) => (r.cpuMsPerAccepted === null ? [] : [r.cpuMsPerAccepted]));
-    return `| ${key} | ${group.length} | ${mean(group.map((r) => r.acceptedPerSec)).toFixed(1)} | ${mean(group.map((r) => r.accepted.p99)).toFixed(1)} | ${cpu.length === 0 ? '—' : mean(cpu).toFixed(3)} |`;
+    const known = (values: (number | null)[]) => values.flatMap((v) => (v === null ? [] : [v]));
+    const cpu = known(group.map((r) => r.cpuMsPerAccepted));
+    const cpuAll = known(group.map((r) => r.cpuMsPerAnswer));
+    return `| ${key} | ${group.length} | ${mean(group.map((r) => r.answersPerSec)).toFixed(1)} | ${mean(group.map((r) => r.acceptedPerSec)).toFixed(1)} | ${mean(group.map((r) => r.accepted.p99)).toFixed(1)} | ${cpu.length === 0 ? '—' : mean(cpu).toFixed(3)} | ${cpuAll.length === 0 ? '—' : mean(cpuAll).toFixed(3)} |`;
   });
   return [
-    '| config | clients | conn | runs | mean accepted/s | mean accepted p99 (ms) | mean CPU ms per accepted |',
-    `|${' --- |'.repeat(7)}`,
+    '| config | clients | conn | runs | mean answers/s | mean accepted/s | mean accepted p99 (ms) | mean CPU ms per accepted | per answer |',
+    `|${' --- |'.repeat(9)}`,
     ...rows,
   ].join('\n');
 }
@@ -380,7 +394,7 @@ async function run(options: Options): Promise<boolean> {
         const run = await loadOnce(side, name, buyers, clients, connections, options);
         runs.push(run);
         console.log(
-          `${name} ${clients} ${connections}: ${run.acceptedPerSec} accepted/s, ${run.shedPerSec} shed/s, accepted p99 ${run.accepted.p99} ms, ${run.timeouts} timeouts, loop p99 ${run.eventLoopP99Ms} ms, in progress ≤ ${run.inProgressMax}, CPU ${run.cpuMsPerAccepted} ms per accepted`,
+          `${name} ${clients} ${connections}: ${run.acceptedPerSec} accepted/s, ${run.shedPerSec} shed/s, accepted p99 ${run.accepted.p99} ms, ${run.timeouts} timeouts, loop p99 ${run.eventLoopP99Ms} ms, in progress ≤ ${run.inProgressMax}, CPU ${run.cpuMsPerAccepted} ms per accepted, ${run.cpuMsPerAnswer} per answer`,
         );
       }
     }
@@ -398,7 +412,7 @@ async function run(options: Options): Promise<boolean> {
   const markdown = [
     `# Overload: ${new Date().toISOString()}`,
     '',
-    `${options.durationMs / 1000} s per run; timeout ${options.timeoutMs / 1000} s; every request a new buyer on a stock of 10^7; one process (APP_ROLE=all).`,
+    `${options.durationMs / 1000} s per run; timeout ${options.timeoutMs / 1000} s; every request a new buyer on a stock of ${options.stock}; one process (APP_ROLE=all).`,
     `shipped: ${JSON.stringify(options.env)}`,
     options.versus === undefined
       ? ''

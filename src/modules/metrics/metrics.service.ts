@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AnswerHistogram } from './answer-histogram.js';
 import { PurchaseTally } from './purchase-tally.js';
 
 /** Seconds: 1 ms to 10 s, about three a decade. */
@@ -41,13 +42,12 @@ export class MetricsService {
    * Every answer's duration. Buckets from 1 ms (a sold-out answer from memory) to 10 s (the
    * request timeout's order): a latency SLO's threshold falls on one of them.
    */
-  readonly httpDuration = new Histogram({
-    name: 'seckill_http_request_duration_seconds',
-    help: "Time from a request's arrival to its answer, by method, route pattern (unmatched: no route) and status",
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: HTTP_DURATION_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly httpDuration = new AnswerHistogram(
+    'seckill_http_request_duration_seconds',
+    "Time from a request's arrival to its answer, by method, route pattern (unmatched: no route) and status",
+    HTTP_DURATION_BUCKETS,
+    this.registry,
+  );
 
   readonly purchases = new Counter({
     name: 'seckill_purchases_total',

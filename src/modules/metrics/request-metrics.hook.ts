@@ -14,11 +14,9 @@ export const UNMATCHED_ROUTE = 'unmatched';
 export function installRequestMetrics(fastify: FastifyInstance, metrics: MetricsService): void {
   fastify.addHook('onResponse', (request, reply, done) => {
     metrics.httpDuration.observe(
-      {
-        method: request.method,
-        route: request.routeOptions.url ?? UNMATCHED_ROUTE,
-        status: String(reply.statusCode),
-      },
+      request.method,
+      request.routeOptions.url ?? UNMATCHED_ROUTE,
+      reply.statusCode,
       reply.elapsedTime / 1_000,
     );
     done();
