@@ -51,6 +51,12 @@ export interface LoadOptions {
    * delays that client alone.
    */
   ownConnections?: boolean;
+  /**
+   * Sent once by every lane before the clock starts (not recorded): each lane's connection is
+   * open when the load begins, so that a connection storm (SYNs past the listen backlog, retried
+   * after 1 s and 3 s) is not read as the service's latency.
+   */
+  warmUp?: LoadRequest;
   onResult?: (result: LoadResult, request: LoadRequest) => void;
 }
 
@@ -84,6 +90,19 @@ export async function runLoad(options: LoadOptions): Promise<LoadRun> {
       ? Array.from({ length: options.connections }, () => new Client(options.origin, settings))
       : [];
   const results: LoadResult[] = [];
+  const warmUp = options.warmUp;
+  if (warmUp !== undefined) {
+    await Promise.all(
+      Array.from({ length: options.connections }, async (_, lane) => {
+        const response = await (clients[lane] ?? pool).request({
+          method: warmUp.method,
+          path: warmUp.path,
+          headers: warmUp.headers,
+        });
+        await response.body.dump();
+      }),
+    );
+  }
   const startedAt = performance.now();
   const stopAt = options.durationMs === undefined ? Infinity : startedAt + options.durationMs;
   let index = 0;
