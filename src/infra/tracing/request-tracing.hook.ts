@@ -9,9 +9,8 @@ type TracedRequest = FastifyRequest & { [TRACE]?: Trace };
 /**
  * One server span per request, named by its route's pattern (ids never make span names), child
  * of the caller's `traceparent` when it sent one. Its trace rides on the request for the handler
- * to hand down (`@RequestTrace()`, request-trace.decorator.ts): the purchase's Redis scripts and its publish are its
- * children. Ended when the answer is written or the connection closes. Installed only when
- * tracing is on.
+ * to hand down (`@RequestTrace()`): the purchase's deduct script and its publish are its children.
+ * Ended when the answer is written or the connection closes. Installed only when tracing is on.
  */
 export function installRequestTracing(fastify: FastifyInstance): void {
   fastify.addHook('onRequest', (request, reply, done) => {
