@@ -28,7 +28,8 @@ const USAGE = `usage: npm run bench:overload -- [options]
   --connections <list>  comma-separated connection counts (default 100,300,1000: 1, 3 and 10
                         times the connections at which the project answers at full speed here)
   --duration <s>        seconds of load per run (default 15)
-  --clients <kind>      honour (wait as Retry-After says), ignore (send again at once) or both
+  --clients <kind>      honour (wait as Retry-After says, then try again as the same buyer),
+                        ignore (send again at once, as a new buyer) or both
                         (default both)
   --stock <n>           the sale's stock (default 10000000: every purchase taken); 1 measures a
                         crowd at a sold-out sale (the memory's 409 answers)
@@ -274,6 +275,8 @@ async function loadOnce(
     durationMs: options.durationMs,
     timeoutMs: options.timeoutMs,
     honorRetryAfter: clients === 'honour',
+    // A person tries again as themselves; a script sends each purchase as a new account.
+    retrySame: clients === 'honour',
     // A connection per client, as people and scripts have: a held connection holds its own.
     ownConnections: true,
     // Connections open before the clock: the crowd is on the page already; a storm of new

@@ -34,17 +34,17 @@ describe('overload: purchases shed at once when the instance is behind', () => {
     THROTTLE_ENABLED: 'false',
   });
 
-  it('should shed purchases past the in-flight bound with 503 OVERLOADED and Retry-After, take nothing for them, and take them once asked again', async () => {
+  it('should shed purchases past the in-flight bound with 503 OVERLOADED and Retry-After, take nothing for them, shed them again when back before it, and take them once asked after it', async () => {
     const stock = 100;
     const goodsId = await createSale(t.http, { stock });
     const buyers = Array.from({ length: 40 }, (_, i) => 81_000 + i);
     const answers = await Promise.all(
-      buyers.map(async (userId) => ({
-        userId,
-        response: await t.http
+      buyers.map(async (userId) => {
+        const response = await t.http
           .post(`/api/v1/seckill/${goodsId}`)
-          .set('Authorization', bearer(userId)),
-      })),
+          .set('Authorization', bearer(userId));
+        return { userId, response, answeredAt: Date.now() };
+      }),
     );
     const taken = answers.filter((a) => a.response.status === 202);
     const shed = answers.filter((a) => a.response.status === 503);
@@ -70,12 +70,35 @@ describe('overload: purchases shed at once when the instance is behind', () => {
     );
     expect((await purchaseResult(t.http, goodsId, shed[0].userId)).status).toBe('NONE');
 
-    // Asked again one at a time, each shed buyer is taken.
-    for (const { userId } of shed) {
-      await t.http
-        .post(`/api/v1/seckill/${goodsId}`)
-        .set('Authorization', bearer(userId))
-        .expect(202);
+    // Asked again before the Retry-After given, a shed buyer is shed again with the time left,
+    // places free or not; asked again after it, each is taken.
+    const early = shed[0];
+    const again = await t.http
+      .post(`/api/v1/seckill/${goodsId}`)
+      .set('Authorization', bearer(early.userId))
+      .expect(503);
+    expect(again.body.code).toBe('OVERLOADED');
+    expect(Number(again.headers['retry-after'])).toBeLessThanOrEqual(
+      Number(early.response.headers['retry-after']),
+    );
+    expect(await counter(t.app, 'seckill_purchases_shed_total', 'retry_early')).toBe(1);
+    for (const { userId, response, answeredAt } of shed) {
+      const due = answeredAt + Number(response.headers['retry-after']) * 1_000;
+      await waitFor(
+        async () => {
+          const answer = await t.http
+            .post(`/api/v1/seckill/${goodsId}`)
+            .set('Authorization', bearer(userId));
+          if (answer.status === 202) {
+            expect(Date.now()).toBeGreaterThanOrEqual(due - 150);
+            return true;
+          }
+          expect(answer.status).toBe(503);
+          expect(Date.now()).toBeLessThan(due);
+          return false;
+        },
+        { timeoutMs: 10_000, intervalMs: 250, what: `buyer ${userId} taken after Retry-After` },
+      );
     }
     await ordersOnceSettled(t.stores, goodsId, buyers.length);
     expect(await expectOneOrderPerPurchaseTaken(t.stores, goodsId, stock)).toHaveLength(

@@ -213,6 +213,19 @@ function cleanRun(): CheckInput & { history: HistoryEntry[] } {
     parked: false,
     ...(no === orders[2].orderNo ? { atEpochMs: START + c3Times[type] } : {}),
   }));
+  // Buyer 11 was shed first (Retry-After 1 s) and bought after that wait.
+  history.push(
+    entry({
+      op: 'purchase',
+      buyer: 11,
+      sentMs: 0,
+      answeredMs: 5,
+      status: 503,
+      code: 'OVERLOADED',
+      outcome: 'refused',
+      retryAfterS: 1,
+    }),
+  );
   return {
     history,
     brokerCloses: [],
@@ -365,6 +378,48 @@ describe('the chaos checker', () => {
     const [failed] = violationsOf(input, 'accepted-never-failed');
     expect(failed.requestIds).toEqual(['r-12']);
     expect(failed.historyIds).toEqual([4, input.history.at(-1)!.id]);
+  });
+
+  it('should flag a purchase an instance took before the Retry-After it shed the buyer with had passed, unless it was killed in between', () => {
+    const shedBefore = (input: CheckInput & { history: HistoryEntry[] }, gapMs: number) => {
+      const taken = input.history.find((e) => e.op === 'purchase' && e.status === 202)!;
+      const shed = entry({
+        op: 'purchase',
+        buyer: 11,
+        instance: taken.instance,
+        sentMs: taken.sentMs - gapMs,
+        answeredMs: taken.sentMs - gapMs + 5,
+        status: 503,
+        code: 'OVERLOADED',
+        outcome: 'refused',
+        retryAfterS: 2,
+      });
+      input.history.push(shed);
+      return { shed, taken };
+    };
+    const early = cleanRun();
+    const { shed, taken } = shedBefore(early, 1_500);
+    const [violation] = violationsOf(early, 'shed-retry-after-kept');
+    expect(violation.historyIds).toEqual([shed.id, taken.id]);
+    expect(violation.message).toContain('Retry-After 2 s');
+    // Taken once the wait had passed: kept.
+    const onTime = cleanRun();
+    shedBefore(onTime, 2_000);
+    expect(violationsOf(onTime, 'shed-retry-after-kept')).toEqual([]);
+    // The instance killed and started again in between: its memory of the wait went with it.
+    const restarted = cleanRun();
+    const pair = shedBefore(restarted, 1_500);
+    restarted.faults = [
+      {
+        from: pair.shed.sentMs + 10,
+        to: pair.shed.sentMs + 400,
+        what: 'kill',
+        kind: 'app-kill',
+        redisData: false,
+        instance: pair.taken.instance,
+      } as NonNullable<CheckInput['faults']>[number],
+    ];
+    expect(violationsOf(restarted, 'shed-retry-after-kept')).toEqual([]);
   });
 
   it('should flag an order of a buyer every one of whose purchases said nothing was taken', () => {

@@ -134,6 +134,8 @@ export const INVARIANTS = {
     'no purchase answered 202 ends FAILED, and no FAILED result is for a purchase that became an order',
   'refused-took-nothing':
     'every order comes from a purchase answered 202 or left unknown (a timeout, a 503 with a request id): none from one answered "nothing taken" (503, 409, 429, 403…)',
+  'shed-retry-after-kept':
+    'no instance takes (202) a purchase from a buyer it shed before the Retry-After it told them had passed (unless it was killed and started again in between: the wait is held in its memory)',
   'written-before-fallback':
     'a sale opens to the database fallback only once every order it accepted before is written (its barrier passed on them)',
   'written-before-rebuild':
@@ -325,6 +327,7 @@ function checkPurchases(input: CheckInput, tally: Tally): CheckReport['unknown']
       atMs: entry.sentMs,
     });
   }
+  checkRetryAfterKept(input, tally);
   // A 202 whose result was read SUCCESS is one that did not end FAILED (a FAILED result is
   // judged below).
   const readFinal = new Set(
@@ -908,6 +911,50 @@ function checkQueueOutsiders(input: CheckInput, tally: Tally): void {
       message: `buyer ${entry.buyer}, who never joined the waiting room, was ${order ? `sold order ${order.orderNo}` : 'answered 202'} (${describeAnswer(entry)})`,
       requestIds: order ? [order.requestId] : entry.requestId ? [entry.requestId] : [],
       historyIds: [entry.id],
+      goodsId: entry.goodsId,
+      atMs: entry.sentMs,
+    });
+  }
+}
+
+/**
+ * A shed buyer is held to the Retry-After they were told on the instance that shed them: a 202
+ * there for them is a violation when it was answered before the earliest moment that wait can
+ * have ended (the shed's sending plus the Retry-After, less the server's 100 ms of rounding),
+ * unless the instance was killed in between (the wait lives in its memory).
+ */
+function checkRetryAfterKept(input: CheckInput, tally: Tally): void {
+  const dueOf = (shed: HistoryEntry) => shed.sentMs + (shed.retryAfterS ?? 0) * 1_000 - 100;
+  const killed = (input.faults ?? []).filter((fault) => fault.kind === 'app-kill');
+  const lastShed = new Map<string, HistoryEntry>();
+  const purchases = input.history
+    .filter((entry) => entry.op === 'purchase')
+    .sort((a, b) => a.sentMs - b.sentMs);
+  for (const entry of purchases) {
+    const key = `${entry.instance}:${entry.buyer}`;
+    if (entry.retryAfterS !== undefined) {
+      // The wait that ends last is the one every later purchase is held to.
+      const before = lastShed.get(key);
+      if (before === undefined || dueOf(entry) > dueOf(before)) lastShed.set(key, entry);
+      continue;
+    }
+    const shed = lastShed.get(key);
+    if (entry.status !== 202 || shed === undefined || shed.answeredMs > entry.sentMs) continue;
+    const restarted = killed.some(
+      (fault) =>
+        (fault.instance === entry.instance || fault.instance === 'all') &&
+        fault.from < entry.answeredMs &&
+        fault.to > shed.sentMs,
+    );
+    if (restarted) continue;
+    tally.checked('shed-retry-after-kept');
+    const due = dueOf(shed);
+    if (entry.answeredMs >= due) continue;
+    tally.violate({
+      invariant: 'shed-retry-after-kept',
+      message: `buyer ${entry.buyer} was shed by ${entry.instance} at ${shed.sentMs} ms with Retry-After ${shed.retryAfterS} s, and taken there by ${describeAnswer(entry)} answered at ${entry.answeredMs} ms, ${due - entry.answeredMs} ms before that wait ended`,
+      requestIds: entry.requestId ? [entry.requestId] : [],
+      historyIds: [shed.id, entry.id],
       goodsId: entry.goodsId,
       atMs: entry.sentMs,
     });

@@ -47,6 +47,8 @@ export interface HistoryEntry {
   final?: boolean;
   /** An ADMITTED standing's `admittedUntil`, on the wall clock (ms since the epoch). */
   admittedUntilEpochMs?: number;
+  /** A purchase shed (503 OVERLOADED): the Retry-After it was told, in seconds. */
+  retryAfterS?: number;
   /** A purchase's quantity, when above 1. */
   quantity?: number;
   /** A purchase in a queue sale by a buyer who never joined its waiting room. */

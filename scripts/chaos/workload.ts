@@ -196,6 +196,8 @@ interface Answer {
   status: number;
   body: unknown;
   code?: string;
+  /** A 429's or 503's Retry-After, in seconds. */
+  retryAfterS?: number;
 }
 
 export async function openSales(
@@ -888,6 +890,9 @@ export class Workload {
               : 'refused',
     };
     if (answer.code !== undefined) entry.code = answer.code;
+    if (op === 'purchase' && answer.code === 'OVERLOADED' && answer.retryAfterS !== undefined) {
+      entry.retryAfterS = answer.retryAfterS;
+    }
     const requestId = requestIdOf(answer.body);
     if (requestId !== undefined) entry.requestId = requestId;
     if (op === 'result' && answer.status === 200 && isRecord(answer.body)) {
@@ -937,7 +942,13 @@ async function call(endpoint: Endpoint, request: HttpCall): Promise<Answer> {
       body = text;
     }
     const code = isRecord(body) && typeof body.code === 'string' ? body.code : undefined;
-    return { status: response.status, body, ...(code === undefined ? {} : { code }) };
+    const retryAfterS = Number(response.headers.get('retry-after') ?? NaN);
+    return {
+      status: response.status,
+      body,
+      ...(code === undefined ? {} : { code }),
+      ...(Number.isFinite(retryAfterS) ? { retryAfterS } : {}),
+    };
   } catch (error) {
     return { status: 0, body: undefined, code: describeError(error) };
   }

@@ -8,10 +8,16 @@ describe('runLoad', () => {
   let origin: string;
   /** Requests by path, and the connection each came on. */
   const seen: { path: string; socket: unknown }[] = [];
+  const shedOnce = new Set<string>();
 
   beforeAll(async () => {
     server = createServer((request, response) => {
       seen.push({ path: request.url ?? '', socket: request.socket });
+      // /shed/N: the first time, 503 with a Retry-After of 0 s (asked again at once).
+      if (request.url?.startsWith('/shed/') && !shedOnce.has(request.url)) {
+        shedOnce.add(request.url);
+        response.writeHead(503, { 'Retry-After': '0' });
+      }
       response.end('{}');
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -36,5 +42,24 @@ describe('runLoad', () => {
     // The load rides on the connections the warm-up opened.
     const warmed = new Set(warm.map((request) => request.socket));
     expect(load.every((request) => warmed.has(request.socket))).toBe(true);
+  });
+
+  it('should send the same request again after a Retry-After with retrySame, and the next without', async () => {
+    const paths = async (retrySame: boolean, from: number) => {
+      let n = from;
+      const run = await runLoad({
+        origin,
+        connections: 1,
+        honorRetryAfter: true,
+        retrySame,
+        next: () =>
+          n < from + 3 ? { method: 'POST', path: `/shed/${n++}`, headers: {} } : undefined,
+      });
+      return run.results.map((result) => result.status);
+    };
+    // Each shed once, then sent again: 503, 200 for each of the three.
+    expect(await paths(true, 0)).toEqual([503, 200, 503, 200, 503, 200]);
+    // Each shed once and never sent again.
+    expect(await paths(false, 10)).toEqual([503, 503, 503]);
   });
 });

@@ -46,6 +46,11 @@ export interface LoadOptions {
    */
   honorRetryAfter?: boolean;
   /**
+   * With honorRetryAfter: after the wait, the lane sends the same request again (the same buyer
+   * trying again, as a person does) rather than the next.
+   */
+  retrySame?: boolean;
+  /**
    * Each lane on a connection of its own (one client each), rather than every lane taking
    * whichever connection of the pool is free: a server that holds one client's connection then
    * delays that client alone.
@@ -135,8 +140,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadRun> {
 
   // Lanes share `index`, so each request is handed out exactly once, in order.
   const lane = async (_: unknown, laneIndex: number): Promise<void> => {
+    let again: LoadRequest | undefined;
     while (performance.now() < stopAt) {
-      const request = options.next(index++);
+      const request = again ?? options.next(index++);
+      again = undefined;
       if (request === undefined) return;
       const result = await send(request, laneIndex);
       results.push(result);
@@ -144,6 +151,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadRun> {
       if (options.honorRetryAfter === true && result.retryAfterMs !== undefined) {
         const wait = Math.min(result.retryAfterMs, stopAt - performance.now());
         if (wait > 0) await sleep(wait);
+        if (options.retrySame === true) again = request;
       }
     }
   };

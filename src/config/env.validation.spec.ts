@@ -165,8 +165,21 @@ describe('validateEnv', () => {
       maxEventLoopDelayMs: 0,
       maxConfirmWaitMs: 1_000,
       retryAfterSeconds: 1,
+      retryAfterMaxSeconds: 30,
+      retryShare: 0.1,
     });
     expect(validateEnv({ OVERLOAD_MAX_IN_FLIGHT: '0' }).overload.maxInFlight).toBe(0);
+    // The longest Retry-After is at least twice the base, which the base's own draw reaches.
+    expect(validateEnv({ OVERLOAD_RETRY_AFTER_SECONDS: '20' }).overload.retryAfterMaxSeconds).toBe(
+      40,
+    );
+    expect(
+      refusal({ OVERLOAD_RETRY_AFTER_SECONDS: '5', OVERLOAD_RETRY_AFTER_MAX_SECONDS: '9' }).message,
+    ).toContain('OVERLOAD_RETRY_AFTER_MAX_SECONDS must be an integer between 10 and 7200');
+    expect(validateEnv({ OVERLOAD_RETRY_SHARE_PERCENT: '0' }).overload.retryShare).toBe(0);
+    expect(refusal({ OVERLOAD_RETRY_SHARE_PERCENT: '101' }).message).toContain(
+      'OVERLOAD_RETRY_SHARE_PERCENT',
+    );
     expect(refusal({ OVERLOAD_MAX_IN_FLIGHT: '-1' }).message).toContain('OVERLOAD_MAX_IN_FLIGHT');
     expect(refusal({ OVERLOAD_RETRY_AFTER_SECONDS: '0' }).message).toContain(
       'OVERLOAD_RETRY_AFTER_SECONDS',

@@ -183,7 +183,7 @@ export class MetricsService {
 
   readonly purchasesShed = new Counter({
     name: 'seckill_purchases_shed_total',
-    help: 'Purchases shed at once with 503 OVERLOADED, by the measure past its bound: purchases in progress (in_flight), the event-loop delay (event_loop), the oldest confirm awaited (confirm_wait)',
+    help: 'Purchases shed at once with 503 OVERLOADED, by the measure past its bound: purchases in progress (in_flight), the event-loop delay (event_loop), the oldest confirm awaited (confirm_wait); or a buyer back before the Retry-After given (retry_early)',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
@@ -203,6 +203,12 @@ export class MetricsService {
   readonly overloadConfirmWait = new Gauge({
     name: 'seckill_overload_confirm_wait_seconds',
     help: "How long the oldest purchase still waiting for the broker's confirm has waited (OVERLOAD_MAX_CONFIRM_WAIT_MS bounds it)",
+    registers: [this.registry],
+  });
+
+  readonly overloadRetryAfter = new Gauge({
+    name: 'seckill_overload_retry_after_seconds',
+    help: 'The mean Retry-After a shed purchase is told now: OVERLOAD_RETRY_AFTER_SECONDS and twice it at rest, longer while the shed come back faster than OVERLOAD_RETRY_SHARE_PERCENT of the purchases taken',
     registers: [this.registry],
   });
 

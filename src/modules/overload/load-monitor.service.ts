@@ -3,13 +3,30 @@ import { InjectConfig } from '../../config/config-namespace.js';
 import { overloadConfig, type OverloadConfig } from '../../config/overload.config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 
-/** Why a purchase was shed: the measure that was past its bound. */
-export type OverloadReason = 'in_flight' | 'event_loop' | 'confirm_wait';
+/** A shed buyer's Retry-After: until when (performance.now()) and how many seconds they were told. */
+interface Hold {
+  until: number;
+  seconds: number;
+}
+
+/**
+ * Why a purchase was shed: the measure that was past its bound, or (`retry_early`) a buyer who
+ * came back before the Retry-After this instance gave them.
+ */
+export type OverloadReason = 'in_flight' | 'event_loop' | 'confirm_wait' | 'retry_early';
 
 /** How often the event loop's delay is sampled: a timer due every this many ms. */
 export const LOOP_SAMPLE_MS = 20;
 /** While purchases are shed, one line at most this often says how many and why. */
 export const SHED_LOG_INTERVAL_MS = 10_000;
+/** How often the pace of the shed answers is measured and the Retry-After set from it. */
+export const PACE_WINDOW_MS = 1_000;
+/** Buyers held to their Retry-After at once, at most (memory): past it, no more are held. */
+export const MAX_HELD_BUYERS = 1_000_000;
+/** How long after their time a shed buyer's return is still known as one. */
+export const HOLD_MEMORY_MS = 60_000;
+/** A client that waits its Retry-After to the second, rounding and timers included, is on time. */
+const ON_TIME_SLACK_MS = 100;
 
 /**
  * The instance's own measures of how far behind it is, and the one decision made from them:
@@ -22,6 +39,20 @@ export const SHED_LOG_INTERVAL_MS = 10_000;
  *   whatever the in-flight count, e.g. when the answers themselves take the whole CPU;
  * - the oldest confirm still awaited: a broker falling behind shows here before purchases pile
  *   up against the in-flight bound.
+ *
+ * And what a shed purchase is told: the Retry-After is paced so that the shed buyers' returns stay
+ * a small share (OVERLOAD_RETRY_SHARE_PERCENT) of the purchases taken. Each return is an HTTP
+ * exchange that takes nothing: at ten times the connections an instance can serve, returns after
+ * one or two seconds took a quarter of its CPU from the purchases. A return is a buyer (known by
+ * the token) who comes back after the Retry-After this instance gave them; by Little's law the
+ * seconds told to the buyers back in a second are how many people wait to come back, and the
+ * mean Retry-After is that many over the returns per second aimed at. (Scaling the mean by the
+ * returns themselves swung it from rest to the bound and back: the returns answer the mean told
+ * a wait ago.) A buyer who comes back before their Retry-After is shed
+ * again (`retry_early`) and told the time left, without a chance at a free place: a script that
+ * ignores it takes no place from a person who waits as told. A script that sends each purchase
+ * as a new account never returns: it is not paced (it would not wait), and it does not lengthen
+ * the wait of the people who do.
  */
 @Injectable()
 export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
@@ -36,6 +67,25 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
   /** Confirms awaited, by a sequence number, to when each began; the first is the oldest. */
   private readonly confirms = new Map<number, number>();
   private nextConfirm = 0;
+  /**
+   * Shed buyers, by user id, to when (performance.now()) they may come back; kept for
+   * HOLD_MEMORY_MS after that, so that their return is known as one.
+   */
+  private readonly held = new Map<number, Hold>();
+  /** The pace's window: since when, purchases taken in it, the seconds told to those back in it. */
+  private windowStart = performance.now();
+  private takenInWindow = 0;
+  private returnedWaitInWindow = 0;
+  /** The people waiting to come back (Little's law on the returns), smoothed as they fall. */
+  private waiting = 0;
+  /**
+   * The most purchases taken in a second lately (it decays by a tenth a window): what the
+   * instance can take, where the last window's own count is only what it was asked for (a burst
+   * on a quiet instance).
+   */
+  private takenPeak = 0;
+  /** The mean Retry-After (s) a shed purchase is told now. */
+  private meanRetryAfter: number;
 
   /** The in-flight count's release, bound once so that the hook hands it out without a closure. */
   readonly leave = (): void => {
@@ -45,18 +95,22 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
   constructor(
     @InjectConfig(overloadConfig) private readonly config: OverloadConfig,
     private readonly metrics: MetricsService,
-  ) {}
+  ) {
+    this.meanRetryAfter = this.restingRetryAfter();
+  }
 
   onModuleInit(): void {
-    const { purchasesInProgress, overloadLoopDelay, overloadConfirmWait } = this.metrics;
+    const { purchasesInProgress, overloadLoopDelay, overloadConfirmWait, overloadRetryAfter } =
+      this.metrics;
     this.metrics.collectOnScrape(
       'overload',
-      [purchasesInProgress, overloadLoopDelay, overloadConfirmWait],
+      [purchasesInProgress, overloadLoopDelay, overloadConfirmWait, overloadRetryAfter],
       () => {
         const now = performance.now();
         purchasesInProgress.set(this.inFlight);
         overloadLoopDelay.set(this.currentLoopDelayMs(now) / 1_000);
         overloadConfirmWait.set(this.confirmWaitMs(now) / 1_000);
+        overloadRetryAfter.set(this.meanRetryAfter);
       },
     );
     // Unref'd: the sampler never keeps a stopping process alive.
@@ -71,13 +125,23 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
   tick(now: number): void {
     this.loopDelayMs = Math.max(0, now - this.lastTick - LOOP_SAMPLE_MS);
     this.lastTick = now;
+    if (now - this.windowStart >= PACE_WINDOW_MS) this.pace(now);
   }
 
   /**
-   * Null when a new purchase is taken (it is then counted in progress until `leave`), else the
-   * measure that is past its bound (the purchase is shed and not counted).
+   * Null when a new purchase is taken (it is then counted in progress until `leave`), else why
+   * it is shed (it is then not counted): `userId`'s Retry-After has not passed, or a measure is
+   * past its bound.
    */
-  admit(now = performance.now()): OverloadReason | null {
+  admit(userId?: number, now = performance.now()): OverloadReason | null {
+    if (userId !== undefined && this.held.size > 0) {
+      const hold = this.held.get(userId);
+      if (hold !== undefined) {
+        if (now < hold.until) return 'retry_early';
+        this.held.delete(userId);
+        this.returnedWaitInWindow += hold.seconds;
+      }
+    }
     const { maxInFlight, maxEventLoopDelayMs, maxConfirmWaitMs } = this.config;
     if (maxInFlight > 0 && this.inFlight >= maxInFlight) return 'in_flight';
     // The delay of the last sample, or, when the sampler is late now, how late it is already:
@@ -87,14 +151,35 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
     }
     if (maxConfirmWaitMs > 0 && this.confirmWaitMs(now) > maxConfirmWaitMs) return 'confirm_wait';
     this.inFlight++;
+    this.takenInWindow++;
     return null;
   }
 
   /**
    * A purchase was shed for `reason`: counted, and summed up in one line at most every
-   * SHED_LOG_INTERVAL_MS (the first of a spell at once), never a line per purchase.
+   * SHED_LOG_INTERVAL_MS (the first of a spell at once), never a line per purchase. Returns its
+   * Retry-After in seconds: drawn about the pace's mean (and `userId` held to it), or for
+   * `retry_early` the time the buyer has left.
    */
-  shed(reason: OverloadReason, now = performance.now()): void {
+  shed(reason: OverloadReason, userId?: number, now = performance.now()): number {
+    this.count(reason, now);
+    if (reason === 'retry_early') {
+      const until = (userId === undefined ? undefined : this.held.get(userId))?.until ?? now;
+      return Math.max(1, Math.ceil((until - now) / 1_000));
+    }
+    const seconds = this.drawRetryAfter();
+    if (userId !== undefined && this.held.size < MAX_HELD_BUYERS) {
+      this.held.set(userId, { until: now + seconds * 1_000 - ON_TIME_SLACK_MS, seconds });
+    }
+    return seconds;
+  }
+
+  /** The mean Retry-After (s) a shed purchase is told now. */
+  retryAfterMean(): number {
+    return this.meanRetryAfter;
+  }
+
+  private count(reason: OverloadReason, now: number): void {
     this.metrics.purchasesShed.inc({ reason });
     this.shedSinceLine.set(reason, (this.shedSinceLine.get(reason) ?? 0) + 1);
     if (now - this.lastShedLineAt < SHED_LOG_INTERVAL_MS) return;
@@ -102,19 +187,59 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
     const first =
       this.lastShedLineAt === -Infinity || now - this.lastShedLineAt > 2 * SHED_LOG_INTERVAL_MS;
     this.logger.warn(
-      `${first ? 'shedding purchases' : 'still shedding purchases'}: shed ${counts} inFlight=${this.inFlight} loopDelayMs=${Math.round(this.currentLoopDelayMs(now))} confirmWaitMs=${Math.round(this.confirmWaitMs(now))}`,
+      `${first ? 'shedding purchases' : 'still shedding purchases'}: shed ${counts} inFlight=${this.inFlight} loopDelayMs=${Math.round(this.currentLoopDelayMs(now))} confirmWaitMs=${Math.round(this.confirmWaitMs(now))} retryAfterMeanS=${this.meanRetryAfter.toFixed(1)}`,
     );
     this.shedSinceLine = new Map();
     this.lastShedLineAt = now;
   }
 
   /**
-   * The Retry-After of a shed purchase: OVERLOAD_RETRY_AFTER_SECONDS to twice that, drawn, so
-   * that the buyers shed in one burst do not all come back in the same second.
+   * A Retry-After drawn from two thirds to four thirds of the mean (at rest:
+   * OVERLOAD_RETRY_AFTER_SECONDS to twice that), so that the buyers shed in one burst do not all
+   * come back in the same second.
    */
-  retryAfterSeconds(): number {
-    const base = this.config.retryAfterSeconds;
-    return base + Math.floor(Math.random() * (base + 1));
+  private drawRetryAfter(): number {
+    const low = Math.max(this.config.retryAfterSeconds, Math.round((this.meanRetryAfter * 2) / 3));
+    const high = Math.max(low, Math.round((this.meanRetryAfter * 4) / 3));
+    return low + Math.floor(Math.random() * (high - low + 1));
+  }
+
+  /** The mean Retry-After while few are shed: that of OVERLOAD_RETRY_AFTER_SECONDS to twice it. */
+  private restingRetryAfter(): number {
+    return 1.5 * this.config.retryAfterSeconds;
+  }
+
+  /**
+   * The end of a pace window: the people waiting to come back counted (the seconds told to those
+   * back in it, per second), and the mean Retry-After set to that many over
+   * OVERLOAD_RETRY_SHARE_PERCENT of what the instance takes per second, at most doubled a window
+   * and kept from OVERLOAD_RETRY_AFTER_SECONDS's rest to OVERLOAD_RETRY_AFTER_MAX_SECONDS; buyers
+   * long past their time forgotten.
+   */
+  private pace(now: number): void {
+    const seconds = (now - this.windowStart) / 1_000;
+    const { retryShare, retryAfterMaxSeconds } = this.config;
+    const resting = this.restingRetryAfter();
+    this.takenPeak = Math.max(this.takenPeak * 0.9, this.takenInWindow / seconds);
+    // Up at once (a crowd's returns cost from their first second), down smoothed.
+    const waitingNow = this.returnedWaitInWindow / seconds;
+    this.waiting = Math.max(waitingNow, (this.waiting + waitingNow) / 2);
+    const wanted =
+      retryShare > 0 ? this.waiting / (retryShare * Math.max(1, this.takenPeak)) : resting;
+    this.meanRetryAfter = Math.min(
+      // At most doubled a window: one window's count is not yet a crowd.
+      Math.max(Math.min(wanted, 2 * this.meanRetryAfter), resting),
+      // The draw reaches four thirds of the mean: the longest told stays within the bound.
+      Math.max(resting, (retryAfterMaxSeconds * 3) / 4),
+    );
+    this.windowStart = now;
+    this.takenInWindow = 0;
+    this.returnedWaitInWindow = 0;
+    if (this.held.size > 0) {
+      for (const [userId, { until }] of this.held) {
+        if (until + HOLD_MEMORY_MS <= now) this.held.delete(userId);
+      }
+    }
   }
 
   /** A publish is waiting for the broker's confirm; call the answer when it came (or failed). */

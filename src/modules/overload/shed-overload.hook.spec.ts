@@ -17,6 +17,8 @@ async function server(maxInFlight: number) {
       maxEventLoopDelayMs: 0,
       maxConfirmWaitMs: 0,
       retryAfterSeconds: 1,
+      retryAfterMaxSeconds: 30,
+      retryShare: 0.1,
     },
     metrics,
   );

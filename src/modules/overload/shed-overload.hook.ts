@@ -20,23 +20,27 @@ const OVERLOADED_BODY = JSON.stringify({
  * process: no guard, pipe, rate-limit budget, lock or store call is spent on it. A purchase that
  * is taken is counted in progress until its answer is written or its connection closes. It runs
  * after the token, blocklist and sold-out hooks: a caller they refuse gets their final answer
- * (401, 403, 409), which no retry would change, rather than a 503.
+ * (401, 403, 409), which no retry would change, rather than a 503. A buyer (known by the token)
+ * who comes back before the Retry-After given is shed again with the time left.
  */
 export function shedWhenOverloaded(monitor: LoadMonitorService): onRequestHookHandler {
   return (request, reply, done) => {
     if ((request.routeOptions.config as EdgeRouteConfig).sheddable !== true) return done();
-    const reason = monitor.admit();
+    // The token hook's user, when the token was good (a bad one is refused after this hook).
+    const { authentication } = request as { authentication?: { userId?: unknown } };
+    const userId = typeof authentication?.userId === 'number' ? authentication.userId : undefined;
+    const reason = monitor.admit(userId);
     if (reason === null) {
       // 'close' comes once, whether the answer was written or the client went away first.
       reply.raw.once('close', monitor.leave);
       return done();
     }
-    monitor.shed(reason);
+    const retryAfter = monitor.shed(reason, userId);
     markCompletionCounted(request);
     if (bodyStillComing(request.raw)) void reply.header('Connection', 'close');
     void reply
       .code(503)
-      .header('Retry-After', String(monitor.retryAfterSeconds()))
+      .header('Retry-After', String(retryAfter))
       .type('application/json; charset=utf-8')
       .send(OVERLOADED_BODY);
   };

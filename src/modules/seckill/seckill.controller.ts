@@ -53,7 +53,7 @@ class PurchaseUnavailableDto {
   @ApiProperty({
     enum: ['UNAVAILABLE', 'OVERLOADED'],
     description:
-      'UNAVAILABLE: a dependency is down. OVERLOADED: the instance is past what it can answer in time and shed the purchase at once; come back after Retry-After.',
+      'UNAVAILABLE: a dependency is down. OVERLOADED: the instance is past what it can answer in time and shed the purchase at once; come back after Retry-After (longer while many are shed; asking again on this instance before it passed is shed again with the time left).',
   })
   code: string;
   @ApiProperty() message: string;
