@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { randomUUID } from 'node:crypto';
 import { signatureHeader } from '../../src/common/webhook-signature.js';
+import { RETRY_EARLY_MESSAGE } from '../../src/modules/overload/shed-overload.hook.js';
 import { isRecord } from '../lib/http.js';
 import { signToken } from '../lib/jwt.js';
 import { buyerAddress, describeError } from '../lib/load.js';
@@ -890,7 +891,13 @@ export class Workload {
               : 'refused',
     };
     if (answer.code !== undefined) entry.code = answer.code;
-    if (op === 'purchase' && answer.code === 'OVERLOADED' && answer.retryAfterS !== undefined) {
+    // A new wait only: a buyer back early is told the time left of the first, rounded up.
+    if (
+      op === 'purchase' &&
+      answer.code === 'OVERLOADED' &&
+      answer.retryAfterS !== undefined &&
+      !(isRecord(answer.body) && answer.body.message === RETRY_EARLY_MESSAGE)
+    ) {
       entry.retryAfterS = answer.retryAfterS;
     }
     const requestId = requestIdOf(answer.body);

@@ -15,6 +15,18 @@ const OVERLOADED_BODY = JSON.stringify({
 });
 
 /**
+ * A buyer back before their Retry-After: the same contract answer, told why (its Retry-After is
+ * the time left of the first, rounded up, not a new wait).
+ */
+export const RETRY_EARLY_MESSAGE =
+  'You came back before the Retry-After you were given; nothing was taken: try again after it';
+const RETRY_EARLY_BODY = JSON.stringify({
+  statusCode: 503,
+  code: 'OVERLOADED',
+  message: RETRY_EARLY_MESSAGE,
+});
+
+/**
  * Sheds a purchase at once (503 OVERLOADED with Retry-After; nothing taken) when the instance's
  * own measures say it is behind (LoadMonitorService), before it queues anywhere inside the
  * process: no guard, pipe, rate-limit budget, lock or store call is spent on it. A purchase that
@@ -42,6 +54,6 @@ export function shedWhenOverloaded(monitor: LoadMonitorService): onRequestHookHa
       .code(503)
       .header('Retry-After', String(retryAfter))
       .type('application/json; charset=utf-8')
-      .send(OVERLOADED_BODY);
+      .send(reason === 'retry_early' ? RETRY_EARLY_BODY : OVERLOADED_BODY);
   };
 }
