@@ -4,6 +4,7 @@ import { countedAddress } from '../../common/http/client-address.js';
 import { edgeRouteConfig, type EdgeRouteConfig } from '../../common/http/route-config.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import type { BlocklistService } from './blocklist.service.js';
+import { earlyUserId } from '../../common/http/early-user.js';
 
 /** Marks a route the blocklist is checked on, before anything else (purchase, token, challenge). */
 export const BlocklistChecked = () => edgeRouteConfig({ blocklistChecked: true });
@@ -25,9 +26,7 @@ export function refuseBlocked(
 ): onRequestHookHandler {
   return (request, reply, done) => {
     if ((request.routeOptions.config as EdgeRouteConfig).blocklistChecked !== true) return done();
-    const { authentication } = request as { authentication?: { userId?: unknown } };
-    const userId = typeof authentication?.userId === 'number' ? authentication.userId : undefined;
-    const blocked = blocklist.blockedAs(userId, countedAddress(request));
+    const blocked = blocklist.blockedAs(earlyUserId(request), countedAddress(request));
     if (blocked === null) return done();
     metrics.blocked.inc({ type: blocked });
     if (bodyStillComing(request.raw)) void reply.header('Connection', 'close');

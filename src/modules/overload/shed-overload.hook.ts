@@ -3,6 +3,7 @@ import { bodyStillComing } from '../../common/http/body-coming.js';
 import { edgeRouteConfig, type EdgeRouteConfig } from '../../common/http/route-config.js';
 import { markCompletionCounted } from '../../common/logging/request-logging.js';
 import type { LoadMonitorService } from './load-monitor.service.js';
+import { earlyUserId } from '../../common/http/early-user.js';
 
 /** Marks a route whose requests are shed when the instance is past what it can answer in time. */
 export const Sheddable = () => edgeRouteConfig({ sheddable: true });
@@ -38,9 +39,7 @@ const RETRY_EARLY_BODY = JSON.stringify({
 export function shedWhenOverloaded(monitor: LoadMonitorService): onRequestHookHandler {
   return (request, reply, done) => {
     if ((request.routeOptions.config as EdgeRouteConfig).sheddable !== true) return done();
-    // The token hook's user, when the token was good (a bad one is refused after this hook).
-    const { authentication } = request as { authentication?: { userId?: unknown } };
-    const userId = typeof authentication?.userId === 'number' ? authentication.userId : undefined;
+    const userId = earlyUserId(request);
     const reason = monitor.admit(userId);
     if (reason === null) {
       // 'close' comes once, whether the answer was written or the client went away first.

@@ -2,6 +2,7 @@ import type { onRequestHookHandler } from 'fastify';
 import { bodyStillComing } from '../../common/http/body-coming.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import type { SoldOutMemoStore } from './sold-out-memo.store.js';
+import { earlyUserId } from '../../common/http/early-user.js';
 
 /**
  * Answers a purchase of a goods known to be sold out before Nest sees the request: no guard,
@@ -19,8 +20,7 @@ export function answerSoldOutFromMemory(
   return (request, reply, done) => {
     const goodsId = memo.answersSoldOut(request);
     if (goodsId === 0) return done();
-    const { authentication } = request as { authentication?: { userId?: unknown } };
-    if (typeof authentication?.userId !== 'number') return done();
+    if (earlyUserId(request) === undefined) return done();
     metrics.countPurchase(goodsId, 'SOLD_OUT');
     // Answered here rather than thrown to the exception filter (which answers the same body):
     // no error object, no filter, no serialisation. As the filter does, a body still on its way
