@@ -162,6 +162,7 @@ describe('validateEnv', () => {
   it('should read the overload bounds, 0 turning one off', () => {
     expect(validateEnv({}).overload).toEqual({
       maxInFlight: 1_024,
+      latencyTargetMs: 0,
       maxEventLoopDelayMs: 0,
       maxConfirmWaitMs: 1_000,
       retryAfterSeconds: 1,
@@ -181,6 +182,10 @@ describe('validateEnv', () => {
       'OVERLOAD_RETRY_SHARE_PERCENT',
     );
     expect(refusal({ OVERLOAD_MAX_IN_FLIGHT: '-1' }).message).toContain('OVERLOAD_MAX_IN_FLIGHT');
+    expect(validateEnv({ OVERLOAD_LATENCY_TARGET_MS: '250' }).overload.latencyTargetMs).toBe(250);
+    expect(refusal({ OVERLOAD_LATENCY_TARGET_MS: '60001' }).message).toContain(
+      'OVERLOAD_LATENCY_TARGET_MS',
+    );
     expect(refusal({ OVERLOAD_RETRY_AFTER_SECONDS: '0' }).message).toContain(
       'OVERLOAD_RETRY_AFTER_SECONDS',
     );

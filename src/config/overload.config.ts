@@ -6,8 +6,17 @@ import { readInt, type Env } from './env-readers.js';
  * each bound is the instance's own measure, and 0 turns that one off.
  */
 export interface OverloadConfig {
-  /** Purchases in progress at once on this instance (from the request to its answer). */
+  /**
+   * Purchases in progress at once on this instance (from the request to its answer); with a
+   * latency target, the most the measured bound may reach.
+   */
   maxInFlight: number;
+  /**
+   * The p99 the purchases taken should keep, in ms: the in-flight bound is then measured each
+   * second (lowered while the taken purchases' p99 is past it, raised while it holds and the
+   * bound turns purchases away); 0 keeps the bound at maxInFlight.
+   */
+  latencyTargetMs: number;
   /** How late the event loop runs a timer, in ms: past it every callback waits this long. */
   maxEventLoopDelayMs: number;
   /** How long the oldest purchase still waiting for the broker's confirm has waited, in ms. */
@@ -25,6 +34,7 @@ export interface OverloadConfig {
 
 export const overloadConfig = configNamespace('overload', (env): OverloadConfig => ({
   maxInFlight: readInt(env, 'OVERLOAD_MAX_IN_FLIGHT', 1_024, 0, 100_000),
+  latencyTargetMs: readInt(env, 'OVERLOAD_LATENCY_TARGET_MS', 0, 0, 60_000),
   maxEventLoopDelayMs: readInt(env, 'OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 0, 0, 60_000),
   maxConfirmWaitMs: readInt(env, 'OVERLOAD_MAX_CONFIRM_WAIT_MS', 1_000, 0, 600_000),
   ...retryAfter(env),

@@ -194,6 +194,12 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  readonly overloadInFlightBound = new Gauge({
+    name: 'seckill_overload_in_flight_bound',
+    help: 'The most purchases in progress this instance takes now (0: no bound): OVERLOAD_MAX_IN_FLIGHT, or measured each second against OVERLOAD_LATENCY_TARGET_MS',
+    registers: [this.registry],
+  });
+
   readonly overloadLoopDelay = new Gauge({
     name: 'seckill_overload_event_loop_delay_seconds',
     help: 'The event-loop delay as the shedding reads it: how late its last 20 ms timer ran (OVERLOAD_MAX_EVENT_LOOP_DELAY_MS bounds it)',

@@ -4,14 +4,18 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { OverloadConfig } from '../../config/overload.config.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import {
+  FIRST_MEASURED_BOUND,
+  LATENCY_MIN_SAMPLES,
   LOOP_SAMPLE_MS,
   LoadMonitorService,
+  MIN_MEASURED_BOUND,
   PACE_WINDOW_MS,
   SHED_LOG_INTERVAL_MS,
 } from './load-monitor.service.js';
 
 const BOUNDS: OverloadConfig = {
   maxInFlight: 2,
+  latencyTargetMs: 0,
   maxEventLoopDelayMs: 100,
   maxConfirmWaitMs: 1_000,
   retryAfterSeconds: 1,
@@ -219,5 +223,117 @@ describe('LoadMonitorService', () => {
     // On time (its rounding allowed for), buyer 8 is taken.
     expect(load.admit(8, start + told * 1_000 - 50)).toBeNull();
     expect(await shedCounts(metrics)).toEqual({ in_flight: 1, retry_early: 1_001 });
+  });
+
+  /** Whole milliseconds: the windows' ends are then exact sums. */
+  const now = () => Math.ceil(performance.now());
+
+  /**
+   * A service that answers `capacity` purchases a second (a `slow`-th of it while a store is
+   * slow) whatever the crowd, so that a purchase waits behind the others in progress (Little's
+   * law: latency = in progress / rate); `crowd` buyers keep asking at once. Returns the bound
+   * after each second and the latency the purchases taken had.
+   */
+  function measured(
+    load: LoadMonitorService,
+    {
+      capacity,
+      seconds,
+      crowd = 2_000,
+      slow = () => 1,
+      from = now(),
+    }: {
+      capacity: number;
+      seconds: number;
+      crowd?: number;
+      slow?: (second: number) => number;
+      from?: number;
+    },
+  ): { bounds: number[]; latencies: number[] } {
+    const bounds: number[] = [];
+    const latencies: number[] = [];
+    for (let second = 0; second < seconds; second++) {
+      const at = from + second * PACE_WINDOW_MS;
+      let taken = 0;
+      while (taken < crowd && load.admit(undefined, at) === null) taken++;
+      const rate = capacity / slow(second);
+      const latency = (taken * 1_000) / rate;
+      for (let i = 0; i < taken; i++) load.leave(at - latency, at);
+      // The others answered in the second, each as the crowd keeps as many in progress.
+      for (let i = taken; i < rate; i++) {
+        load.admit(undefined, at);
+        load.leave(at - latency, at);
+      }
+      load.tick(at + PACE_WINDOW_MS);
+      bounds.push(load.inFlightBound());
+      latencies.push(latency);
+    }
+    return { bounds, latencies };
+  }
+
+  it('should raise a measured in-flight bound while the purchases taken keep the latency target, and settle where they just keep it', () => {
+    const { load } = monitor({ maxInFlight: 0, maxEventLoopDelayMs: 0, latencyTargetMs: 200 });
+    expect(load.inFlightBound()).toBe(FIRST_MEASURED_BOUND);
+    // 2,000 a second at 200 ms: 400 in progress at most.
+    const { bounds, latencies } = measured(load, { capacity: 2_000, seconds: 30 });
+    for (let i = 1; i < bounds.length; i++)
+      expect(bounds[i]).toBeLessThanOrEqual(1.5 * bounds[i - 1] + 1);
+    expect(Math.max(...latencies)).toBeLessThanOrEqual(200);
+    expect(bounds.at(-1)).toBeGreaterThan(0.75 * 400);
+    expect(new Set(bounds.slice(-10)).size).toBe(1);
+  });
+
+  it('should cut the measured bound at once while the latency is past the target (a slow store), and raise it again after', () => {
+    const { load } = monitor({ maxInFlight: 0, maxEventLoopDelayMs: 0, latencyTargetMs: 200 });
+    const start = now();
+    const before = measured(load, { capacity: 2_000, seconds: 20, from: start });
+    const settled = before.bounds.at(-1)!;
+    // The store four times slower for 10 s: the purchases taken are cut to a quarter or so.
+    const during = measured(load, {
+      capacity: 2_000,
+      seconds: 10,
+      slow: () => 4,
+      from: start + 20 * PACE_WINDOW_MS,
+    });
+    expect(during.bounds[0]).toBeLessThanOrEqual(Math.ceil(settled / 2));
+    expect(Math.max(...during.latencies.slice(3))).toBeLessThanOrEqual(200);
+    expect(during.bounds.at(-1)).toBeLessThan(0.3 * settled);
+    const after = measured(load, {
+      capacity: 2_000,
+      seconds: 15,
+      from: start + 30 * PACE_WINDOW_MS,
+    });
+    expect(after.bounds.at(-1)).toBeGreaterThan(0.75 * 400);
+  });
+
+  it('should keep the measured bound when it turns nobody away or a second took too few purchases to tell, and never cut it below its floor', () => {
+    const { load } = monitor({ maxInFlight: 500, maxEventLoopDelayMs: 0, latencyTargetMs: 200 });
+    const start = now();
+    // Fewer than the bound ask, fast: nothing tells that more would keep the target.
+    const quiet = measured(load, { capacity: 2_000, seconds: 5, crowd: 30, from: start });
+    expect(new Set(quiet.bounds)).toEqual(new Set([FIRST_MEASURED_BOUND]));
+    // Slow, but too few to judge a p99 by.
+    const few = measured(load, {
+      capacity: 10,
+      seconds: 5,
+      crowd: LATENCY_MIN_SAMPLES - 1,
+      from: start + 5 * PACE_WINDOW_MS,
+    });
+    expect(new Set(few.bounds)).toEqual(new Set([FIRST_MEASURED_BOUND]));
+    // Very slow with enough of them: cut, but not below the floor; within OVERLOAD_MAX_IN_FLIGHT.
+    const slow = measured(load, { capacity: 60, seconds: 5, from: start + 10 * PACE_WINDOW_MS });
+    expect(Math.min(...slow.bounds)).toBe(MIN_MEASURED_BOUND);
+    const fast = measured(load, {
+      capacity: 100_000,
+      seconds: 10,
+      from: start + 15 * PACE_WINDOW_MS,
+    });
+    expect(fast.bounds.at(-1)).toBe(500);
+  });
+
+  it('should keep the bound at OVERLOAD_MAX_IN_FLIGHT without a latency target, however slow the purchases', () => {
+    const { load } = monitor({ maxInFlight: 300, maxEventLoopDelayMs: 0 });
+    const { bounds } = measured(load, { capacity: 100, seconds: 5 });
+    expect(new Set(bounds)).toEqual(new Set([300]));
   });
 });

@@ -27,6 +27,23 @@ export const MAX_HELD_BUYERS = 1_000_000;
 export const HOLD_MEMORY_MS = 60_000;
 /** A client that waits its Retry-After to the second, rounding and timers included, is on time. */
 const ON_TIME_SLACK_MS = 100;
+/** A window's purchase latencies are counted in 1 ms buckets up to this (the last holds the rest). */
+const LATENCY_BUCKETS = 10_000;
+/** A window that took fewer purchases than this says too little of their p99: the bound is kept. */
+export const LATENCY_MIN_SAMPLES = 50;
+/** The measured in-flight bound never falls below this: a few slow answers do not close the door. */
+export const MIN_MEASURED_BOUND = 16;
+/** Where a measured bound starts (within OVERLOAD_MAX_IN_FLIGHT): it is raised from there. */
+export const FIRST_MEASURED_BOUND = 64;
+/**
+ * The measured bound is raised only while the window's p99 is under this share of the target, by
+ * at most this factor: a second's p99 is noisy, and a raise that overshoots costs a window past
+ * the target before the cut.
+ */
+const RAISE_BELOW = 0.75;
+const MAX_RAISE = 1.5;
+/** The measured bound's ceiling when OVERLOAD_MAX_IN_FLIGHT is 0. */
+const MEASURED_BOUND_CEILING = 100_000;
 
 /**
  * The instance's own measures of how far behind it is, and the one decision made from them:
@@ -58,6 +75,17 @@ const ON_TIME_SLACK_MS = 100;
 export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(LoadMonitorService.name);
   private inFlight = 0;
+  /**
+   * The most purchases in progress taken now (0: none): OVERLOAD_MAX_IN_FLIGHT, or with a
+   * latency target, measured each pace window (`measureBound`).
+   */
+  private bound: number;
+  /** This window's taken purchases by latency (ms buckets), how many, and the most at once. */
+  private readonly latencies = new Uint32Array(LATENCY_BUCKETS);
+  private latencySamples = 0;
+  private inFlightPeak = 0;
+  /** Whether the bound turned a purchase away in this window. */
+  private boundShed = false;
   /** Shed since the last line, by reason; when that line was written (-Infinity: never). */
   private shedSinceLine = new Map<OverloadReason, number>();
   private lastShedLineAt = -Infinity;
@@ -87,9 +115,16 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
   /** The mean Retry-After (s) a shed purchase is told now. */
   private meanRetryAfter: number;
 
-  /** The in-flight count's release, bound once so that the hook hands it out without a closure. */
-  readonly leave = (): void => {
+  /**
+   * A taken purchase was answered (or its client went away): no longer in progress; with
+   * `startedAt` (performance.now() when it was taken), its latency counts toward the window's p99.
+   */
+  readonly leave = (startedAt?: number, now = performance.now()): void => {
     this.inFlight--;
+    if (startedAt === undefined || this.config.latencyTargetMs === 0) return;
+    const ms = Math.floor(now - startedAt);
+    this.latencies[Math.min(LATENCY_BUCKETS - 1, Math.max(0, ms))]++;
+    this.latencySamples++;
   };
 
   constructor(
@@ -97,17 +132,33 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
     private readonly metrics: MetricsService,
   ) {
     this.meanRetryAfter = this.restingRetryAfter();
+    this.bound =
+      config.latencyTargetMs > 0
+        ? Math.min(this.boundCeiling(), FIRST_MEASURED_BOUND)
+        : config.maxInFlight;
   }
 
   onModuleInit(): void {
-    const { purchasesInProgress, overloadLoopDelay, overloadConfirmWait, overloadRetryAfter } =
-      this.metrics;
+    const {
+      purchasesInProgress,
+      overloadInFlightBound,
+      overloadLoopDelay,
+      overloadConfirmWait,
+      overloadRetryAfter,
+    } = this.metrics;
     this.metrics.collectOnScrape(
       'overload',
-      [purchasesInProgress, overloadLoopDelay, overloadConfirmWait, overloadRetryAfter],
+      [
+        purchasesInProgress,
+        overloadInFlightBound,
+        overloadLoopDelay,
+        overloadConfirmWait,
+        overloadRetryAfter,
+      ],
       () => {
         const now = performance.now();
         purchasesInProgress.set(this.inFlight);
+        overloadInFlightBound.set(this.bound);
         overloadLoopDelay.set(this.currentLoopDelayMs(now) / 1_000);
         overloadConfirmWait.set(this.confirmWaitMs(now) / 1_000);
         overloadRetryAfter.set(this.meanRetryAfter);
@@ -142,8 +193,11 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
         this.returnedWaitInWindow += hold.seconds;
       }
     }
-    const { maxInFlight, maxEventLoopDelayMs, maxConfirmWaitMs } = this.config;
-    if (maxInFlight > 0 && this.inFlight >= maxInFlight) return 'in_flight';
+    const { maxEventLoopDelayMs, maxConfirmWaitMs } = this.config;
+    if (this.bound > 0 && this.inFlight >= this.bound) {
+      this.boundShed = true;
+      return 'in_flight';
+    }
     // The delay of the last sample, or, when the sampler is late now, how late it is already:
     // a loop stuck in one long task has not sampled yet.
     if (maxEventLoopDelayMs > 0 && this.currentLoopDelayMs(now) > maxEventLoopDelayMs) {
@@ -152,6 +206,7 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
     if (maxConfirmWaitMs > 0 && this.confirmWaitMs(now) > maxConfirmWaitMs) return 'confirm_wait';
     this.inFlight++;
     this.takenInWindow++;
+    if (this.inFlight > this.inFlightPeak) this.inFlightPeak = this.inFlight;
     return null;
   }
 
@@ -179,6 +234,11 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
     return this.meanRetryAfter;
   }
 
+  /** The most purchases in progress taken now (0: no bound). */
+  inFlightBound(): number {
+    return this.bound;
+  }
+
   private count(reason: OverloadReason, now: number): void {
     this.metrics.purchasesShed.inc({ reason });
     this.shedSinceLine.set(reason, (this.shedSinceLine.get(reason) ?? 0) + 1);
@@ -187,7 +247,7 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
     const first =
       this.lastShedLineAt === -Infinity || now - this.lastShedLineAt > 2 * SHED_LOG_INTERVAL_MS;
     this.logger.warn(
-      `${first ? 'shedding purchases' : 'still shedding purchases'}: shed ${counts} inFlight=${this.inFlight} loopDelayMs=${Math.round(this.currentLoopDelayMs(now))} confirmWaitMs=${Math.round(this.confirmWaitMs(now))} retryAfterMeanS=${this.meanRetryAfter.toFixed(1)}`,
+      `${first ? 'shedding purchases' : 'still shedding purchases'}: shed ${counts} inFlight=${this.inFlight} bound=${this.bound} loopDelayMs=${Math.round(this.currentLoopDelayMs(now))} confirmWaitMs=${Math.round(this.confirmWaitMs(now))} retryAfterMeanS=${this.meanRetryAfter.toFixed(1)}`,
     );
     this.shedSinceLine = new Map();
     this.lastShedLineAt = now;
@@ -232,6 +292,7 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
       // The draw reaches four thirds of the mean: the longest told stays within the bound.
       Math.max(resting, (retryAfterMaxSeconds * 3) / 4),
     );
+    this.measureBound();
     this.windowStart = now;
     this.takenInWindow = 0;
     this.returnedWaitInWindow = 0;
@@ -240,6 +301,50 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
         if (until + HOLD_MEMORY_MS <= now) this.held.delete(userId);
       }
     }
+  }
+
+  /**
+   * With OVERLOAD_LATENCY_TARGET_MS, the end of a pace window sets the in-flight bound from the
+   * p99 of the purchases taken in it. At a given rate the purchases in progress and their latency
+   * are proportional (Little's law), so past the target the bound is cut to the most in progress
+   * this window times target/p99 (at most halved a window); while the p99 is under three quarters
+   * of the target and the bound turned purchases away, it is raised by the square root of the
+   * headroom (at most by half): the bound settles where the purchases taken keep the target,
+   * which is where this instance takes the most it can at that latency. A window of few
+   * purchases keeps it.
+   */
+  private measureBound(): void {
+    const target = this.config.latencyTargetMs;
+    if (target > 0 && this.latencySamples >= LATENCY_MIN_SAMPLES) {
+      const p99 = this.latencyP99();
+      if (p99 > target) {
+        const from = Math.min(this.bound, this.inFlightPeak);
+        const cut = Math.floor(from * Math.max(0.5, target / p99));
+        this.bound = Math.max(Math.min(MIN_MEASURED_BOUND, this.boundCeiling()), cut);
+      } else if (this.boundShed && p99 <= RAISE_BELOW * target) {
+        const raise = Math.min(MAX_RAISE, Math.sqrt(target / Math.max(1, p99)));
+        this.bound = Math.min(this.boundCeiling(), Math.ceil(this.bound * raise));
+      }
+    }
+    if (this.latencySamples > 0) this.latencies.fill(0);
+    this.latencySamples = 0;
+    this.inFlightPeak = this.inFlight;
+    this.boundShed = false;
+  }
+
+  /** The window's p99 latency (ms, to the bucket's upper edge). */
+  private latencyP99(): number {
+    const rank = Math.ceil(this.latencySamples * 0.99);
+    let seen = 0;
+    for (let ms = 0; ms < LATENCY_BUCKETS; ms++) {
+      seen += this.latencies[ms];
+      if (seen >= rank) return ms + 1;
+    }
+    return LATENCY_BUCKETS;
+  }
+
+  private boundCeiling(): number {
+    return this.config.maxInFlight > 0 ? this.config.maxInFlight : MEASURED_BOUND_CEILING;
   }
 
   /** A publish is waiting for the broker's confirm; call the answer when it came (or failed). */

@@ -14,6 +14,7 @@ async function server(maxInFlight: number) {
   const monitor = new LoadMonitorService(
     {
       maxInFlight,
+      latencyTargetMs: 0,
       maxEventLoopDelayMs: 0,
       maxConfirmWaitMs: 0,
       retryAfterSeconds: 1,

@@ -43,7 +43,8 @@ export function shedWhenOverloaded(monitor: LoadMonitorService): onRequestHookHa
     const reason = monitor.admit(userId);
     if (reason === null) {
       // 'close' comes once, whether the answer was written or the client went away first.
-      reply.raw.once('close', monitor.leave);
+      const startedAt = performance.now();
+      reply.raw.once('close', () => monitor.leave(startedAt));
       return done();
     }
     const retryAfter = monitor.shed(reason, userId);
