@@ -403,10 +403,12 @@ async function run(options: Options): Promise<boolean> {
     await loadOnce(side, config.name, buyers, 'ignore', 100, { ...options, durationMs: 3_000 });
   }
   const runs: OverloadRun[] = [];
+  let step = 0;
   for (const clients of options.clients) {
     for (const connections of options.connections) {
-      // Alternating who goes first from one step to the next.
-      const order = runs.length % 2 === 0 ? sides : [...sides].reverse();
+      // Alternating who goes first from one step to the next (the count of runs, two a step with
+      // --versus, would always be even).
+      const order = step++ % 2 === 0 ? sides : [...sides].reverse();
       for (const { name, side, buyers } of order) {
         const run = await loadOnce(side, name, buyers, clients, connections, options);
         runs.push(run);
