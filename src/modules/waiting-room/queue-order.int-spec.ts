@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueOrder } from './queue-order.js';
 
 /** lua/lib/queue-order.lua, run on the real Redis by a driver of this spec's. */
 const LIBRARY = readFileSync(
@@ -113,5 +114,29 @@ describe("the waiting room's shuffle (lua/lib/queue-order.lua, real Redis)", () 
     // Binomial(10,000, 1/2): sd 50; Binomial(10,000, 1/10): sd 30.
     expect(Math.abs(firstAhead - seeds / 2)).toBeLessThan(4 * 50);
     expect(Math.abs(firstInTopTenth - seeds / 10)).toBeLessThan(4 * 30);
+  });
+
+  it("should be computed alike by Redis and by queueOrder (the verifier's): every place and its inverse", async () => {
+    for (const n of [1, 2, 3, 5, 17, 64, 65, 100, 1_025, 4_097]) {
+      const drawn = await orders(`alike-${n}`, 0, n > 1_000 ? 2 : 10, n);
+      for (const [s, { places, indices }] of drawn.entries()) {
+        const order = queueOrder(`alike-${n}:${s}`, n);
+        expect(Array.from({ length: n }, (_, i) => order.placeOf(i))).toEqual(places);
+        expect(Array.from({ length: n }, (_, p) => order.indexAt(p))).toEqual(indices);
+      }
+    }
+    // A million buyers and a seed as the room draws it (hex): the first places alike.
+    const seed = 'c0ffee00112233445566778899aabbcc';
+    const flat = (await redis.eval(DRIVER, 0, seed, 0, 1, 1_000_000, 2_000)) as number[];
+    const order = queueOrder(`${seed}:0`, 1_000_000);
+    expect(Array.from({ length: 2_000 }, (_, i) => order.placeOf(i))).toEqual(flat);
+  });
+
+  it('should refuse an index or a place outside the pre-queue, and an empty one', () => {
+    const order = queueOrder('x', 10);
+    expect(() => order.placeOf(10)).toThrow(RangeError);
+    expect(() => order.indexAt(-1)).toThrow(RangeError);
+    expect(() => order.placeOf(1.5)).toThrow(RangeError);
+    expect(() => queueOrder('x', 0)).toThrow(RangeError);
   });
 });
