@@ -160,6 +160,11 @@ interface OverloadRun {
   /** Scrapes of /metrics that got no answer within 5 s (the process too busy to tell). */
   scrapesMissed: number;
   inProgressMax: number | null;
+  /**
+   * Requests in progress on average, as the clients saw them (Little's law: the sum of the
+   * answers' latencies over the run's time): the bound is binding only while this is near it.
+   */
+  inProgressMean: number;
   ordersWritten: number;
   /**
    * The process's CPU time (user + system) over the run per purchase it accepted: what a
@@ -320,6 +325,9 @@ async function loadOnce(
     eventLoopMaxMs: loop.maxMs,
     scrapesMissed: loop.missed,
     inProgressMax: loop.inProgressMax,
+    inProgressMean: Math.round(
+      run.results.reduce((sum, r) => sum + r.latencyMs, 0) / run.elapsedMs,
+    ),
     ordersWritten,
     cpuMsPerAccepted: accepted.length === 0 ? null : Number((cpuMs / accepted.length).toFixed(3)),
     cpuMsPerAnswer:
@@ -413,7 +421,7 @@ async function run(options: Options): Promise<boolean> {
         const run = await loadOnce(side, name, buyers, clients, connections, options);
         runs.push(run);
         console.log(
-          `${name} ${clients} ${connections}: ${run.acceptedPerSec} accepted/s, ${run.shedPerSec} shed/s, accepted p99 ${run.accepted.p99} ms, ${run.timeouts} timeouts, loop p99 ${run.eventLoopP99Ms} ms (generator's ${run.generatorLoopP99Ms} ms), in progress ≤ ${run.inProgressMax}, CPU ${run.cpuMsPerAccepted} ms per accepted, ${run.cpuMsPerAnswer} per answer`,
+          `${name} ${clients} ${connections}: ${run.acceptedPerSec} accepted/s, ${run.shedPerSec} shed/s, accepted p99 ${run.accepted.p99} ms, ${run.timeouts} timeouts, loop p99 ${run.eventLoopP99Ms} ms (generator's ${run.generatorLoopP99Ms} ms), in progress ≤ ${run.inProgressMax} (mean ${run.inProgressMean}), CPU ${run.cpuMsPerAccepted} ms per accepted, ${run.cpuMsPerAnswer} per answer`,
         );
       }
     }
