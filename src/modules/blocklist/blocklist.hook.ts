@@ -1,10 +1,10 @@
 import type { onRequestHookHandler } from 'fastify';
 import { bodyStillComing } from '../../common/http/body-coming.js';
 import { countedAddress } from '../../common/http/client-address.js';
+import { earlyUserId } from '../../common/http/early-user.js';
 import { edgeRouteConfig, type EdgeRouteConfig } from '../../common/http/route-config.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import type { BlocklistService } from './blocklist.service.js';
-import { earlyUserId } from '../../common/http/early-user.js';
 
 /** Marks a route the blocklist is checked on, before anything else (purchase, token, challenge). */
 export const BlocklistChecked = () => edgeRouteConfig({ blocklistChecked: true });

@@ -121,7 +121,7 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
    */
   readonly leave = (startedAt?: number, now = performance.now()): void => {
     this.inFlight--;
-    if (startedAt === undefined || this.config.latencyTargetMs === 0) return;
+    if (startedAt === undefined || !this.measuresLatency) return;
     const ms = Math.floor(now - startedAt);
     this.latencies[Math.min(LATENCY_BUCKETS - 1, Math.max(0, ms))]++;
     this.latencySamples++;
@@ -232,6 +232,11 @@ export class LoadMonitorService implements OnModuleInit, OnModuleDestroy {
   /** The mean Retry-After (s) a shed purchase is told now. */
   retryAfterMean(): number {
     return this.meanRetryAfter;
+  }
+
+  /** Whether taken purchases' latencies set the bound (OVERLOAD_LATENCY_TARGET_MS): `leave` wants them. */
+  get measuresLatency(): boolean {
+    return this.config.latencyTargetMs > 0;
   }
 
   /** The most purchases in progress taken now (0: no bound). */

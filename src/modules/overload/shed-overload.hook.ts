@@ -1,9 +1,9 @@
 import type { onRequestHookHandler } from 'fastify';
 import { bodyStillComing } from '../../common/http/body-coming.js';
+import { earlyUserId } from '../../common/http/early-user.js';
 import { edgeRouteConfig, type EdgeRouteConfig } from '../../common/http/route-config.js';
 import { markCompletionCounted } from '../../common/logging/request-logging.js';
 import type { LoadMonitorService } from './load-monitor.service.js';
-import { earlyUserId } from '../../common/http/early-user.js';
 
 /** Marks a route whose requests are shed when the instance is past what it can answer in time. */
 export const Sheddable = () => edgeRouteConfig({ sheddable: true });
@@ -42,9 +42,14 @@ export function shedWhenOverloaded(monitor: LoadMonitorService): onRequestHookHa
     const userId = earlyUserId(request);
     const reason = monitor.admit(userId);
     if (reason === null) {
-      // 'close' comes once, whether the answer was written or the client went away first.
-      const startedAt = performance.now();
-      reply.raw.once('close', () => monitor.leave(startedAt));
+      // 'close' comes once, whether the answer was written or the client went away first. Its
+      // latency is timed only where a latency target measures the bound (no closure otherwise).
+      if (monitor.measuresLatency) {
+        const startedAt = performance.now();
+        reply.raw.once('close', () => monitor.leave(startedAt));
+      } else {
+        reply.raw.once('close', monitor.leave);
+      }
       return done();
     }
     const retryAfter = monitor.shed(reason, userId);

@@ -1,8 +1,8 @@
 import type { onRequestHookHandler } from 'fastify';
 import { bodyStillComing } from '../../common/http/body-coming.js';
+import { earlyUserId } from '../../common/http/early-user.js';
 import type { MetricsService } from '../metrics/metrics.service.js';
 import type { SoldOutMemoStore } from './sold-out-memo.store.js';
-import { earlyUserId } from '../../common/http/early-user.js';
 
 /**
  * Answers a purchase of a goods known to be sold out before Nest sees the request: no guard,
