@@ -26,6 +26,8 @@ import {
 import { DataSource } from 'typeorm';
 import { JoinJournalService } from '../src/modules/queue-journal/join-journal.service.js';
 import { QueueJournalRepository } from '../src/modules/queue-journal/queue-journal.repository.js';
+import { drawSeed } from '../src/modules/queue-journal/fairness.js';
+import { PreQueueFollower } from '../src/modules/waiting-room/pre-queue-follower.js';
 import { databaseUrl, dropDatabase, freshDatabase, startRedis } from './lib/stores.js';
 
 // The project's migrations as built (npm run bench:queue builds first).
@@ -81,6 +83,8 @@ const IN_FLIGHT_PER_CLIENT = 200;
 const TICK_MS = 100;
 const HOUR_MS = 3_600_000;
 const FIRST_BUYER = 1_000_000;
+/** As RoomDrawService: the most joins followed per tick before the start. */
+const FOLLOW_BUDGET = 20_000;
 /** Buyers whose standing is read after the start, and again once the stock is gone. */
 const STANDING_SAMPLE = 20_000;
 
@@ -194,6 +198,19 @@ async function run(options: Options): Promise<boolean> {
   await redis.hset(room.state, 'journal', runId);
   const before = await usedMemory(redis);
   await scriptMicros(redis);
+  // The admission job follows the pre-queue as it grows, each tick, for the draw's digest
+  // (RoomDrawService; its check of each join in MySQL is not part of this Redis-only sale).
+  const secret = randomBytes(32);
+  const follower = new PreQueueFollower(randomBytes(32));
+  const preRead = (startAt: number) => (from: number, limit: number) =>
+    scripts.queue.preRead(GOODS_ID, from, limit, startAt);
+  let joining = true;
+  const following = (async () => {
+    while (joining) {
+      await follower.follow(preRead(farStart), FOLLOW_BUDGET);
+      await new Promise((resolve) => setTimeout(resolve, TICK_MS));
+    }
+  })();
   const joinStarted = performance.now();
   let refused = 0;
   await spread(clients, options.buyers, async (client, i) => {
@@ -204,6 +221,9 @@ async function run(options: Options): Promise<boolean> {
     if (code !== JoinCode.Joined) refused++;
   });
   const joinMs = performance.now() - joinStarted;
+  joining = false;
+  await following;
+  const followedAtEnd = follower.size();
   const joinMicros = await scriptMicros(redis);
   const perBuyer = ((await usedMemory(redis)) - before) / options.buyers;
   console.log(
@@ -213,7 +233,6 @@ async function run(options: Options): Promise<boolean> {
   if (options.durableBuyers > 0) await durableJoins(clients, options.durableBuyers, farStart);
 
   // The start: the sale's window and the ticks from now on.
-  const seed = randomBytes(16).toString('hex');
   const startAt = Date.now();
   const { endAt } = window(startAt);
   await scripts.load.preheat(
@@ -230,6 +249,13 @@ async function run(options: Options): Promise<boolean> {
     { refresh: true },
   );
   const started = performance.now();
+  // The draw, as RoomDrawService makes it: the rest of the pre-queue read, the seed drawn from
+  // the secret and the digest (MySQL keeps it first in the app: one UPDATE and one read more).
+  const closed = await follower.follow(preRead(startAt));
+  if (closed === 'stale' || !closed.closed) throw new Error('the pre-queue did not close');
+  const seed = drawSeed(secret, follower.digestSoFar());
+  const preSize = closed.preSeq;
+  const seedMs = performance.now() - started;
   // As AdmissionPacerService's tick: batches of ADMIT_BATCH until one comes back short.
   const tick = async () => {
     let admitted = 0;
@@ -240,6 +266,7 @@ async function run(options: Options): Promise<boolean> {
         admissionTtlMs: 60_000,
         stockFactor: 1,
         seed,
+        preSize,
         paused: false,
         gapMs: 2_000,
       });
@@ -250,7 +277,7 @@ async function run(options: Options): Promise<boolean> {
   const first = await tick();
   const drawnMs = performance.now() - started;
   console.log(
-    `the start: the order of ${options.buyers.toLocaleString('en-US')} drawn and ${first.toLocaleString('en-US')} admitted by the first tick (batches of ${ADMIT_BATCH.toLocaleString('en-US')}), in ${Math.round(drawnMs)} ms`,
+    `the start: the order of ${options.buyers.toLocaleString('en-US')} drawn and ${first.toLocaleString('en-US')} admitted by the first tick (batches of ${ADMIT_BATCH.toLocaleString('en-US')}), in ${Math.round(drawnMs)} ms; of which the seed ${Math.round(seedMs)} ms (the digest had ${followedAtEnd.toLocaleString('en-US')} joins when the joining ended, ${(preSize - followedAtEnd).toLocaleString('en-US')} read at the start)`,
   );
 
   // Standings of buyers still waiting, each place worked out from the seed as the app reads it.

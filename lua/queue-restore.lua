@@ -118,7 +118,9 @@ if step == 'open' then
     return 0
   end
   redis.call('HDEL', KEYS[1], 'restoring')
-  redis.call('HSET', KEYS[1], 'journal', runId, 'openedJoins',
+  -- `opened`: which restore made the room (lua/queue-pre-read.lua tells a reader following the
+  -- pre-queue that it was written anew).
+  redis.call('HSET', KEYS[1], 'journal', runId, 'opened', ARGV[2], 'openedJoins',
     tonumber(redis.call('HGET', KEYS[1], 'preSeq') or '0')
       + tonumber(redis.call('HGET', KEYS[1], 'seq') or '0'))
   redis.call('HDEL', KEYS[1], 'droppedAt')

@@ -22,14 +22,17 @@
   ARGV[3] admitPerSecond: the most admissions in any 1,000 ms, across every caller
   ARGV[4] admission TTL (ms)
   ARGV[5] stock factor: admitted buyers not yet decided stay within stock × factor
-  ARGV[6] the seed (the caller draws it in MySQL first, so that it outlives Redis; only the first
-          one drawn is ever kept here too); "" when the caller has none yet: nothing is drawn
+  ARGV[6] the seed (the caller draws it in MySQL first, from the committed secret and the
+          pre-queue's digest, src/modules/waiting-room/room-draw.service.ts, so that it outlives
+          Redis; only the first one drawn is ever kept here too); "" when the caller has none
+          yet: nothing is drawn, and nobody admitted
   ARGV[7] "1": the operator paused admission (the room's clock stops: no lapses either)
   ARGV[8] the most this call admits (each admission of a pre-queue buyer costs the shuffle's
           inverse, about 10 µs: a batch holds Redis that long at most; the caller calls again)
   ARGV[9] the gap bound (ms): two steps further apart than this mean that nobody could reach the
           room in between (Redis unreachable, or restarting): the gap is a stop of the clock,
           from the last lapse a reader told in it, if any (lua/lib/room-clock.lua)
+  ARGV[10] the pre-queue's size the seed was drawn for: taken only if it is this room's (preSeq)
 
   The clock stops while the sale cannot sell: paused by the operator, or its stock not in Redis
   (a restart's rebuild), or between two steps further apart than the gap bound; it runs again
@@ -39,16 +42,19 @@
   The order: places 0 .. n-1 are the n pre-queue join indices (n: the join counter at the draw,
   kept as preSize), shuffled by the seed (the buyer at place p is lua/lib/queue-order.lua's
   indexAt(p), nothing is written at the draw; a place whose index nobody holds is passed over),
-  then the later joiners in arrival order. The seed is drawn by the first call at or after
-  startAt and kept with HSETNX: nobody can know the order before it exists, nobody can draw it
-  again. A room that is not the journal's (no `journal` field: Redis lost or outdated it, it is
-  being restored from MySQL) is left alone.
+  then the later joiners in arrival order. The seed is taken by the first call at or after
+  startAt that brings it (drawn in MySQL from the committed secret and the digest of this very
+  pre-queue): nobody can know the order before it exists, nobody can draw it again. A room that
+  is not the journal's (no `journal` field: Redis lost or outdated it, it is being restored
+  from MySQL) is left alone.
 
-  Returns {admitted, lapsed, drawn, stopped, head, roomTime, until, preSize, users}: buyers
-  admitted now, admissions that lapsed now, 1 when this call drew the seed, 1 while the room's
-  clock is stopped (-1: the room is being restored), the places admitted so far, the room's
-  clock, the admissions' end in it, the pre-queue's size, and the buyers admitted now, their ids
-  joined by commas (what the caller writes to MySQL).
+  Returns {admitted, lapsed, drawn, stopped, head, roomTime, until, preSize, users, undrawn}:
+  buyers admitted now, admissions that lapsed now, 1 when this call took the seed, 1 while the
+  room's clock is stopped (-1: the room is being restored), the places admitted so far, the
+  room's clock, the admissions' end in it, the pre-queue's size (before the draw: the join
+  counter, final once past startAt), the admissions made now as `place:userId` joined by commas
+  (what the caller writes to MySQL), and 1 when past startAt with no seed yet (nothing done: the
+  caller draws it, for the pre-queue size returned, and calls again).
 ]]
 --!include lib/queue-order.lua
 --!include lib/room-clock.lua
@@ -63,12 +69,19 @@ end
 if not journalRoom(KEYS[1]) then
   return {0, 0, 0, -1, 0, 0, 0, 0, ''}
 end
--- No seed from the caller (MySQL did not give one yet): no draw, and nobody admitted before it.
-local drawn = ARGV[6] ~= '' and redis.call('HSETNX', KEYS[1], 'seed', ARGV[6]) or 0
-if drawn == 1 then
-  redis.call('HSET', KEYS[1], 'preSize', redis.call('HGET', KEYS[1], 'preSeq') or 0)
-end
 local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
+-- The draw: the seed MySQL keeps, for the pre-queue it was drawn from. Taken only for the same
+-- pre-queue size (nobody joins it at or after startAt, so it is final by now); until a seed is
+-- here, nobody is admitted: every later joiner's place follows the pre-queue's.
+local drawn = 0
+if redis.call('HEXISTS', KEYS[1], 'seed') == 0 then
+  local preSeq = tonumber(redis.call('HGET', KEYS[1], 'preSeq') or '0')
+  if ARGV[6] == '' or tonumber(ARGV[10]) ~= preSeq then
+    return {0, 0, 0, 0, head, 0, 0, preSeq, '', 1}
+  end
+  redis.call('HSET', KEYS[1], 'seed', ARGV[6], 'preSize', preSeq)
+  drawn = 1
+end
 local preSize = tonumber(redis.call('HGET', KEYS[1], 'preSize') or '0')
 
 -- The room's clock: stopped while nobody can buy, so that no admission is spent then.
@@ -137,12 +150,12 @@ local users = {}
 -- restore from a journal a step behind) keeps what it had. One call per admission while nobody
 -- has lapsed yet (the start's thousands): the lapsed set is asked only once it holds anyone.
 local anyLapsed = redis.call('SCARD', KEYS[5]) > 0
-local function admit(userId)
+local function admit(place, userId)
   if anyLapsed and redis.call('SISMEMBER', KEYS[5], userId) == 1 then
     return
   end
   if redis.call('ZADD', KEYS[4], 'NX', untilMs, userId) == 1 then
-    users[#users + 1] = userId
+    users[#users + 1] = place .. ':' .. userId
   end
 end
 if head < preSize then
@@ -151,14 +164,14 @@ if head < preSize then
     local index = order.indexAt(place)
     local userId = redis.call('ZRANGEBYSCORE', KEYS[2], index, index, 'LIMIT', 0, 1)[1]
     if userId then
-      admit(userId)
+      admit(place, userId)
     end
   end
 end
 if last >= preSize then
   local from = math.max(head, preSize) - preSize
-  for _, userId in ipairs(redis.call('ZRANGE', KEYS[3], from, last - preSize)) do
-    admit(userId)
+  for i, userId in ipairs(redis.call('ZRANGE', KEYS[3], from, last - preSize)) do
+    admit(preSize + from + i - 1, userId)
   end
 end
 redis.call('HSET', KEYS[1], 'head', head + n)

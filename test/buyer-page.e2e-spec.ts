@@ -106,6 +106,14 @@ describe("the buyer's page in a browser", () => {
     expect(await page.getByTestId('buy').isDisabled()).toBe(true);
     await page.getByTestId('queue-join').click();
     await seen('queue-state', 'WAITING', 'the buyer in the waiting room');
+    // The commitment the order is drawn with, as the goods answer has it, and the join's receipt.
+    const goods = await t.http.get(`/api/v1/goods/${goodsId}`).expect(200);
+    expect(await text('seed-commitment')).toBe(goods.body.seedCommitment);
+    await seen(
+      'queue-receipt',
+      /^Your receipt: join index 0, pseudonym [0-9a-f]{16}…/,
+      'the receipt',
+    );
     // Joined before the start, so the place is drawn by the shuffle: none yet.
     expect(Date.now()).toBeLessThan(startAt);
     expect(await text('queue-position')).toBe('');

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queueKeys } from '../src/infra/redis/seckill-keys.js';
-import { RoomJournalService } from '../src/modules/queue-journal/room-journal.service.js';
+import { DrawJournalService } from '../src/modules/queue-journal/draw-journal.service.js';
 import { EventStreamClient } from './support/event-stream.js';
 import { bearer, createSale, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
 import { PrivateRedis } from './support/private-redis.js';
@@ -223,7 +223,7 @@ describe('the waiting room outlives Redis: restarted empty or from an old snapsh
     expect(again.status).toBe(409);
   });
 
-  it('should keep the pre-queue open until the start when Redis restarts in the moment MySQL has drawn the seed ahead of it', async () => {
+  it('should keep the pre-queue open until the start when Redis restarts after the room committed to its secret', async () => {
     const startsAt = Date.now() + 20_000;
     const goodsId = await createSale(t.http, {
       stock: 2,
@@ -231,9 +231,9 @@ describe('the waiting room outlives Redis: restarted empty or from an old snapsh
       queue: { admitPerSecond: 1_000, admissionTtlSeconds: 60 },
     });
     await joinQueue(goodsId, 841).expect(200);
-    // The admission job asks MySQL for the seed from a second before the start; Redis takes it
-    // only at the start. Redis restarts empty in between.
-    await t.app.get(RoomJournalService).seed(goodsId);
+    // The room's row in MySQL holds the committed secret from the first join on (no seed: that
+    // is drawn at the start, from the secret and the pre-queue). Redis restarts empty after.
+    await t.app.get(DrawJournalService).secretsOf(goodsId);
     // The restart's rebuild goes through every open sale (earlier files' too) before this one.
     await stores.endOtherSales(goodsId);
     await redis.kill();

@@ -1,4 +1,11 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join as joinPath } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { DrawExport, PublishedDraw } from '../src/modules/waiting-room/draw-verifier.js';
+import { queueOrder } from '../src/modules/waiting-room/queue-order.js';
 import { queueKeys, streamSlotsKey } from '../src/infra/redis/seckill-keys.js';
 import { EventStreamClient } from './support/event-stream.js';
 import { adminAuth, bearer, createSale, startApp, waitFor, useApp } from './support/harness.js';
@@ -235,6 +242,107 @@ describe('a queue sale: the waiting room', () => {
     expect(new Set((await stores.orders(goodsId)).map((o) => o.user_id))).toEqual(
       new Set(admitted.slice(0, stock)),
     );
+  });
+
+  it('should commit to its secret before the first join, reveal it after the draw, and export an order the verifier recomputes, naming a place changed', async () => {
+    const goodsId = await createQueueSale({ stock: 3, startsInMs: 2_500 });
+    const fairness = async () =>
+      (await t.http.get(`/api/v1/goods/${goodsId}/fairness`).expect(200)).body as PublishedDraw;
+    const committed = await fairness();
+    expect(committed).toMatchObject({ goodsId, drawn: false });
+    expect(committed.seedCommitment).toMatch(/^[0-9a-f]{64}$/);
+    expect(committed).not.toHaveProperty('secret');
+    expect(committed).not.toHaveProperty('seed');
+    const goods = await t.http.get(`/api/v1/goods/${goodsId}`).expect(200);
+    expect(goods.body.seedCommitment).toBe(committed.seedCommitment);
+
+    const buyers = range(9_150, 12);
+    const receipts = new Map<number, { joinIndex: number; pseudonym: string }>();
+    for (const userId of buyers) {
+      const { receipt } = (await join(goodsId, userId).expect(200)).body;
+      expect(receipt.seedCommitment).toBe(committed.seedCommitment);
+      receipts.set(userId, receipt);
+    }
+    expect([...receipts.values()].map((r) => r.joinIndex).sort((a, b) => a - b)).toEqual(
+      range(0, buyers.length),
+    );
+    // Before the draw nothing is revealed, however often asked.
+    expect(await fairness()).toEqual(committed);
+
+    const settled = await admittedCount(goodsId, buyers, 6);
+    const revealed = await fairness();
+    expect(revealed).toMatchObject({
+      goodsId,
+      seedCommitment: committed.seedCommitment,
+      drawn: true,
+      preSize: buyers.length,
+    });
+    expect(createHash('sha256').update(Buffer.from(revealed.secret!, 'hex')).digest('hex')).toBe(
+      committed.seedCommitment,
+    );
+    // Each buyer's place follows from its receipt and the revealed seed: the admitted six are
+    // the six first places of the draw.
+    const order = queueOrder(revealed.seed!, revealed.preSize!);
+    const firstSix = new Set(
+      buyers.filter((userId) => order.placeOf(receipts.get(userId)!.joinIndex) < 6),
+    );
+    expect(new Set(buyers.filter((_, i) => settled[i].state === 'ADMITTED'))).toEqual(firstSix);
+
+    // The export: the auditor's, under pseudonyms (each the buyer's receipt), checked outside.
+    const exported = (
+      await t.http
+        .get(`/api/v1/admin/goods/${goodsId}/entries`)
+        .set('Authorization', adminAuth())
+        .expect(200)
+    ).body as DrawExport;
+    expect(JSON.stringify(exported)).not.toContain('"userId"');
+    expect(exported.preQueue.map((e) => [e.joinIndex, e.pseudonym])).toEqual(
+      [...receipts.values()]
+        .sort((a, b) => a.joinIndex - b.joinIndex)
+        .map((r) => [r.joinIndex, r.pseudonym]),
+    );
+    expect(exported.preQueue.filter((e) => e.place !== null)).toHaveLength(6);
+    await t.http
+      .get(`/api/v1/admin/goods/${goodsId}/entries`)
+      .set('Authorization', bearer(9_150))
+      .expect(403);
+
+    const dir = mkdtempSync(joinPath(tmpdir(), 'verify-draw-'));
+    const file = joinPath(dir, 'export.json');
+    // Run apart, as an auditor would (asynchronously: the app answering it runs in this process).
+    const verify = () =>
+      new Promise<{ status: number; stdout: string }>((resolve) => {
+        execFile(
+          'npx',
+          [
+            'tsx',
+            'scripts/verify-draw.ts',
+            '--goods',
+            String(goodsId),
+            '--base-url',
+            baseUrlOf(t.app),
+            '--export',
+            file,
+          ],
+          { encoding: 'utf8' },
+          (error, stdout) => resolve({ status: error ? Number(error.code) : 0, stdout }),
+        );
+      });
+    try {
+      writeFileSync(file, JSON.stringify(exported));
+      const ok = await verify();
+      expect(ok.stdout).toMatch(/^OK /);
+      expect(ok.status).toBe(0);
+      // One admission moved to another place in the export: the verifier names the place.
+      const moved = exported.preQueue.find((e) => e.place === 2)!;
+      moved.place = 9;
+      writeFileSync(file, JSON.stringify(exported));
+      const changed = await verify();
+      expect(changed.stdout).toContain('FAILED place 2:');
+      expect(changed.status).toBe(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('should never admit more than admitPerSecond in any second', async () => {

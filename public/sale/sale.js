@@ -220,6 +220,10 @@ async function loadGoods() {
   $('goods-remaining').textContent = `${goods.remaining} of ${goods.totalStock} left ·`;
   $('goods-window').textContent =
     `${dateAndTime.format(new Date(goods.startAt))} – ${dateAndTime.format(new Date(goods.endAt))}`;
+  // A queue sale's commitment to the secret its order is drawn with (from the queue's opening).
+  $('queue-fairness').hidden = !goods.seedCommitment;
+  $('seed-commitment').textContent = goods.seedCommitment ?? '';
+  $('fairness-link').href = `/api/v1/goods/${goodsId}/fairness`;
   // Signed in while the shop was out of reach: the buyer's standing is read now.
   if (first && token) void loadBuyer();
 }
@@ -388,6 +392,7 @@ async function join() {
     });
     if (status !== 200) throw new Refused(status, body, response);
     busy = null;
+    showReceipt(body.receipt);
     showQueue(body);
   } catch (error) {
     // A refused token took the buyer's notes with it: nothing stale is written after.
@@ -399,6 +404,15 @@ async function join() {
     work('');
     render();
   }
+}
+
+/** What the buyer checks its place with once the draw is revealed (the join's receipt). */
+function showReceipt(receipt) {
+  if (!receipt) return;
+  $('queue-receipt').textContent =
+    receipt.joinIndex === null
+      ? `You joined after the draw: arrival ${receipt.arrival}, in order behind the drawn buyers.`
+      : `Your receipt: join index ${receipt.joinIndex}, pseudonym ${receipt.pseudonym.slice(0, 16)}… (npm run verify-draw -- --goods ${goodsId} --join-index ${receipt.joinIndex} gives your place once drawn).`;
 }
 
 // ---- the challenge: the server's ALTCHA v2 challenge, solved here with Web Crypto

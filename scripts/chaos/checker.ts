@@ -156,6 +156,8 @@ export const INVARIANTS = {
     'once a queue sale ended or sold out for good, every buyer who joined and bought nothing was told a final standing by the end of the settle phase',
   'queue-places-kept':
     "no joiner's place is lost or changed, across a Redis restart too: a buyer answered 200 on a join never reads NOT_JOINED and is in the MySQL journal, the order the buyers are told never inverts and is the journal's, Redis's seed is always MySQL's, and no ADMITTED follows an EXPIRED or an order",
+  'queue-draw-verifiable':
+    "a queue sale's draw checks out from the outside: the revealed secret is the one every join receipt was told the commitment of, the operator's export hashes to the published digest and holds every receipt's join at its index, and every admission in it was given at the place the seed draws (npm run verify-draw's arithmetic)",
   'one-active-order-per-buyer':
     'no buyer holds two active orders of one sale, and none is answered 202 while holding an active order of it',
   'mysql-stock-balances': 'MySQL stock + active quantity = total stock',

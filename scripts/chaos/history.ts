@@ -43,6 +43,8 @@ export interface HistoryEntry {
   queueState?: string;
   /** A WAITING standing's `position` (1 for the next admitted: its place less the head). */
   position?: number;
+  /** A join's receipt (what its place in the draw is checked with), as answered. */
+  receipt?: { joinIndex: number | null; pseudonym: string; seedCommitment: string };
   /** A queue standing's `final` (the state can no longer change). */
   final?: boolean;
   /** An ADMITTED standing's `admittedUntil`, on the wall clock (ms since the epoch). */

@@ -1,4 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+
+import { drawSeed, pseudonymOf, seedCommitment } from '../../src/modules/queue-journal/fairness.js';
+import { PreQueueDigest } from '../../src/modules/waiting-room/pre-queue-digest.js';
+import { queueOrder as queueOrderOf } from '../../src/modules/waiting-room/queue-order.js';
 
 import type { InvariantName, SaleSnapshot, Violation } from './checker.js';
 import type { HistoryEntry } from './history.js';
@@ -698,5 +703,99 @@ describe('queue-admission-order', () => {
       });
       expect(verdict.checked('queue-admission-order')).toBe(0);
     }
+  });
+});
+
+describe('queue-draw-verifiable', () => {
+  /** A draw as the app publishes and exports it: six pre-queue joins, the first three admitted. */
+  const drawn = () => {
+    const secret = randomBytes(32);
+    const key = randomBytes(32);
+    const digest = new PreQueueDigest();
+    for (let index = 0; index < 6; index++) digest.add(index, pseudonymOf(key, 40 + index));
+    const seed = drawSeed(secret, digest.digest());
+    const order = queueOrderOf(seed, 6);
+    const published = {
+      goodsId: GOODS,
+      seedCommitment: seedCommitment(secret),
+      drawn: true,
+      secret: secret.toString('hex'),
+      digest: digest.digest(),
+      preSize: 6,
+      seed,
+    };
+    const exported = {
+      ...published,
+      preQueue: Array.from({ length: 6 }, (_, joinIndex) => ({
+        joinIndex,
+        pseudonym: pseudonymOf(key, 40 + joinIndex),
+        place: order.placeOf(joinIndex) < 3 ? order.placeOf(joinIndex) : null,
+      })),
+      after: [],
+    };
+    const receipt = (buyer: number, commitment = published.seedCommitment) =>
+      entry({
+        op: 'join',
+        buyer,
+        sentMs: 1_000,
+        queueState: 'WAITING',
+        receipt: {
+          joinIndex: buyer - 40,
+          pseudonym: pseudonymOf(key, buyer),
+          seedCommitment: commitment,
+        },
+      });
+    return { published, exported, receipt };
+  };
+
+  it('checks a draw whose export and receipts agree with what it revealed', () => {
+    const { published, exported, receipt } = drawn();
+    const verdict = judge({
+      history: [receipt(40), receipt(41)],
+      queue: facts({ draws: [{ goodsId: GOODS, published, exported }] }),
+    });
+    expect(verdict.of('queue-draw-verifiable')).toEqual([]);
+    expect(verdict.checked('queue-draw-verifiable')).toBe(3);
+  });
+
+  it('names the place of an admission the export moved, and a receipt told another commitment', () => {
+    const { published, exported, receipt } = drawn();
+    const moved = exported.preQueue.find((e) => e.place === 1)!;
+    moved.place = 4;
+    const verdict = judge({
+      history: [receipt(40, 'f'.repeat(64))],
+      queue: facts({ draws: [{ goodsId: GOODS, published, exported }] }),
+    });
+    const messages = verdict.of('queue-draw-verifiable').map((v) => v.message);
+    expect(messages[0]).toContain('place 1:');
+    expect(messages[1]).toContain('another commitment');
+  });
+
+  it("names a receipt whose join the export does not hold, and a drawn sale's export not read", () => {
+    const { published, exported, receipt } = drawn();
+    const stranger = receipt(41);
+    stranger.receipt!.pseudonym = 'e'.repeat(64);
+    expect(
+      judge({
+        history: [stranger],
+        queue: facts({ draws: [{ goodsId: GOODS, published, exported }] }),
+      }).of('queue-draw-verifiable')[0].message,
+    ).toContain('does not hold at its index');
+    expect(
+      judge({
+        history: [],
+        queue: facts({ draws: [{ goodsId: GOODS, published, exported: null }] }),
+      }).of('queue-draw-verifiable')[0].message,
+    ).toContain('export could not be read');
+  });
+
+  it('checks nothing before the draw', () => {
+    const { published, exported } = drawn();
+    const undrawn = { goodsId: GOODS, seedCommitment: published.seedCommitment, drawn: false };
+    const verdict = judge({
+      history: [],
+      queue: facts({ draws: [{ goodsId: GOODS, published: undrawn, exported }] }),
+    });
+    expect(verdict.checked('queue-draw-verifiable')).toBe(0);
   });
 });

@@ -3,6 +3,11 @@
 // the checker: each judgement counts what it checked only when the run exercised it.
 import type { InvariantName, SaleSnapshot, Violation } from './checker.js';
 import type { HistoryEntry } from './history.js';
+import {
+  verifyDraw,
+  type DrawExport,
+  type PublishedDraw,
+} from '../../src/modules/waiting-room/draw-verifier.js';
 import { queueOrder } from './queue-order.js';
 
 /** A queue sale as the run opened it; times in ms after the run's start. */
@@ -83,6 +88,13 @@ export interface QueueJournalSnapshot {
   joins: JournalJoin[];
 }
 
+/** A queue sale's draw read over HTTP once quiet (null: the route did not answer 200). */
+export interface QueueDrawSnapshot {
+  goodsId: number;
+  published: PublishedDraw | null;
+  exported: DrawExport | null;
+}
+
 export interface QueueFacts {
   sales: QueueSaleFacts[];
   admissions: AdmissionRecord[];
@@ -91,6 +103,8 @@ export interface QueueFacts {
   roomSamples: RoomSample[];
   /** The rooms as MySQL kept them, read at the end (absent: MySQL could not be read). */
   journals: QueueJournalSnapshot[];
+  /** The draws' public answers and exports, read at the end (absent: not read). */
+  draws?: QueueDrawSnapshot[];
   faults: FaultSpan[];
   /** When every fault had been healed. */
   healedMs: number;
@@ -176,6 +190,69 @@ export function checkQueues(input: QueueCheckInput, judge: Judge): void {
   checkEveryoneTold(input, judge);
   checkPlacesKept(input, judge);
   checkAdmissionOrder(input, judge);
+  checkDraws(input, judge);
+}
+
+/**
+ * queue-draw-verifiable: each queue sale's draw, from the public answer and the export read at
+ * the end, checked as an auditor would (verifyDraw), and every join receipt the buyers were given
+ * against them: its commitment the one whose secret was revealed, its join in the export at its
+ * index under its pseudonym. Judged for the sales drawn; counted per receipt and per export.
+ */
+export function checkDraws(input: QueueCheckInput, judge: Judge): void {
+  for (const draw of input.queue.draws ?? []) {
+    const sale = input.queue.sales.find((s) => s.goodsId === draw.goodsId);
+    if (!sale || !draw.published?.drawn) continue;
+    const name = `${sale.name} (goods ${sale.goodsId})`;
+    const violate = (message: string, entries: HistoryEntry[] = []) =>
+      judge.violate({
+        invariant: 'queue-draw-verifiable',
+        message: `${name}: ${message}`,
+        requestIds: [],
+        historyIds: entries.map((e) => e.id),
+        goodsId: sale.goodsId,
+      });
+    if (!draw.exported) {
+      violate('the export could not be read while the fairness answer says drawn');
+      continue;
+    }
+    judge.checked('queue-draw-verifiable');
+    const verdict = verifyDraw(draw.published, draw.exported);
+    if (!verdict.ok) violate(verdict.problem);
+    const byIndex = new Map(draw.exported.preQueue.map((e) => [e.joinIndex, e.pseudonym]));
+    const wrong: HistoryEntry[] = [];
+    const lost: HistoryEntry[] = [];
+    for (const entry of input.history) {
+      if (entry.goodsId !== sale.goodsId || entry.op !== 'join' || !entry.receipt) continue;
+      judge.checked('queue-draw-verifiable');
+      if (entry.receipt.seedCommitment !== draw.published.seedCommitment) wrong.push(entry);
+      if (
+        entry.receipt.joinIndex !== null &&
+        entry.receipt.joinIndex < (draw.published.preSize ?? 0) &&
+        byIndex.get(entry.receipt.joinIndex) !== entry.receipt.pseudonym
+      ) {
+        lost.push(entry);
+      }
+    }
+    if (wrong.length > 0) {
+      violate(
+        `${wrong.length} join receipts carry another commitment than the revealed secret's: ${wrong
+          .slice(0, MAX_LISTED)
+          .map(describe)
+          .join('; ')}`,
+        wrong.slice(0, MAX_LISTED),
+      );
+    }
+    if (lost.length > 0) {
+      violate(
+        `${lost.length} join receipts name a join the export does not hold at its index: ${lost
+          .slice(0, MAX_LISTED)
+          .map((e) => `${describe(e)} index ${e.receipt!.joinIndex}`)
+          .join('; ')}`,
+        lost.slice(0, MAX_LISTED),
+      );
+    }
+  }
 }
 
 /**

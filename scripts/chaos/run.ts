@@ -21,6 +21,7 @@ import { buildReport, spans, terminalSummary, type RunRecord } from './report.js
 import {
   queueDepths,
   readQueueJournal,
+  readQueueDraw,
   readQueueRoom,
   readSale,
   sampleAdmissions,
@@ -279,6 +280,10 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
       'the journals',
       Promise.all(queueSales.map((sale) => readQueueJournal(stores.mysql, sale))),
     ),
+    draws: await read(
+      'the draws',
+      Promise.all(queueSales.map((sale) => readQueueDraw(sale, endpoints[0], admin))),
+    ),
   };
   // After the stores were read (a repair rewrites Redis): one more repair of every sale, late
   // enough after the heal that no fault explains what it finds.
@@ -313,6 +318,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
     rooms: snapshot.rooms,
     roomSamples,
     journals: snapshot.journals,
+    draws: snapshot.draws,
     faults,
     healedMs: healedAt,
     toldMs,

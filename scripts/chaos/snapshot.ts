@@ -12,6 +12,7 @@ import { requestJson } from '../lib/http.js';
 import type { OrderRow, SaleSnapshot } from './checker.js';
 import type {
   AdmissionRecord,
+  QueueDrawSnapshot,
   QueueJournalSnapshot,
   QueueRoomSnapshot,
   RoomSample,
@@ -262,5 +263,29 @@ export async function readQueueJournal(mysql: Pool, sale: Sale): Promise<QueueJo
       line: Number(row.line) === 1 ? 1 : 0,
       position: Number(row.position),
     })),
+  };
+}
+
+/**
+ * A queue sale's draw as anybody outside sees it (the public fairness answer) and the operator's
+ * export, read over HTTP once the run was quiet; null parts when the app did not answer them.
+ */
+export async function readQueueDraw(
+  sale: Sale,
+  endpoint: Endpoint,
+  adminToken: string,
+): Promise<QueueDrawSnapshot> {
+  const base = `${endpoint.baseUrl}/api/v1`;
+  const published = await requestJson('GET', `${base}/goods/${sale.goodsId}/fairness`).catch(
+    () => undefined,
+  );
+  const exported = await requestJson('GET', `${base}/admin/goods/${sale.goodsId}/entries`, {
+    token: adminToken,
+  }).catch(() => undefined);
+  return {
+    goodsId: sale.goodsId,
+    published:
+      published?.status === 200 ? (published.body as QueueDrawSnapshot['published']) : null,
+    exported: exported?.status === 200 ? (exported.body as QueueDrawSnapshot['exported']) : null,
   };
 }

@@ -918,6 +918,19 @@ export class Workload {
       const until =
         typeof answer.body.admittedUntil === 'string' ? Date.parse(answer.body.admittedUntil) : NaN;
       if (Number.isFinite(until)) entry.admittedUntilEpochMs = until;
+      const receipt = answer.body.receipt;
+      if (
+        op === 'join' &&
+        isRecord(receipt) &&
+        typeof receipt.pseudonym === 'string' &&
+        typeof receipt.seedCommitment === 'string'
+      ) {
+        entry.receipt = {
+          joinIndex: typeof receipt.joinIndex === 'number' ? receipt.joinIndex : null,
+          pseudonym: receipt.pseudonym,
+          seedCommitment: receipt.seedCommitment,
+        };
+      }
       if (op === 'join' && entry.queueState !== 'NOT_JOINED') this.noteOf(this.joined, entry);
       if (entry.final === true) this.noteOf(this.toldFinal, entry);
     }

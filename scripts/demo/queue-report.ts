@@ -169,6 +169,11 @@ export function evaluateQueueChecks(run: QueueSaleRun, figures: QueueFigures): C
           : `${unsettled} without a final state${run.timedOut ? ' (timed out)' : ''}`,
     },
     {
+      name: 'the draw checks out from the outside (npm run verify-draw)',
+      ok: run.draw.ok,
+      detail: run.draw.ok ? run.draw.summary : run.draw.problem,
+    },
+    {
       name: `scripts' units within ${FAIR_BOUND_SD} sd of a fair draw`,
       ok: figures.scriptsSold >= low && figures.scriptsSold <= high,
       detail: `${figures.scriptsSold}, fair ${low}..${high}`,

@@ -10,9 +10,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 
 import { queueKeys } from '../../src/infra/redis/seckill-keys.js';
+import {
+  verifyDraw,
+  type DrawExport,
+  type DrawVerdict,
+  type PublishedDraw,
+} from '../../src/modules/waiting-room/draw-verifier.js';
 import { ScriptError } from '../lib/errors.js';
 import { readEventStream } from '../lib/event-stream.js';
-import { isRecord } from '../lib/http.js';
+import { isRecord, requestJson } from '../lib/http.js';
 import { buyerHeaders, errorCode, runLoad, type LoadRequest } from '../lib/load.js';
 import { createGoods, preheatGoods } from '../lib/sale.js';
 import type { DemoOptions } from './options.js';
@@ -78,6 +84,8 @@ export interface QueueSaleRun {
   /** The same crowd on an open sale (runOpenComparison). */
   open?: OpenComparison;
   timedOut: boolean;
+  /** The draw checked from the outside: the public fairness answer against the admin export. */
+  draw: DrawVerdict;
 }
 
 export interface OpenComparison {
@@ -367,7 +375,29 @@ export async function runQueueSale(
     lastSoldOutMs: soldOutTimes.length > 0 ? Math.max(...soldOutTimes) : undefined,
     boughtWithoutAdmission: [],
     timedOut,
+    draw: await verifyTheDraw(baseUrl, adminToken, goodsId),
   };
+}
+
+/** What `npm run verify-draw -- --export` checks, from the routes an auditor has. */
+async function verifyTheDraw(
+  baseUrl: string,
+  adminToken: string,
+  goodsId: number,
+): Promise<DrawVerdict> {
+  const origin = new URL(baseUrl).origin;
+  const published = await requestJson('GET', `${origin}/api/v1/goods/${goodsId}/fairness`);
+  const exported = await requestJson('GET', `${origin}/api/v1/admin/goods/${goodsId}/entries`, {
+    token: adminToken,
+  });
+  if (published.status !== 200 || exported.status !== 200) {
+    return {
+      ok: false,
+      place: null,
+      problem: `the fairness answer (${published.status}) or the export (${exported.status}) not read`,
+    };
+  }
+  return verifyDraw(published.body as PublishedDraw, exported.body as DrawExport);
 }
 
 /** The buyers holding an order whose queue state is not PURCHASED: each must have used an admission. */

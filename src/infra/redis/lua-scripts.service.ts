@@ -43,6 +43,7 @@ const SCRIPTS = {
   queueStatus: { file: 'queue-status.lua', keys: 11 },
   queueRoom: { file: 'queue-room.lua', keys: 9 },
   queueRestore: { file: 'queue-restore.lua', keys: 8 },
+  queuePreRead: { file: 'queue-pre-read.lua', keys: 2 },
   // The key count varies with the window: the caller passes it first.
   dashboardSale: { file: 'dashboard-sale.lua', keys: 'first-argument' },
 } as const satisfies Record<

@@ -143,5 +143,10 @@ export class GoodsViewDto extends AdmissionFieldsDto {
   @ApiProperty({ format: 'date-time' }) endAt: string;
   @ApiProperty() perUserLimit: number;
   @ApiProperty() stockShards: number;
+  @ApiPropertyOptional({
+    description:
+      "A queue sale, from queueOpensAt: the hex SHA-256 of the secret the waiting room's order is drawn with at startAt, committed before the first join (GET /api/v1/goods/{goodsId}/fairness reveals the secret after the draw)",
+  })
+  seedCommitment?: string;
   @ApiProperty({ enum: GOODS_STATUSES }) status: GoodsStatus;
 }

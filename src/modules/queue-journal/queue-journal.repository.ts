@@ -28,6 +28,31 @@ export interface AdmissionRow {
   userId: number;
   /** In the room's clock. */
   untilMs: number;
+  /** The place in the order it was given at (null: not known, a restore's own). */
+  place?: number | null;
+}
+
+/** A queue sale's commit-and-reveal secrets (fairness.ts). */
+export interface RoomSecrets {
+  /** 32 bytes, committed to before the first join, revealed after the draw. */
+  secret: Buffer;
+  /** 32 bytes, never revealed: the buyers' pseudonyms in the export are keyed by it. */
+  pseudonymKey: Buffer;
+}
+
+/** The draw as MySQL keeps it. */
+export interface DrawRow {
+  seed: string;
+  /** The pre-queue's digest the seed was drawn from (null: a draw from before digests). */
+  digest: string | null;
+  preSize: number;
+}
+
+/** A join in the export: its place in its line, and the place in the order it was admitted at. */
+export interface ExportRow {
+  userId: number;
+  position: number;
+  place: number | null;
 }
 
 /**
@@ -83,26 +108,79 @@ export class QueueJournalRepository {
     return rows.map(joinOf);
   }
 
-  /** Moves a pre-queue join to another (free) index: the restore closes a gap before the draw. */
-  async movePreQueueJoin(goodsId: number, userId: number, position: number): Promise<void> {
+  /**
+   * The sale's secret and pseudonym key, drawing `candidate`'s where there are none yet: only
+   * the first ever kept, so that the commitment published never changes.
+   */
+  async drawSecrets(goodsId: number, candidate: RoomSecrets): Promise<RoomSecrets> {
     await this.db.query(
-      'UPDATE seckill_queue_join SET position = ? WHERE goods_id = ? AND user_id = ? AND line = 0',
-      [position, goodsId, userId],
+      `INSERT INTO seckill_queue_room (goods_id, secret, pseudonym_key) VALUES (?, ?, ?)
+         ON DUPLICATE KEY UPDATE secret = COALESCE(secret, VALUES(secret)),
+           pseudonym_key = COALESCE(pseudonym_key, VALUES(pseudonym_key))`,
+      [goodsId, candidate.secret, candidate.pseudonymKey],
     );
-  }
-
-  /** The seed kept, drawing `candidate` when there is none yet: only one is ever kept. */
-  async drawSeed(goodsId: number, candidate: string): Promise<string> {
-    await this.db.query(
-      `INSERT INTO seckill_queue_room (goods_id, seed) VALUES (?, ?)
-         ON DUPLICATE KEY UPDATE seed = COALESCE(seed, VALUES(seed))`,
-      [goodsId, candidate],
-    );
-    const [row] = await this.db.query<{ seed: string }[]>(
-      'SELECT seed FROM seckill_queue_room WHERE goods_id = ?',
+    const [row] = await this.db.query<{ secret: Buffer; pseudonym_key: Buffer }[]>(
+      'SELECT secret, pseudonym_key FROM seckill_queue_room WHERE goods_id = ?',
       [goodsId],
     );
-    return row.seed;
+    return { secret: row.secret, pseudonymKey: row.pseudonym_key };
+  }
+
+  /**
+   * The draw, kept once: the seed with the digest and the pre-queue's size it was drawn from. A
+   * draw kept already (another instance's, the same one) stands; what is kept is returned.
+   */
+  async drawSeed(goodsId: number, draw: DrawRow): Promise<DrawRow> {
+    await this.db.query(
+      `UPDATE seckill_queue_room SET seed = ?, digest = ?, pre_size = ?
+        WHERE goods_id = ? AND seed IS NULL`,
+      [draw.seed, draw.digest, draw.preSize, goodsId],
+    );
+    const kept = await this.draw(goodsId);
+    if (!kept) throw new Error(`no waiting room row for goods ${goodsId} to keep its draw in`);
+    return kept;
+  }
+
+  /** The draw kept, or null before it (a seed drawn before digests were kept has none). */
+  async draw(goodsId: number): Promise<DrawRow | null> {
+    const [row] = await this.db.query<
+      { seed: string | null; digest: string | null; pre_size: unknown }[]
+    >('SELECT seed, digest, pre_size FROM seckill_queue_room WHERE goods_id = ?', [goodsId]);
+    if (!row?.seed || row.pre_size === null) return null;
+    return { seed: row.seed, digest: row.digest, preSize: Number(row.pre_size) };
+  }
+
+  /** The pre-queue's joins with a join index in `from`..`to`, by index. */
+  async preQueue(goodsId: number, from: number, to: number): Promise<Map<number, number>> {
+    const rows = await this.db.query<{ user_id: unknown; position: unknown }[]>(
+      `SELECT user_id, position FROM seckill_queue_join
+        WHERE goods_id = ? AND line = 0 AND position BETWEEN ? AND ?`,
+      [goodsId, from, to],
+    );
+    return new Map(rows.map((row) => [Number(row.position), Number(row.user_id)]));
+  }
+
+  /**
+   * One line's joins from `after` (exclusive) in place order, each with the place its admission
+   * was given (null: not admitted, or admitted before places were kept): the export's pages.
+   */
+  async exportPage(
+    goodsId: number,
+    line: 0 | 1,
+    after: number,
+    limit: number,
+  ): Promise<ExportRow[]> {
+    const rows = await this.db.query<{ user_id: unknown; position: unknown; place: unknown }[]>(
+      `SELECT j.user_id, j.position, a.place FROM seckill_queue_join j
+         LEFT JOIN seckill_queue_admission a ON a.goods_id = j.goods_id AND a.user_id = j.user_id
+        WHERE j.goods_id = ? AND j.line = ? AND j.position > ? ORDER BY j.position LIMIT ?`,
+      [goodsId, line, after, limit],
+    );
+    return rows.map((row) => ({
+      userId: Number(row.user_id),
+      position: Number(row.position),
+      place: row.place === null ? null : Number(row.place),
+    }));
   }
 
   /**
@@ -126,10 +204,15 @@ export class QueueJournalRepository {
   async recordAdmissions(goodsId: number, admissions: AdmissionRow[]): Promise<void> {
     if (admissions.length === 0) return;
     await this.db.query(
-      `INSERT IGNORE INTO seckill_queue_admission (goods_id, user_id, until_ms) VALUES ${admissions
-        .map(() => '(?, ?, ?)')
+      `INSERT IGNORE INTO seckill_queue_admission (goods_id, user_id, until_ms, place) VALUES ${admissions
+        .map(() => '(?, ?, ?, ?)')
         .join(', ')}`,
-      admissions.flatMap((admission) => [goodsId, admission.userId, admission.untilMs]),
+      admissions.flatMap((admission) => [
+        goodsId,
+        admission.userId,
+        admission.untilMs,
+        admission.place ?? null,
+      ]),
     );
   }
 

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { randomBytes } from 'node:crypto';
 import { QueueJournalRepository, type AdmissionRow } from './queue-journal.repository.js';
 
 /** What one admission step changed, to be kept in MySQL. */
@@ -16,27 +15,16 @@ export interface RoomStep {
 const CLOCK_EVERY_MS = 1_000;
 
 /**
- * The admission job's side of the journal: the shuffle's seed drawn in MySQL first (so that
- * Redis only ever takes the one MySQL keeps, and a restore never draws another), then after each
- * step what it did (how far admission went, the room's clock, each admission). A write that fails
- * is kept and sent with the next step's, so that nothing the job did is left out for long.
+ * The admission job's side of the journal (the draw itself is DrawJournalService's): after each
+ * step what it did (how far admission went, the room's clock, each admission and its place). A
+ * write that fails is kept and sent with the next step's, so that nothing the job did is left
+ * out for long.
  */
 @Injectable()
 export class RoomJournalService {
-  private readonly seeds = new Map<number, string>();
   private readonly pending = new Map<number, RoomStep & { wroteAt: number; dirty: boolean }>();
 
   constructor(private readonly repository: QueueJournalRepository) {}
-
-  /** The goods' seed, drawn here (16 random bytes) if MySQL has none yet; read once. */
-  async seed(goodsId: number): Promise<string> {
-    const known = this.seeds.get(goodsId);
-    if (known) return known;
-    // 128 bits, so that a round of the shuffle (lua/lib/queue-order.lua) hashes one SHA1 block.
-    const seed = await this.repository.drawSeed(goodsId, randomBytes(16).toString('hex'));
-    this.seeds.set(goodsId, seed);
-    return seed;
-  }
 
   /** Keeps the step; writes when it changed anything but the clock, or the clock is due. */
   async record(goodsId: number, step: RoomStep): Promise<void> {
@@ -62,7 +50,6 @@ export class RoomJournalService {
 
   /** The sale is over or gone: nothing more to keep for it. */
   forget(goodsId: number): void {
-    this.seeds.delete(goodsId);
     this.pending.delete(goodsId);
   }
 }

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { GoodsModule } from '../goods/goods.module.js';
+import { QueueJournalModule } from '../queue-journal/queue-journal.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { GoodsController } from './goods.controller.js';
 import { SaleViewService } from './sale-view.service.js';
@@ -9,7 +10,7 @@ import { SaleViewService } from './sale-view.service.js';
  * API (ApiModule).
  */
 @Module({
-  imports: [GoodsModule, SaleStoreModule],
+  imports: [GoodsModule, SaleStoreModule, QueueJournalModule],
   controllers: [GoodsController],
   providers: [SaleViewService],
 })

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { GoodsViewDto } from '../goods/goods.dto.js';
 import { admissionFields, GoodsService, statusOf } from '../goods/goods.service.js';
+import { DrawJournalService } from '../queue-journal/draw-journal.service.js';
 import { SaleReadsStore } from '../sale-store/sale-reads.store.js';
 
 /**
@@ -15,6 +16,7 @@ export class SaleViewService {
   constructor(
     private readonly goods: GoodsService,
     private readonly sale: SaleReadsStore,
+    private readonly draws: DrawJournalService,
   ) {}
 
   async view(goodsId: number): Promise<GoodsViewDto> {
@@ -25,6 +27,20 @@ export class SaleViewService {
       return null;
     });
     const remaining = live ?? goods.stock;
+    // A queue sale's commitment to the secret its order is drawn with, from the queue's opening
+    // (the secret is drawn then, before any join: GET /goods/:id/fairness).
+    const committed =
+      goods.admission === 'queue' &&
+      goods.queueOpensAt &&
+      Date.now() >= goods.queueOpensAt.getTime()
+        ? await this.draws.commitment(goods.id).then(
+            (seedCommitment) => ({ seedCommitment }),
+            (error: Error) => {
+              this.logger.warn(`seed commitment not read: goods=${goodsId} ${error.message}`);
+              return {};
+            },
+          )
+        : {};
     return {
       id: goods.id,
       name: goods.name,
@@ -36,6 +52,7 @@ export class SaleViewService {
       perUserLimit: goods.perUserLimit,
       stockShards: goods.stockShards,
       ...admissionFields(goods),
+      ...committed,
       status: statusOf(goods, remaining, new Date()),
     };
   }

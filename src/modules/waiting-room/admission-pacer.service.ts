@@ -5,7 +5,9 @@ import { GoodsService } from '../goods/goods.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
 import { RoomJournalService } from '../queue-journal/room-journal.service.js';
+import type { DrawRow } from '../queue-journal/queue-journal.repository.js';
 import { ADMIT_BATCH, QueueScripts } from './queue.scripts.js';
+import { RoomDrawService } from './room-draw.service.js';
 import { isQueueSale, type QueueSale } from './waiting-room.service.js';
 
 /** How long the list of open queues is reused before MySQL is asked again. */
@@ -18,8 +20,6 @@ const SALES_REFRESH_MS = 1_000;
  */
 const GAP_TICKS = 10;
 const GAP_MIN_MS = 2_000;
-/** The seed is asked of MySQL from this long before the start (Redis's clock may run ahead). */
-const SEED_LEAD_MS = 1_000;
 
 /**
  * Each tick, every open queue one step on (lua/queue-tick.lua): the shuffle's seed at startAt,
@@ -38,6 +38,7 @@ export class AdmissionPacerService {
     private readonly scripts: QueueScripts,
     private readonly journal: RoomJournalService,
     private readonly restore: QueueRestoreService,
+    private readonly draws: RoomDrawService,
     private readonly metrics: MetricsService,
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
   ) {}
@@ -70,9 +71,10 @@ export class AdmissionPacerService {
   private async step(sale: QueueSale): Promise<void> {
     // Full batches (ADMIT_BATCH) are followed by another call, for up to one tick period.
     const deadline = Date.now() + this.config.tickMs;
-    // Drawn in MySQL first, from just before the start: Redis takes the seed MySQL keeps.
-    const seed =
-      Date.now() >= sale.startAt.getTime() - SEED_LEAD_MS ? await this.journal.seed(sale.id) : '';
+    // Before the start, the pre-queue as it grows into the digest the draw needs.
+    if (Date.now() < sale.startAt.getTime()) await this.draws.follow(sale);
+    // Drawn in MySQL first, once Redis's clock passed the start: Redis takes the seed MySQL keeps.
+    let draw: DrawRow | null = null;
     let admitted = 0;
     let lapsed = 0;
     for (;;) {
@@ -82,13 +84,23 @@ export class AdmissionPacerService {
         admitPerSecond: sale.admitPerSecond,
         admissionTtlMs: sale.admissionTtlSeconds * 1_000,
         stockFactor: this.config.admitStockFactor,
-        seed,
+        seed: draw?.seed ?? '',
+        preSize: draw?.preSize ?? 0,
         paused: sale.admissionPaused,
         gapMs: Math.max(GAP_MIN_MS, GAP_TICKS * this.config.tickMs),
       });
       if (result.restoring) {
         void this.restore.ensure(sale.id);
         return;
+      }
+      if (result.undrawn) {
+        if (draw) {
+          throw new Error(
+            `queue draw refused by redis: goods=${sale.id} preSize=${draw.preSize} preSeq=${result.preSize}`,
+          );
+        }
+        draw = await this.draws.draw(sale, result.preSize);
+        continue;
       }
       if (result.drawn) this.logger.log(`queue order drawn: goods=${sale.id}`);
       this.noteClock(sale.id, result.stopped);
@@ -103,7 +115,11 @@ export class AdmissionPacerService {
           head: result.head,
           roomMs: result.roomMs,
           preSize: result.drawn ? result.preSize : undefined,
-          admissions: result.users.map((userId) => ({ userId, untilMs: result.untilMs })),
+          admissions: result.users.map(({ place, userId }) => ({
+            userId,
+            untilMs: result.untilMs,
+            place,
+          })),
         });
       }
       if (result.admitted < ADMIT_BATCH || Date.now() >= deadline) break;

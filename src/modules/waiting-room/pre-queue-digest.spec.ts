@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 
-import { leafOf, pseudonymOf } from './fairness.js';
+import { leafOf, pseudonymOf } from '../queue-journal/fairness.js';
 import { PreQueueDigest } from './pre-queue-digest.js';
 
 const KEY = Buffer.from('key');

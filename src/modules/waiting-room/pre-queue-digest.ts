@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
-import { leafOf } from './fairness.js';
+import { leafOf } from '../queue-journal/fairness.js';
 
 /**
  * The digest of a pre-queue built as its joins come, in join-index order (gaps allowed: an index

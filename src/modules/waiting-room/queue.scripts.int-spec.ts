@@ -76,6 +76,7 @@ describe("the waiting room's scripts (real Redis)", () => {
       admissionTtlMs: HOUR,
       stockFactor: 1,
       seed: randomBytes(16).toString('hex'),
+      preSize: buyers.length,
       paused: false,
       gapMs: HOUR,
       ...change,
@@ -163,13 +164,25 @@ describe("the waiting room's scripts (real Redis)", () => {
       admissionTtlMs: HOUR,
       stockFactor: 1,
       seed: randomBytes(16).toString('hex'),
+      preSize: buyers.length,
       paused,
       gapMs: HOUR,
     });
+    // A seed drawn for another pre-queue (one join more or less) is not taken: nothing is done.
+    for (const preSize of [buyers.length - 1, buyers.length + 1]) {
+      expect(await queue.tick(goodsId, { ...params(false), preSize })).toMatchObject({
+        admitted: 0,
+        drawn: false,
+        undrawn: true,
+        preSize: buyers.length,
+      });
+    }
+    expect(await redis.hget(queueKeys(goodsId).state, 'seed')).toBeNull();
     expect(await queue.tick(goodsId, params(true))).toMatchObject({
       admitted: 0,
       lapsed: 0,
       drawn: true,
+      undrawn: false,
       stopped: true,
       preSize: buyers.length,
     });
@@ -185,10 +198,15 @@ describe("the waiting room's scripts (real Redis)", () => {
 
     const admittedBy = async () =>
       new Set((await redis.zrange(queueKeys(goodsId).admitted, 0, -1)).map(Number));
-    expect(await queue.tick(goodsId, params(false))).toMatchObject({
-      admitted: ADMIT_BATCH,
-      drawn: false,
-    });
+    const firstTick = await queue.tick(goodsId, params(false));
+    expect(firstTick).toMatchObject({ admitted: ADMIT_BATCH, drawn: false });
+    // Each admission with its place, as the standings showed it (the export's places).
+    expect(firstTick.users).toEqual(
+      buyers
+        .filter((userId) => places.get(userId)! < ADMIT_BATCH)
+        .map((userId) => ({ place: places.get(userId)!, userId }))
+        .sort((a, b) => a.place - b.place),
+    );
     const first = await admittedBy();
     expect(first).toEqual(new Set(buyers.filter((userId) => places.get(userId)! < ADMIT_BATCH)));
     expect((await queue.tick(goodsId, params(false))).admitted).toBe(500);

@@ -90,8 +90,10 @@ export interface TickParams {
   admitPerSecond: number;
   admissionTtlMs: number;
   stockFactor: number;
-  /** The seed, drawn in MySQL first (RoomJournalService): Redis takes it at the draw. */
+  /** The seed, drawn in MySQL first (RoomDrawService): Redis takes it at the draw; "" none. */
   seed: string;
+  /** The pre-queue's size the seed was drawn for (Redis takes it only for its own). */
+  preSize: number;
   paused: boolean;
   /** Two steps further apart than this stop the room's clock for the gap (nobody reached it). */
   gapMs: number;
@@ -112,10 +114,28 @@ export interface TickResult {
   roomMs: number;
   /** The admissions' end (room's clock), for `users`. */
   untilMs: number;
-  /** The pre-queue's size the seed orders (0 before the draw). */
+  /** The pre-queue's size the seed orders; before the draw, the join counter. */
   preSize: number;
-  /** The buyers this call admitted. */
-  users: number[];
+  /** The admissions this call made, in place order. */
+  users: { place: number; userId: number }[];
+  /** Past startAt with no seed yet: nothing was done; the caller draws one for `preSize`. */
+  undrawn: boolean;
+}
+
+/** A page of the pre-queue, as lua/queue-pre-read.lua reads it. */
+export interface PreQueuePage {
+  /** The room is the journal's; false: nothing else was read (it is being restored). */
+  journal: boolean;
+  /** Which restore wrote the room: a change means it was written anew. */
+  opened: string;
+  /** The join counter: every pre-queue index is below it. */
+  preSeq: number;
+  /** Redis holds a seed. */
+  seeded: boolean;
+  /** The pre-queue takes no more joins (a seed, or Redis's clock past startAt): preSeq is final. */
+  closed: boolean;
+  /** The joins from the index asked for, in index order. */
+  joins: { index: number; userId: number }[];
 }
 
 /** The waiting room's keys in the order lua/queue-tick.lua and queue-status.lua take them. */
@@ -155,7 +175,7 @@ export class QueueScripts {
   }
 
   async tick(goodsId: number, params: TickParams): Promise<TickResult> {
-    const [admitted, lapsed, drawn, stopped, head, roomMs, untilMs, preSize, users] =
+    const [admitted, lapsed, drawn, stopped, head, roomMs, untilMs, preSize, users, undrawn] =
       (await this.lua.run(
         'queueTick',
         ...roomKeys(goodsId),
@@ -170,7 +190,8 @@ export class QueueScripts {
         params.paused ? '1' : '0',
         ADMIT_BATCH,
         params.gapMs,
-      )) as [number, number, number, number, number, number, number, number, string];
+        params.preSize,
+      )) as [number, number, number, number, number, number, number, number, string, number?];
     return {
       admitted,
       lapsed,
@@ -181,7 +202,44 @@ export class QueueScripts {
       roomMs,
       untilMs,
       preSize,
-      users: users === '' ? [] : users.split(',').map(Number),
+      users:
+        users === ''
+          ? []
+          : users.split(',').map((admission) => {
+              const [place, userId] = admission.split(':');
+              return { place: Number(place), userId: Number(userId) };
+            }),
+      undrawn: undrawn === 1,
+    };
+  }
+
+  /** Up to `limit` joins of the pre-queue from join index `from` (lua/queue-pre-read.lua). */
+  async preRead(
+    goodsId: number,
+    from: number,
+    limit: number,
+    startAt: number,
+  ): Promise<PreQueuePage> {
+    const keys = queueKeys(goodsId);
+    const [journal, opened, preSeq, seeded, closed, members] = (await this.lua.run(
+      'queuePreRead',
+      keys.state,
+      keys.pre,
+      from,
+      limit,
+      startAt,
+    )) as [number, string, number, number, number, string[]];
+    const joins: PreQueuePage['joins'] = [];
+    for (let i = 0; i < members.length; i += 2) {
+      joins.push({ userId: Number(members[i]), index: Number(members[i + 1]) });
+    }
+    return {
+      journal: journal === 1,
+      opened,
+      preSeq,
+      seeded: seeded === 1,
+      closed: closed === 1,
+      joins,
     };
   }
 

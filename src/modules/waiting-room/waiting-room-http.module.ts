@@ -1,11 +1,15 @@
 import { Module } from '@nestjs/common';
+import { FairnessController } from './fairness.controller.js';
 import { WaitingRoomAdminController } from './waiting-room-admin.controller.js';
 import { WaitingRoomController } from './waiting-room.controller.js';
 import { WaitingRoomModule } from './waiting-room.module.js';
 
-/** The waiting room's routes (join, standing, stream; the operator's pause and pace), on the instances that serve the API (ApiModule). */
+/**
+ * The waiting room's routes (join, standing, stream; the operator's pause and pace; the draw's
+ * fairness answer and export), on the instances that serve the API (ApiModule).
+ */
 @Module({
   imports: [WaitingRoomModule],
-  controllers: [WaitingRoomController, WaitingRoomAdminController],
+  controllers: [WaitingRoomController, WaitingRoomAdminController, FairnessController],
 })
 export class WaitingRoomHttpModule {}

@@ -52,6 +52,38 @@ class QueueStatusDto {
   final: boolean;
 }
 
+class JoinReceiptDto {
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description:
+      'Your join index in the pre-queue the draw orders at startAt (0, 1, …); null for a join after the draw',
+  })
+  joinIndex: number | null;
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    description: 'A join after the draw: your arrival number behind the pre-queue (1, 2, …)',
+  })
+  arrival: number | null;
+  @ApiProperty({
+    description:
+      'Your pseudonym in this sale’s digest and export (the hex HMAC-SHA-256 of your user id under a key of the sale that is never revealed)',
+  })
+  pseudonym: string;
+  @ApiProperty({ description: 'The commitment to the secret the order is drawn with' })
+  seedCommitment: string;
+}
+
+class JoinAnswerDto extends QueueStatusDto {
+  @ApiProperty({
+    type: JoinReceiptDto,
+    description:
+      'Keep it: after the draw, GET /api/v1/goods/{goodsId}/fairness reveals what your place follows from',
+  })
+  receipt: JoinReceiptDto;
+}
+
 /** The standing's routes (GET, the stream): a queue sale only, read rate limit. */
 const QUEUE_READ_ERRORS: ErrorCode[] = [
   ...AUTHENTICATED,
@@ -77,7 +109,7 @@ export class WaitingRoomController {
   @ApiOperation({
     summary: "Join a queue sale's waiting room (joining again keeps your place)",
     description:
-      'From queueOpensAt to the end of the sale. Everyone who joins before startAt is put in a random order at startAt; later joiners queue behind in arrival order. Buyers are admitted in that order, at most admitPerSecond across the service and while those admitted and undecided stay within the remaining stock times QUEUE_ADMIT_STOCK_FACTOR; an admission lasts admissionTtlSeconds. One client address (an IPv6 /64) may put at most QUEUE_MAX_ACCOUNTS_PER_ADDRESS accounts into the room of one sale: past it 429 TOO_MANY_REQUESTS (Retry-After: the end of the sale). 503 UNAVAILABLE with Retry-After while the room is being restored (after a Redis restart): join again then, a place you were told of is kept. 409 QUEUE_NOT_OPEN for a sale without a waiting room or before queueOpensAt, 409 SALE_ENDED after the end.',
+      'From queueOpensAt to the end of the sale. Everyone who joins before startAt is put in a random order at startAt, drawn by commit-and-reveal (GET /api/v1/goods/{goodsId}/fairness; the answer’s receipt is what you check your place with); later joiners queue behind in arrival order. Buyers are admitted in that order, at most admitPerSecond across the service and while those admitted and undecided stay within the remaining stock times QUEUE_ADMIT_STOCK_FACTOR; an admission lasts admissionTtlSeconds. One client address (an IPv6 /64) may put at most QUEUE_MAX_ACCOUNTS_PER_ADDRESS accounts into the room of one sale: past it 429 TOO_MANY_REQUESTS (Retry-After: the end of the sale). 503 UNAVAILABLE with Retry-After while the room is being restored (after a Redis restart): join again then, a place you were told of is kept. 409 QUEUE_NOT_OPEN for a sale without a waiting room or before queueOpensAt, 409 SALE_ENDED after the end.',
   })
   @ApiHeader({
     name: 'X-Seckill-Challenge',
@@ -85,7 +117,7 @@ export class WaitingRoomController {
     description:
       'base64 of the JSON {challenge, solution} of a challenge from GET /api/v1/seckill/{goodsId}/challenge; required when SECKILL_REQUIRE_CHALLENGE=true',
   })
-  @ApiOkResponse({ type: QueueStatusDto })
+  @ApiOkResponse({ type: JoinAnswerDto })
   @ApiErrors(
     ...AUTHENTICATED,
     'VALIDATION_FAILED',

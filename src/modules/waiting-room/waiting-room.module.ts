@@ -5,12 +5,14 @@ import { QueueJournalModule } from '../queue-journal/queue-journal.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ChallengeModule } from '../challenge/challenge.module.js';
+import { FairnessService } from './fairness.service.js';
 import { QueueGaugesService } from './queue-gauges.service.js';
 import { AdmissionPacerService } from './admission-pacer.service.js';
 import { QueueControlService } from './queue-control.service.js';
 import { QueueScripts } from './queue.scripts.js';
 import { QueueStreamsService } from './queue-streams.service.js';
 import { ReturnsOutlookService } from './returns-outlook.service.js';
+import { RoomDrawService } from './room-draw.service.js';
 import { RoomWatcherService } from './room-watcher.service.js';
 import { WaitingRoomService } from './waiting-room.service.js';
 
@@ -32,12 +34,20 @@ import { WaitingRoomService } from './waiting-room.service.js';
     QueueScripts,
     WaitingRoomService,
     AdmissionPacerService,
+    RoomDrawService,
     QueueStreamsService,
     RoomWatcherService,
     QueueControlService,
     ReturnsOutlookService,
     QueueGaugesService,
+    FairnessService,
   ],
-  exports: [WaitingRoomService, AdmissionPacerService, QueueStreamsService, QueueControlService],
+  exports: [
+    FairnessService,
+    WaitingRoomService,
+    AdmissionPacerService,
+    QueueStreamsService,
+    QueueControlService,
+  ],
 })
 export class WaitingRoomModule {}

@@ -7,6 +7,8 @@ import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js'
 import { GoodsService } from '../goods/goods.service.js';
 import { ChallengeService } from '../challenge/challenge.service.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
+import { DrawJournalService } from '../queue-journal/draw-journal.service.js';
+import { pseudonymOf, seedCommitment } from '../queue-journal/fairness.js';
 import { JoinJournalService } from '../queue-journal/join-journal.service.js';
 import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
 import { JoinCode, QueueScripts, type QueueStanding, type QueueState } from './queue.scripts.js';
@@ -27,6 +29,21 @@ export interface QueueStatus {
   admittedUntil?: string;
   /** The state can no longer change (see isFinal). */
   final: boolean;
+}
+
+/**
+ * What a join answers besides the status: what the buyer needs to check its own place once the
+ * draw is revealed (GET /api/v1/goods/:goodsId/fairness), and to find itself in the export.
+ */
+export interface JoinReceipt {
+  /** The pre-queue's join index (the draw orders them); null for a join after the draw. */
+  joinIndex: number | null;
+  /** Behind the pre-queue: the arrival number (1, 2, …); null in the pre-queue. */
+  arrival: number | null;
+  /** The buyer's pseudonym in this sale's digest and export (never its user id). */
+  pseudonym: string;
+  /** The hex SHA-256 of the secret the order is drawn with, committed before the first join. */
+  seedCommitment: string;
 }
 
 /** What a standing's answer needs besides the standing. */
@@ -62,6 +79,7 @@ export class WaitingRoomService {
     private readonly challenges: ChallengeService,
     private readonly returns: ReturnsOutlookService,
     private readonly journal: JoinJournalService,
+    private readonly draws: DrawJournalService,
     private readonly restore: QueueRestoreService,
     @InjectConfig(seckillConfig) private readonly seckill: SeckillConfig,
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
@@ -77,7 +95,7 @@ export class WaitingRoomService {
     userId: number,
     challenge?: string,
     address: string | null = null,
-  ): Promise<QueueStatus> {
+  ): Promise<QueueStatus & { receipt: JoinReceipt }> {
     const sale = await this.queueSale(goodsId);
     const now = Date.now();
     // Judged here first so that a solved challenge is not burnt on a join that cannot be had.
@@ -86,6 +104,8 @@ export class WaitingRoomService {
     if (this.seckill.requireChallenge) {
       await this.challenges.redeem(goodsId, userId, challenge);
     }
+    // The secret the order will be drawn with is committed (in MySQL) before any join is placed.
+    const secrets = await orUnavailable('MySQL', () => this.draws.secretsOf(goodsId));
     const counted = address === null ? null : addressIdentity(address);
     const placed = () =>
       orUnavailable('Redis', () =>
@@ -122,7 +142,15 @@ export class WaitingRoomService {
         `queue joined: goods=${goodsId} user=${userId} line=${line} position=${position}`,
       );
     }
-    return this.status(goodsId, userId);
+    return {
+      ...(await this.status(goodsId, userId)),
+      receipt: {
+        joinIndex: line === 0 ? position : null,
+        arrival: line === 1 ? position : null,
+        pseudonym: pseudonymOf(secrets.pseudonymKey, userId),
+        seedCommitment: seedCommitment(secrets.secret),
+      },
+    };
   }
 
   async status(goodsId: number, userId: number): Promise<QueueStatus> {
@@ -228,7 +256,7 @@ export function isQueueSale(goods: GoodsEntity): goods is QueueSale {
   );
 }
 
-function notOpenYet(sale: QueueSale): DomainError {
+export function notOpenYet(sale: QueueSale): DomainError {
   return new DomainError(
     'QUEUE_NOT_OPEN',
     `The waiting room opens at ${sale.queueOpensAt.toISOString()}`,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { drawSeed, pseudonymOf, seedCommitment } from './fairness.js';
-import { PreQueueDigest } from './pre-queue-digest.js';
+import { PreQueueDigest } from '../waiting-room/pre-queue-digest.js';
 
 const SECRET = Buffer.from(
   '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff',
