@@ -774,7 +774,7 @@ describe('queue-draw-verifiable', () => {
   it("names a receipt whose join the export does not hold, and a drawn sale's export not read", () => {
     const { published, exported, receipt } = drawn();
     const stranger = receipt(41);
-    stranger.receipt!.pseudonym = 'e'.repeat(64);
+    stranger.receipt!.pseudonym = 'e'.repeat(32);
     expect(
       judge({
         history: [stranger],

@@ -77,8 +77,8 @@ describe('verifyDraw', () => {
     for (const change of [
       (e: DrawExport) => e.preQueue.splice(5, 1),
       (e: DrawExport) =>
-        e.preQueue.splice(7, 0, { joinIndex: 7, pseudonym: 'a'.repeat(64), place: null }),
-      (e: DrawExport) => (e.preQueue[3].pseudonym = 'b'.repeat(64)),
+        e.preQueue.splice(7, 0, { joinIndex: 7, pseudonym: 'a'.repeat(32), place: null }),
+      (e: DrawExport) => (e.preQueue[3].pseudonym = 'b'.repeat(32)),
     ]) {
       const { published, exported } = drawnSale();
       change(exported);

@@ -29,7 +29,7 @@ export type DrawVerdict =
   /** `place`: the first place (0-based) where the export and the draw disagree, if that is it. */
   | { ok: false; place: number | null; problem: string };
 
-const HEX64 = /^[0-9a-f]{64}$/;
+const PSEUDONYM = /^[0-9a-f]{32}$/;
 
 /**
  * Checks a queue sale's draw from nothing but the public answer and the export: the secret is the
@@ -73,8 +73,8 @@ export function verifyDraw(published: PublishedDraw, exported: DrawExport): Draw
         `pre-queue entry ${i}: join index ${entry.joinIndex} is not in 0..${preSize - 1}`,
       );
     }
-    if (!HEX64.test(entry.pseudonym)) {
-      return fail(`pre-queue entry ${i}: pseudonym ${entry.pseudonym} is not 64 hex digits`);
+    if (!PSEUDONYM.test(entry.pseudonym)) {
+      return fail(`pre-queue entry ${i}: pseudonym ${entry.pseudonym} is not 32 hex digits`);
     }
     if (entry.joinIndex <= digest.lastIndex()) {
       return fail(`pre-queue entry ${i}: join index ${entry.joinIndex} is not after the last one`);

@@ -84,7 +84,7 @@ export class FairnessController {
   @ApiOperation({
     summary: 'The export an auditor recomputes a queue sale’s order from (admin)',
     description:
-      'JSON, streamed: the fairness answer (with the secret once drawn), then `preQueue`: every join before the start as `{joinIndex, pseudonym, place}`, and `after`: every later join as `{arrival, pseudonym, place}`. `pseudonym` is the hex HMAC-SHA-256 of the user id under a key of the sale that is never revealed (the same as the buyer’s join receipt); `place` is the place in the order its admission was given at (0-based), null while not admitted. `npm run verify-draw -- --goods ID --base-url URL --export FILE` checks it against the public fairness answer.',
+      'JSON, streamed: the fairness answer (with the secret once drawn), then `preQueue`: every join before the start as `{joinIndex, pseudonym, place}`, and `after`: every later join as `{arrival, pseudonym, place}`. `pseudonym` is the user id encrypted (AES-256, 32 hex digits) under a key of the sale that is never revealed (the same as the buyer’s join receipt); `place` is the place in the order its admission was given at (0-based), null while not admitted. `npm run verify-draw -- --goods ID --base-url URL --export FILE` checks it against the public fairness answer.',
   })
   @ApiProduces('application/json')
   @ApiOkResponse({ description: 'The export (JSON)' })

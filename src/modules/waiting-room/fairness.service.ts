@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import { orUnavailable } from '../../common/errors/domain-error.js';
 import { DrawJournalService } from '../queue-journal/draw-journal.service.js';
-import { pseudonymOf, seedCommitment } from '../queue-journal/fairness.js';
+import { pseudonymsOf, seedCommitment } from '../queue-journal/fairness.js';
 import type { PublishedDraw } from './draw-verifier.js';
 import { notOpenYet, WaitingRoomService, type QueueSale } from './waiting-room.service.js';
 
@@ -10,7 +10,7 @@ import { notOpenYet, WaitingRoomService, type QueueSale } from './waiting-room.s
 export const DRAW_RULE = {
   commitment: 'seedCommitment = hex SHA-256 of the secret’s bytes, published from queueOpensAt',
   digest:
-    'digest = hex SHA-256 of one line "joinIndex:pseudonym\\n" per pre-queue join, in join-index order, as the pre-queue stood at startAt',
+    'digest = hex SHA-256 of one line "joinIndex:pseudonym\\n" per pre-queue join, in join-index order, as the pre-queue stood at startAt (pseudonym: 32 hex digits, the user id encrypted under a key of the sale that is never revealed)',
   seed: 'seed = the first 32 hex digits of SHA-256(secret bytes ‖ digest bytes)',
   order:
     'the join index at place p (0-based) is indexAt(p) of an 8-round Feistel permutation of 0..preSize-1 keyed by the seed (lua/lib/queue-order.lua, src/modules/waiting-room/queue-order.ts); a place whose index nobody holds is passed over; later joiners follow in arrival order',
@@ -76,10 +76,14 @@ export class FairnessService {
         for (let after = -1; ;) {
           const rows = await draws.exportPage(sale.id, line, after, EXPORT_PAGE);
           if (rows.length === 0) break;
-          const entries = rows.map((row) =>
+          const pseudonyms = pseudonymsOf(
+            pseudonymKey,
+            rows.map((row) => row.userId),
+          );
+          const entries = rows.map((row, i) =>
             JSON.stringify({
               [line === 0 ? 'joinIndex' : 'arrival']: row.position,
-              pseudonym: pseudonymOf(pseudonymKey, row.userId),
+              pseudonym: pseudonyms[i],
               place: row.place,
             }),
           );

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { leafOf, pseudonymOf } from '../queue-journal/fairness.js';
 import { PreQueueDigest } from './pre-queue-digest.js';
 
-const KEY = Buffer.from('key');
+const KEY = Buffer.alloc(32, 1);
 
 describe('PreQueueDigest', () => {
   it('should digest the leaves in join-index order, and read the digest without ending it', () => {
@@ -35,6 +35,25 @@ describe('PreQueueDigest', () => {
     expect(() => digest.add(3, 'b')).toThrow(RangeError);
     expect(() => digest.add(2, 'b')).toThrow(RangeError);
     expect(() => digest.add(4.5, 'b')).toThrow(RangeError);
+    expect(() =>
+      digest.addAll([
+        { index: 5, pseudonym: 'b' },
+        { index: 5, pseudonym: 'c' },
+      ]),
+    ).toThrow(RangeError);
+    // A page refused whole: nothing of it is added.
     expect(digest.size()).toBe(1);
+    expect(digest.lastIndex()).toBe(3);
+  });
+
+  it('should digest a page added at once as its joins added one by one', () => {
+    const one = new PreQueueDigest();
+    const page = new PreQueueDigest();
+    const joins = [0, 1, 4, 9].map((index) => ({ index, pseudonym: pseudonymOf(KEY, index + 70) }));
+    for (const { index, pseudonym } of joins) one.add(index, pseudonym);
+    page.addAll(joins.slice(0, 1));
+    page.addAll(joins.slice(1));
+    expect(page.digest()).toBe(one.digest());
+    expect(page.size()).toBe(4);
   });
 });

@@ -13,12 +13,21 @@ export class PreQueueDigest {
 
   /** The next join: its index must be above every one added before. */
   add(index: number, pseudonym: string): void {
-    if (!Number.isSafeInteger(index) || index <= this.last) {
-      throw new RangeError(`join index ${index} after ${this.last}: the leaves go in index order`);
+    this.addAll([{ index, pseudonym }]);
+  }
+
+  /** The next joins, in index order: one update of the hash for the lot (a page of the reads). */
+  addAll(joins: readonly { index: number; pseudonym: string }[]): void {
+    let last = this.last;
+    for (const { index } of joins) {
+      if (!Number.isSafeInteger(index) || index <= last) {
+        throw new RangeError(`join index ${index} after ${last}: the leaves go in index order`);
+      }
+      last = index;
     }
-    this.hash.update(leafOf(index, pseudonym));
-    this.last = index;
-    this.count++;
+    this.hash.update(joins.map(({ index, pseudonym }) => leafOf(index, pseudonym)).join(''));
+    this.last = last;
+    this.count += joins.length;
   }
 
   /** The highest join index added (-1: none). */

@@ -1,4 +1,4 @@
-import { pseudonymOf } from '../queue-journal/fairness.js';
+import { pseudonymsOf } from '../queue-journal/fairness.js';
 import { PreQueueDigest } from './pre-queue-digest.js';
 import type { PreQueuePage } from './queue.scripts.js';
 
@@ -38,10 +38,12 @@ export class PreQueueFollower {
       if (!page.journal) return page;
       if (this.opened === undefined) this.opened = page.opened;
       else if (page.opened !== this.opened) return 'stale';
-      for (const { index, userId } of page.joins) {
-        this.digest.add(index, pseudonymOf(this.pseudonymKey, userId));
-        this.pending.set(index, userId);
-      }
+      const pseudonyms = pseudonymsOf(
+        this.pseudonymKey,
+        page.joins.map(({ userId }) => userId),
+      );
+      this.digest.addAll(page.joins.map(({ index }, i) => ({ index, pseudonym: pseudonyms[i] })));
+      for (const { index, userId } of page.joins) this.pending.set(index, userId);
       taken += page.joins.length;
       if (page.joins.length < PAGE || taken >= budget) return page;
     }

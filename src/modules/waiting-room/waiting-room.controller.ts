@@ -68,7 +68,7 @@ class JoinReceiptDto {
   arrival: number | null;
   @ApiProperty({
     description:
-      'Your pseudonym in this sale’s digest and export (the hex HMAC-SHA-256 of your user id under a key of the sale that is never revealed)',
+      'Your pseudonym in this sale’s digest and export (your user id encrypted, AES-256, under a key of the sale that is never revealed: 32 hex digits)',
   })
   pseudonym: string;
   @ApiProperty({ description: 'The commitment to the secret the order is drawn with' })
