@@ -58,9 +58,9 @@ export class DrawJournalService {
     return kept;
   }
 
-  /** The pre-queue's joins MySQL holds with a join index in from..to: index -> user id. */
-  preQueue(goodsId: number, from: number, to: number): Promise<Map<number, number>> {
-    return this.repository.preQueue(goodsId, from, to);
+  /** The pre-queue's joins MySQL holds at these join indices: index -> user id. */
+  preQueueAt(goodsId: number, indices: number[]): Promise<Map<number, number>> {
+    return this.repository.preQueueAt(goodsId, indices);
   }
 
   /** One page of the export (QueueJournalRepository.exportPage). */

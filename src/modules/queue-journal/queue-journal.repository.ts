@@ -128,12 +128,15 @@ export class QueueJournalRepository {
 
   /**
    * The draw, kept once: the seed with the digest and the pre-queue's size it was drawn from. A
-   * draw kept already (another instance's, the same one) stands; what is kept is returned.
+   * draw kept already (another instance's, the same one) stands; what is kept is returned. A seed
+   * without its pre-queue size (drawn ahead of the start before draws were committed to, and
+   * never taken by Redis: a Redis that took one has it, and its tick never asks for another) is
+   * replaced.
    */
   async drawSeed(goodsId: number, draw: DrawRow): Promise<DrawRow> {
     await this.db.query(
       `UPDATE seckill_queue_room SET seed = ?, digest = ?, pre_size = ?
-        WHERE goods_id = ? AND seed IS NULL`,
+        WHERE goods_id = ? AND (seed IS NULL OR pre_size IS NULL)`,
       [draw.seed, draw.digest, draw.preSize, goodsId],
     );
     const kept = await this.draw(goodsId);
@@ -150,12 +153,16 @@ export class QueueJournalRepository {
     return { seed: row.seed, digest: row.digest, preSize: Number(row.pre_size) };
   }
 
-  /** The pre-queue's joins with a join index in `from`..`to`, by index. */
-  async preQueue(goodsId: number, from: number, to: number): Promise<Map<number, number>> {
+  /**
+   * The pre-queue's joins at these join indices, by index (a list, not a range: one join whose
+   * write failed long ago must not make every later look-up read all the joins since).
+   */
+  async preQueueAt(goodsId: number, indices: number[]): Promise<Map<number, number>> {
+    if (indices.length === 0) return new Map();
     const rows = await this.db.query<{ user_id: unknown; position: unknown }[]>(
       `SELECT user_id, position FROM seckill_queue_join
-        WHERE goods_id = ? AND line = 0 AND position BETWEEN ? AND ?`,
-      [goodsId, from, to],
+        WHERE goods_id = ? AND line = 0 AND position IN (?)`,
+      [goodsId, indices],
     );
     return new Map(rows.map((row) => [Number(row.position), Number(row.user_id)]));
   }

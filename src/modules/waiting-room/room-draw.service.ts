@@ -12,7 +12,7 @@ import type { QueueSale } from './waiting-room.service.js';
  * pseudonyms, the hash): a crowd joining faster than this is caught up at the start.
  */
 const FOLLOW_BUDGET = 20_000;
-/** Pending joins looked up in MySQL by one range read. */
+/** Pending joins looked up in MySQL by one read. */
 const CHECK_PAGE = 5_000;
 
 /**
@@ -122,12 +122,15 @@ export class RoomDrawService {
   }
 
   private async missing(goodsId: number, follower: PreQueueFollower): Promise<[number, number][]> {
-    // The pending joins in index order (as read), looked up a page of indices at a time.
+    // The pending joins in index order (as read), looked up a page at a time.
     const pending = [...follower.pending];
     const missing: [number, number][] = [];
     for (let from = 0; from < pending.length; from += CHECK_PAGE) {
       const page = pending.slice(from, from + CHECK_PAGE);
-      const held = await this.draws.preQueue(goodsId, page[0][0], page[page.length - 1][0]);
+      const held = await this.draws.preQueueAt(
+        goodsId,
+        page.map(([index]) => index),
+      );
       for (const [index, userId] of page) {
         const holder = held.get(index);
         if (holder === userId) follower.pending.delete(index);
