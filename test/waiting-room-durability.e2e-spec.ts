@@ -5,6 +5,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queueKeys } from '../src/infra/redis/seckill-keys.js';
 import { DrawJournalService } from '../src/modules/queue-journal/draw-journal.service.js';
+import { drawSeed, pseudonymsOf } from '../src/modules/queue-journal/fairness.js';
+import { QueueJournalRepository } from '../src/modules/queue-journal/queue-journal.repository.js';
+import {
+  verifyDraw,
+  type DrawExport,
+  type PublishedDraw,
+} from '../src/modules/waiting-room/draw-verifier.js';
+import { PreQueueDigest } from '../src/modules/waiting-room/pre-queue-digest.js';
 import { EventStreamClient } from './support/event-stream.js';
 import { bearer, createSale, startApp, Stores, waitFor, type TestApp } from './support/harness.js';
 import { PrivateRedis } from './support/private-redis.js';
@@ -251,6 +259,49 @@ describe('the waiting room outlives Redis: restarted empty or from an old snapsh
     } finally {
       direct.disconnect();
     }
+  });
+
+  it('should write the room back from MySQL when Redis holds another pre-queue than the draw MySQL keeps, and admit in that draw', async () => {
+    const goodsId = await createSale(t.http, {
+      stock: 4,
+      startsInMs: 2_000,
+      queue: { admitPerSecond: 1_000, admissionTtlSeconds: 60 },
+    });
+    const buyers = [861, 862, 863];
+    for (const userId of buyers) await joinQueue(goodsId, userId).expect(200);
+    // A fourth join MySQL holds and Redis lost (never restored since), and the draw MySQL kept
+    // for the four: Redis's pre-queue (three) is not the one the seed was drawn for.
+    const lost = 864;
+    await t.app
+      .get(QueueJournalRepository)
+      .insertJoins([{ goodsId, userId: lost, line: 0, position: 3, address: null }]);
+    const draws = t.app.get(DrawJournalService);
+    const { secret, pseudonymKey } = await draws.secretsOf(goodsId);
+    const digest = new PreQueueDigest();
+    const pseudonyms = pseudonymsOf(pseudonymKey, [...buyers, lost]);
+    digest.addAll(pseudonyms.map((pseudonym, index) => ({ index, pseudonym })));
+    const seed = drawSeed(secret, digest.digest());
+    await draws.draw(goodsId, { seed, digest: digest.digest(), preSize: 4 });
+
+    // At the start Redis refuses that draw; the room is written back from MySQL with it.
+    const all = await waitFor(
+      async () => {
+        const reads = await Promise.all([...buyers, lost].map((userId) => read(goodsId, userId)));
+        return reads.every((r) => r.status === 200 && r.body.state === 'ADMITTED') ? reads : null;
+      },
+      { what: 'all four admitted, the lost join with them', timeoutMs: 20_000 },
+    );
+    expect(all).toHaveLength(4);
+    expect(await seedIn(goodsId)).toBe(seed);
+    const published = (await t.http.get(`/api/v1/goods/${goodsId}/fairness`).expect(200))
+      .body as PublishedDraw;
+    const exported = (
+      await t.http
+        .get(`/api/v1/admin/goods/${goodsId}/entries`)
+        .set('Authorization', bearer(1, true))
+        .expect(200)
+    ).body as DrawExport;
+    expect(verifyDraw(published, exported)).toMatchObject({ ok: true });
   });
 
   it('should refuse an address more accounts than QUEUE_MAX_ACCOUNTS_PER_ADDRESS with 429, counted in MySQL so that a restart forgets nothing', async () => {

@@ -34,15 +34,17 @@ export class QueueRestoreService {
   /**
    * The room found not the journal's: restored under the lock, once per goods at a time on this
    * instance (every caller shares the one under way). Failures are logged; the next finding
-   * tries again.
+   * tries again. `anew`: restored even though it is marked the journal's (it was found to
+   * disagree with MySQL), which drops the mark first: every reader waits for the restore.
    */
-  ensure(goodsId: number): Promise<void> {
+  ensure(goodsId: number, { anew = false }: { anew?: boolean } = {}): Promise<void> {
     let run = this.running.get(goodsId);
     if (!run) {
       run = this.saleLock
         .hold(goodsId, 'queue-restore', async (held) => {
           // Read under the lock: another instance may have restored it meanwhile.
-          await this.ensureHeld(held);
+          if (anew) await this.restoreHeld(held);
+          else await this.ensureHeld(held);
         })
         .catch((error: Error) => {
           // Waiting for the joins of the lost room is the usual first answer: not a warning.

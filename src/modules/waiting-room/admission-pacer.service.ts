@@ -95,9 +95,14 @@ export class AdmissionPacerService {
       }
       if (result.undrawn) {
         if (draw) {
-          throw new Error(
-            `queue draw refused by redis: goods=${sale.id} preSize=${draw.preSize} preSeq=${result.preSize}`,
+          // The draw MySQL keeps is of another pre-queue than Redis holds: Redis lost joins
+          // MySQL has (or holds some it never wrote). MySQL's room is the truth: written back
+          // (the seed with it), and admission goes on from there.
+          this.logger.warn(
+            `queue draw refused by redis, room restored from mysql: goods=${sale.id} preSize=${draw.preSize} preSeq=${result.preSize}`,
           );
+          void this.restore.ensure(sale.id, { anew: true });
+          return;
         }
         draw = await this.draws.draw(sale, result.preSize);
         continue;
