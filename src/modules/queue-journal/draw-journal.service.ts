@@ -9,11 +9,11 @@ import {
 } from './queue-journal.repository.js';
 
 /**
- * A queue sale's commit-and-reveal in MySQL (fairness.ts says the
- * arithmetic): the secret and the pseudonym key, drawn once when first asked for (the goods
- * answer, the fairness route or the first join, whichever comes first from queueOpensAt: before
- * any join is answered), and the draw (seed, digest, pre-queue size), kept once, before Redis
- * takes the seed. What is kept never changes, so each instance reads it once.
+ * A queue sale's commit-and-reveal in MySQL (fairness.ts says the arithmetic): the secret and
+ * the pseudonym key, drawn once when first asked for (the goods answer, the fairness route or the
+ * first join, whichever comes first from queueOpensAt: before any join is answered), and the draw
+ * (seed, digest, pre-queue size), kept once, before Redis takes the seed. What is kept never
+ * changes, so each instance reads it once (the draw once it exists).
  */
 @Injectable()
 export class DrawJournalService {
