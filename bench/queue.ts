@@ -262,7 +262,9 @@ async function run(options: Options): Promise<boolean> {
     let admitted = 0;
     for (;;) {
       const result = await scripts.queue.tick(GOODS_ID, {
-        ...window(startAt),
+        drawAt: startAt,
+        buyFrom: startAt,
+        endAt: startAt + HOUR_MS,
         admitPerSecond: options.admitPerSecond,
         admissionTtlMs: 60_000,
         stockFactor: 1,

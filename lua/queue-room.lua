@@ -17,11 +17,12 @@
   ARGV[1] endAt (ms)
 
   Returns {head, shuffled, stock, inflight, admittedLast10s, waiting, deciding, expired, ended,
-  stopped, restoring}: stock -1 when the sale is not in Redis; shuffled 1 once the seed is drawn (every
+  stopped, restoring, used, joined}: stock -1 when the sale is not in Redis; shuffled 1 once the seed is drawn (every
   place is fixed); waiting, the buyers not admitted yet; deciding, those admitted who have
   neither bought nor lapsed; ended 1 at or after endAt (Redis's clock); stopped 1 while the
   room's clock is stopped (the sale cannot sell); restoring 1 while the room is not the
-  journal's (Redis lost or outdated it: it is being restored from MySQL).
+  journal's (Redis lost or outdated it: it is being restored from MySQL); used, the admissions
+  a purchase used (a draw sale's rights claimed); joined, everyone who joined (a draw's entries).
 ]]
 --!include lib/room-clock.lua
 --!include lib/server-run-id.lua
@@ -48,4 +49,6 @@ return {
   now >= tonumber(ARGV[1]) and 1 or 0,
   stopped and 1 or 0,
   journalRoom(KEYS[1]) and 0 or 1,
+  redis.call('ZCOUNT', KEYS[7], '-inf', '(0'),
+  redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[6]),
 }

@@ -17,7 +17,7 @@
   KEYS[7] stock     seckill:{gid}:stock           string, the remaining stock
   KEYS[8] clock     seckill:{gid}:queue:clock     hash  the room's clock (lua/lib/room-clock.lua)
 
-  ARGV[1] startAt (ms)
+  ARGV[1] the draw (ms): a queue sale's startAt, a draw sale's entriesCloseAt
   ARGV[2] endAt (ms)
   ARGV[3] admitPerSecond: the most admissions in any 1,000 ms, across every caller
   ARGV[4] admission TTL (ms)
@@ -33,6 +33,8 @@
           room in between (Redis unreachable, or restarting): the gap is a stop of the clock,
           from the last lapse a reader told in it, if any (lua/lib/room-clock.lua)
   ARGV[10] the pre-queue's size the seed was drawn for: taken only if it is this room's (preSeq)
+  ARGV[11] buyFrom (ms): an admission's time to buy counts from here at the earliest (the sale's
+          start: a draw sale's rights are given at entriesCloseAt, which may come before it)
 
   The clock stops while the sale cannot sell: paused by the operator, or its stock not in Redis
   (a restart's rebuild), or between two steps further apart than the gap bound; it runs again
@@ -142,8 +144,10 @@ local n = math.min(
 if n <= 0 then
   return {0, #lapsed, drawn, 0, head, roomTime, 0, preSize, ''}
 end
--- No admission outlives the sale: one given close to its end lasts until it.
-local untilMs = roomTime + math.min(tonumber(ARGV[4]), tonumber(ARGV[2]) - now)
+-- No admission outlives the sale: one given close to its end lasts until it. One given before
+-- the start (a draw's right) lasts its time from the start.
+local buyFrom = math.max(now, tonumber(ARGV[11] or '0'))
+local untilMs = roomTime + (buyFrom - now) + math.min(tonumber(ARGV[4]), tonumber(ARGV[2]) - buyFrom)
 local last = head + n - 1
 local users = {}
 -- A buyer is admitted once: one admitted or lapsed already (a place admitted again after a

@@ -3,7 +3,8 @@
 
   KEYS[1] stock     seckill:{gid}:stock     string, remaining quantity
   KEYS[2] meta      seckill:{gid}:meta      hash  total, startAt, endAt (ms), limit, admission
-                                            ("queue": only admitted buyers may buy); frozenUntil
+                                            ("queue", "draw": only admitted buyers, a draw's
+                                            holders of a right, may buy); frozenUntil
                                             (ms, this server's clock) while a repair rebuilds
                                             the goods' buckets (lua/seckill-freeze.lua)
   KEYS[3] buyers    seckill:{gid}:buyers    hash  userId -> quantity held
@@ -46,6 +47,8 @@
                           mode: nothing changed (a refused borrowed record gives its loan back)
    10 NOT_ADMITTED        a queue sale, and this buyer holds no admission in force (never
                           admitted, lapsed, or used by an accepted purchase): nothing changed
+   11 NOT_SELECTED        the same in a draw sale: this buyer holds no purchase right in force
+                          (its room's admission: never drawn one, lapsed, or used)
 
   Time comes from the Redis server, so every app instance judges the window by one clock.
 
@@ -96,7 +99,7 @@ if not borrowed and stock < quantity then
   return {4, stock}
 end
 -- After the stock: a buyer the waiting room has not reached yet is told SOLD_OUT once it is.
-if meta[5] == 'queue' then
+if meta[5] == 'queue' or meta[5] == 'draw' then
   local admittedUntil = tonumber(redis.call('ZSCORE', KEYS[9], userId) or '0')
   local roomTime, stopped = roomNow(KEYS[10], now)
   if admittedUntil < roomTime then
@@ -104,7 +107,7 @@ if meta[5] == 'queue' then
     if admittedUntil > 0 and not stopped then
       roomSeen(KEYS[10], now)
     end
-    return {10, stock}
+    return {meta[5] == 'draw' and 11 or 10, stock}
   end
   redis.call('ZADD', KEYS[9], -admittedUntil, userId)
 end

@@ -17,7 +17,8 @@
   ARGV[4] endAt (ms)
   ARGV[5] per-user limit
   ARGV[6] 1 for a refresh, 0 for a load
-  ARGV[7] admission: "open" or "queue" (only admitted buyers may buy: lua/seckill-deduct.lua)
+  ARGV[7] admission: "open", "queue" or "draw" (only admitted buyers, a draw's holders of a
+          purchase right, may buy: lua/seckill-deduct.lua)
 
   Returns {loaded, stock}:
      1  the stock was written now

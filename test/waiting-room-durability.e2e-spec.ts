@@ -338,4 +338,80 @@ describe('the waiting room outlives Redis: restarted empty or from an old snapsh
     expect((await joinFrom(33_004, '203.0.113.7').expect(429)).body.code).toBe('TOO_MANY_REQUESTS');
     expect((await joinFrom(33_002, '203.0.113.7').expect(200)).body.state).toBe('WAITING');
   });
+  it("should keep a draw sale's entries, its draw, every right and the waitlist's ranks after Redis restarts empty", async () => {
+    const goodsId = await createSale(t.http, {
+      stock: 2,
+      startsInMs: 2_000,
+      draw: { closesInMs: 1_500, claimSeconds: 60 },
+    });
+    const entrants = Array.from({ length: 6 }, (_, i) => 34_000 + i);
+    const entry = (userId: number) =>
+      t.http.get(`/api/v1/seckill/${goodsId}/entry`).set('Authorization', bearer(userId));
+    for (const userId of entrants) {
+      await t.http
+        .post(`/api/v1/seckill/${goodsId}/entry`)
+        .set('Authorization', bearer(userId))
+        .expect(200);
+    }
+    type EntryAnswer = { state: string; rank: number | null; rightUntil?: string };
+    const read = async () =>
+      Promise.all(
+        entrants.map(async (userId) => (await entry(userId).expect(200)).body as EntryAnswer),
+      );
+    const before = await waitFor(
+      async () => {
+        const now = await read();
+        return now.filter((s) => s.state === 'SELECTED').length === 2 &&
+          now.every((s) => s.state === 'SELECTED' || s.rank !== null)
+          ? now
+          : null;
+      },
+      { what: 'two rights out' },
+    );
+    const holders = entrants.filter((_, i) => before[i].state === 'SELECTED');
+    await waitFor(
+      async () =>
+        (await t.http.post(`/api/v1/seckill/${goodsId}`).set('Authorization', bearer(holders[0])))
+          .status === 202,
+      { what: 'the first holder to buy (from the start)' },
+    );
+    await waitFor(async () => (await stores.orders(goodsId)).length === 1, { what: 'the order' });
+    const seed = await seedIn(goodsId);
+
+    redis.forgetSnapshot();
+    // The restart's rebuild goes through every open sale (earlier files' too) before this one.
+    await stores.endOtherSales(goodsId);
+    await redis.kill();
+    await redis.up(); // empty: the entries, the draw and the rights are gone from Redis
+    const after = await Promise.all(
+      entrants.map(async (userId) => {
+        const answer = await untilAnswered(goodsId, userId, {
+          ask: (_, id) => entry(id),
+          refusedFirst: false,
+        });
+        return answer as unknown as EntryAnswer;
+      }),
+    );
+    for (const [i, userId] of entrants.entries()) {
+      if (holders.includes(userId)) continue;
+      expect(after[i]).toMatchObject({ state: 'WAITLISTED', rank: before[i].rank });
+    }
+    expect(await seedIn(goodsId)).toBe(seed);
+    expect(after[entrants.indexOf(holders[0])].state).toBe('PURCHASED');
+    const kept = after[entrants.indexOf(holders[1])];
+    expect(kept.state).toBe('SELECTED');
+    expect(Date.parse(kept.rightUntil!)).toBeGreaterThan(Date.now() + 50_000);
+    // Nobody else got a right meanwhile, and the holder still buys with it.
+    expect(after.filter((s) => s.state === 'SELECTED')).toHaveLength(1);
+    await waitFor(
+      async () => {
+        const answer = await t.http
+          .post(`/api/v1/seckill/${goodsId}`)
+          .set('Authorization', bearer(holders[1]));
+        expect([202, 503]).toContain(answer.status);
+        return answer.status === 202;
+      },
+      { timeoutMs: 30_000, intervalMs: 300, what: 'the holder to buy' },
+    );
+  });
 });

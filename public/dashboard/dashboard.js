@@ -210,6 +210,17 @@ import { readEventStream, takeTokenFromAddress, takeTokenFromForm } from './shar
         input: find('.queue-pace-input'),
         isPaused: false,
       },
+      draw: {
+        root: find('.draw'),
+        pending: find('.draw-pending'),
+        terms: find('.draw-terms'),
+        entries: find('.draw-entries'),
+        rights: find('.draw-rights'),
+        claimed: find('.draw-claimed'),
+        lapsed: find('.draw-lapsed'),
+        head: find('.draw-head'),
+        waitlisted: find('.draw-waitlisted'),
+      },
       chart: null,
       codes: '',
     };
@@ -220,6 +231,9 @@ import { readEventStream, takeTokenFromAddress, takeTokenFromForm } from './shar
     card.queue.waiting.dataset.testid = `sale-${id}-queue-waiting`;
     card.queue.admitted.dataset.testid = `sale-${id}-queue-admitted`;
     card.queue.toggle.dataset.testid = `sale-${id}-queue-toggle`;
+    for (const key of ['entries', 'rights', 'claimed', 'lapsed', 'head']) {
+      card.draw[key].dataset.testid = `sale-${id}-draw-${key}`;
+    }
     card.merchant.parked.dataset.testid = `sale-${id}-merchant-parked`;
     card.merchant.retry.dataset.testid = `sale-${id}-merchant-retry`;
     card.merchant.retry.addEventListener('click', () =>
@@ -303,7 +317,21 @@ import { readEventStream, takeTokenFromAddress, takeTokenFromForm } from './shar
       card.units[i].textContent = number.format(sale.units[key]);
     });
     fillQueue(card.queue, sale.queue);
+    fillDraw(card.draw, sale.draw);
     drawChart(card, sale.rates);
+  }
+
+  function fillDraw(view, draw) {
+    view.root.hidden = !draw;
+    if (!draw) return;
+    view.pending.hidden = draw.drawn;
+    view.terms.textContent = `· ${draw.winnersFactor} right(s) per unit, ${number.format(draw.claimSeconds)} s each`;
+    view.entries.textContent = number.format(draw.entries);
+    view.rights.textContent = number.format(draw.rightsOut);
+    view.claimed.textContent = number.format(draw.claimed);
+    view.lapsed.textContent = number.format(draw.lapsed);
+    view.head.textContent = draw.waitlistHead === null ? '–' : number.format(draw.waitlistHead);
+    view.waitlisted.textContent = number.format(draw.waitlisted);
   }
 
   function fillQueue(view, queue) {

@@ -139,6 +139,11 @@ export interface SaleOptions {
   stockShards?: number;
   /** A queue sale (admission `queue`): its pace, and when its waiting room opens (ms from now). */
   queue?: { admitPerSecond: number; admissionTtlSeconds: number; opensInMs?: number };
+  /**
+   * A draw sale (admission `draw`): entries from `opensInMs` from now (default: open already)
+   * until `closesInMs` from now, each right lasting claimSeconds.
+   */
+  draw?: { closesInMs: number; claimSeconds: number; winnersFactor?: number; opensInMs?: number };
 }
 
 /** Creates a sale through the admin API (and preheats it unless told not to); returns its id. */
@@ -164,6 +169,17 @@ export async function createSale(http: TestAgent, options: SaleOptions = {}): Pr
             ...(options.queue.opensInMs === undefined
               ? {}
               : { queueOpensAt: new Date(Date.now() + options.queue.opensInMs).toISOString() }),
+          }),
+      ...(options.draw === undefined
+        ? {}
+        : {
+            admission: 'draw',
+            entriesOpenAt: new Date(Date.now() + (options.draw.opensInMs ?? -1_000)).toISOString(),
+            entriesCloseAt: new Date(Date.now() + options.draw.closesInMs).toISOString(),
+            claimSeconds: options.draw.claimSeconds,
+            ...(options.draw.winnersFactor === undefined
+              ? {}
+              : { winnersFactor: options.draw.winnersFactor }),
           }),
     })
     .expect(201);

@@ -3,7 +3,7 @@ import type { MerchantEventCounts } from '../merchant-events/merchant-event.repo
 import type { QueueRole } from '../messaging/order.publisher.js';
 import type { LatePaymentCounts } from '../payments/payment-event.repository.js';
 import type { SaleVerdict } from '../reconcile/reconcile-verdicts.store.js';
-import type { QueueBoard } from '../waiting-room/queue-control.service.js';
+import type { DrawBoard, QueueBoard } from '../waiting-room/queue-control.service.js';
 
 /** Per order status: pending payment, paid, cancelled, paid after its cancel with nothing left. */
 export interface ByStatus {
@@ -43,6 +43,8 @@ export interface SaleFigures {
   rates: { start: number; codes: Record<string, number[]> };
   /** A queue sale's waiting room (null for an open sale, or when Redis was not read). */
   queue: QueueBoard | null;
+  /** A draw sale's entries and rights (null for any other sale, or when Redis was not read). */
+  draw: DrawBoard | null;
   /** Payments that landed after their order's cancel: taken again, or left to refund. */
   latePayments: LatePaymentCounts;
   /** The merchant's order events of the sale; null while MERCHANT_WEBHOOK_URL is unset. */

@@ -12,7 +12,11 @@ import { parseVerdict, type SaleVerdict } from '../reconcile/reconcile-verdicts.
 import { ReconcileService } from '../reconcile/reconcile.service.js';
 import { BucketCountsStore } from '../sale-store/bucket-counts.store.js';
 import { SaleRepairService } from '../sale-store/sale-repair.service.js';
-import { QueueControlService, type QueueAdmission } from '../waiting-room/queue-control.service.js';
+import {
+  QueueControlService,
+  type DrawBoard,
+  type QueueAdmission,
+} from '../waiting-room/queue-control.service.js';
 import { DashboardScripts } from './dashboard.scripts.js';
 import type { ByStatus, DashboardSnapshot, QueueFigures, SaleFigures } from './dashboard.types.js';
 
@@ -43,11 +47,13 @@ interface SaleLedger {
   units: ByStatus;
   /** A queue sale's admission as the operator set it; null for an open sale. */
   admission: QueueAdmission | null;
+  /** A draw sale's terms; null for any other. */
+  draw: Pick<DrawBoard, 'goodsId' | 'claimSeconds' | 'winnersFactor'> | null;
 }
 
 type RedisSide = Pick<
   SaleFigures,
-  'verdict' | 'rates' | 'inFlight' | 'inFlightPurchases' | 'queue'
+  'verdict' | 'rates' | 'inFlight' | 'inFlightPurchases' | 'queue' | 'draw'
 > & {
   stock: number | null;
 };
@@ -154,6 +160,14 @@ export class SaleBoardService {
                   admissionTtlSeconds: Number(row.admissionTtlSeconds),
                 }
               : null,
+          draw:
+            row.admission === 'draw'
+              ? {
+                  goodsId: id,
+                  claimSeconds: Number(row.admissionTtlSeconds),
+                  winnersFactor: Number(row.winnersFactor),
+                }
+              : null,
         };
         sales.set(id, sale);
       }
@@ -183,6 +197,7 @@ export class SaleBoardService {
       verdict: parseVerdict(rawVerdict),
       rates: { start, codes: rateSeries(seconds) },
       queue: sale.admission ? await this.queues.board(sale.admission, sale.endAt) : null,
+      draw: sale.draw ? await this.queues.drawBoard(sale.draw, sale.endAt) : null,
     };
   }
 
@@ -240,6 +255,7 @@ function figures(
     verdict: redis ? verdictNow(redis.verdict, redis.stock !== null) : null,
     rates: redis?.rates ?? { start: 0, codes: {} },
     queue: redis?.queue ?? null,
+    draw: redis?.draw ?? null,
   };
 }
 

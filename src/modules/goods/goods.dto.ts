@@ -17,6 +17,9 @@ import { ADMISSIONS, type Admission } from '../../infra/database/entities/goods.
 /** The most admissions per second and the longest admission a queue sale may ask for. */
 export const MAX_ADMIT_PER_SECOND = 100_000;
 export const MAX_ADMISSION_TTL_SECONDS = 3_600;
+/** The longest purchase right a draw sale may give (a week), and the most rights per unit. */
+export const MAX_CLAIM_SECONDS = 7 * 86_400;
+export const MAX_WINNERS_FACTOR = 100;
 
 export const GOODS_STATUSES = ['UPCOMING', 'ACTIVE', 'SOLD_OUT', 'ENDED'] as const;
 export type GoodsStatus = (typeof GOODS_STATUSES)[number];
@@ -74,7 +77,7 @@ export class CreateGoodsDto {
     enum: ADMISSIONS,
     default: 'open',
     description:
-      '`open`: the fastest request wins. `queue`: buyers join a waiting room from queueOpensAt; at startAt those who joined are put in a random order, then admitted in that order at admitPerSecond, paced by the stock; only admitted buyers may buy',
+      '`open`: the fastest request wins. `queue`: buyers join a waiting room from queueOpensAt; at startAt those who joined are put in a random order, then admitted in that order at admitPerSecond, paced by the stock; only admitted buyers may buy. `draw`: accounts enter from entriesOpenAt to entriesCloseAt; then a draw ranks the entries, the first stock × winnersFactor get a purchase right for claimSeconds (from startAt at the earliest), and a right that lapses, or a unit that comes back, passes to the next entry; only a holder of a right in force may buy',
   })
   @IsOptional()
   @IsIn(ADMISSIONS)
@@ -109,6 +112,46 @@ export class CreateGoodsDto {
   @Min(1)
   @Max(MAX_ADMISSION_TTL_SECONDS)
   admissionTtlSeconds?: number;
+
+  @ApiPropertyOptional({
+    example: '2026-11-30T10:00:00.000Z',
+    description: 'A draw sale (required): when entering starts',
+  })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  entriesOpenAt?: string;
+
+  @ApiPropertyOptional({
+    example: '2026-12-01T09:00:00.000Z',
+    description:
+      'A draw sale (required): when entering ends and the draw ranks the entries; after entriesOpenAt, at or before startAt',
+  })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  entriesCloseAt?: string;
+
+  @ApiPropertyOptional({
+    example: 600,
+    description:
+      'A draw sale (required): how long a purchase right lasts, counted from startAt for the rights given before it',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_CLAIM_SECONDS)
+  claimSeconds?: number;
+
+  @ApiPropertyOptional({
+    example: 1,
+    default: 1,
+    description:
+      'A draw sale: purchase rights in force per unit left (the draw gives stock × winnersFactor; a lapsed right passes on while the rights in force stay within the units left times this)',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_WINNERS_FACTOR)
+  winnersFactor?: number;
 }
 
 /** A sale's admission as the goods answers show it. */
@@ -118,6 +161,12 @@ class AdmissionFieldsDto {
   queueOpensAt?: string;
   @ApiPropertyOptional({ description: 'A queue sale only' }) admitPerSecond?: number;
   @ApiPropertyOptional({ description: 'A queue sale only' }) admissionTtlSeconds?: number;
+  @ApiPropertyOptional({ format: 'date-time', description: 'A draw sale only' })
+  entriesOpenAt?: string;
+  @ApiPropertyOptional({ format: 'date-time', description: 'A draw sale only' })
+  entriesCloseAt?: string;
+  @ApiPropertyOptional({ description: 'A draw sale only' }) claimSeconds?: number;
+  @ApiPropertyOptional({ description: 'A draw sale only' }) winnersFactor?: number;
 }
 
 export class GoodsCreatedDto extends AdmissionFieldsDto {
@@ -145,7 +194,7 @@ export class GoodsViewDto extends AdmissionFieldsDto {
   @ApiProperty() stockShards: number;
   @ApiPropertyOptional({
     description:
-      "A queue sale, from queueOpensAt: the hex SHA-256 of the secret the waiting room's order is drawn with at startAt, committed before the first join (GET /api/v1/goods/{goodsId}/fairness reveals the secret after the draw)",
+      'A queue sale from queueOpensAt, a draw sale from entriesOpenAt: the hex SHA-256 of the secret the order is drawn with (at startAt, or entriesCloseAt), committed before the first join or entry (GET /api/v1/goods/{goodsId}/fairness reveals the secret after the draw)',
   })
   seedCommitment?: string;
   @ApiProperty({ enum: GOODS_STATUSES }) status: GoodsStatus;

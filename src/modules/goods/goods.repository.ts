@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, IsNull, Repository } from 'typeorm';
-import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
+import { GoodsEntity, hasWaitingRoom } from '../../infra/database/entities/goods.entity.js';
 import type { OrderStatus } from '../../infra/database/entities/order.entity.js';
 import { ReplicaReadsService } from '../../infra/database/replica-reads.service.js';
 import type { Tx } from '../../infra/database/transactions.service.js';
@@ -20,6 +20,8 @@ export type NewGoods = Pick<
   | 'queueOpensAt'
   | 'admitPerSecond'
   | 'admissionTtlSeconds'
+  | 'entriesCloseAt'
+  | 'winnersFactor'
 >;
 
 /** The goods row read after a refused fallback UPDATE: what it judged, by MySQL's clock. */
@@ -29,7 +31,7 @@ export interface FallbackSaleState {
   notStarted: boolean;
   ended: boolean;
   perUserLimit: number;
-  /** A `queue` sale: never sold without Redis, where its waiting room and admissions live. */
+  /** A `queue` or `draw` sale: never sold without Redis, where its waiting room and admissions live. */
   queue: boolean;
 }
 
@@ -45,6 +47,7 @@ export interface SaleOrdersRow {
   admitPerSecond: number | string | null;
   admissionTtlSeconds: number | string | null;
   admissionPaused: number | string;
+  winnersFactor: number | string | null;
   status: OrderStatus | null;
   orders: number | string;
   units: number | string;
@@ -86,11 +89,14 @@ export class GoodsRepository {
     return ids.length === 0 ? Promise.resolve([]) : this.goods.findBy({ id: In(ids) });
   }
 
-  /** Sales whose window opens before `until` and is still open at `now`. */
+  /**
+   * Sales whose window opens before `until` and is still open at `now`; a draw sale from its
+   * draw (entriesCloseAt), which hands out rights as far as the stock in Redis lets it.
+   */
   startingBefore(until: Date, now: Date): Promise<GoodsEntity[]> {
     return this.goods
       .createQueryBuilder('g')
-      .where('g.start_at <= :until', { until })
+      .where('LEAST(g.start_at, COALESCE(g.entries_close_at, g.start_at)) <= :until', { until })
       .andWhere('g.end_at > :now', { now })
       .orderBy('g.start_at', 'ASC')
       .limit(1_000)
@@ -115,11 +121,14 @@ export class GoodsRepository {
     return result.affected === 1;
   }
 
-  /** Queue sales whose waiting room is open at `now`: from queueOpensAt to the sale's end. */
+  /**
+   * Queue and draw sales whose waiting room is open at `now`: from queueOpensAt (a draw's
+   * entriesOpenAt) to the sale's end.
+   */
   openQueues(now: Date): Promise<GoodsEntity[]> {
     return this.goods
       .createQueryBuilder('g')
-      .where("g.admission = 'queue'")
+      .where("g.admission IN ('queue', 'draw')")
       .andWhere('g.queue_opens_at <= :now', { now })
       .andWhere('g.end_at > :now', { now })
       .orderBy('g.start_at', 'ASC')
@@ -326,7 +335,7 @@ export class GoodsRepository {
       notStarted: Number(row.not_started) === 1,
       ended: Number(row.ended) === 1,
       perUserLimit: Number(row.per_user_limit),
-      queue: row.admission === 'queue',
+      queue: hasWaitingRoom(row),
     };
   }
 
@@ -347,7 +356,7 @@ export class GoodsRepository {
         `SELECT g.id, g.name, g.total_stock AS totalStock, g.stock, g.start_at AS startAt,
               g.end_at AS endAt, g.admission, g.admit_per_second AS admitPerSecond,
               g.admission_ttl_seconds AS admissionTtlSeconds, g.admission_paused AS admissionPaused,
-              o.status, COUNT(o.id) AS orders,
+              g.winners_factor AS winnersFactor, o.status, COUNT(o.id) AS orders,
               COALESCE(SUM(o.quantity), 0) AS units
          FROM (SELECT id FROM seckill_goods WHERE end_at >= ? AND start_at <= ?
                 ORDER BY (start_at <= ? AND end_at > ?) DESC, start_at DESC, id DESC
@@ -355,7 +364,8 @@ export class GoodsRepository {
          JOIN seckill_goods g ON g.id = listed.id
          LEFT JOIN seckill_order o ON o.goods_id = g.id
         GROUP BY g.id, g.name, g.total_stock, g.stock, g.start_at, g.end_at, g.admission,
-                 g.admit_per_second, g.admission_ttl_seconds, g.admission_paused, o.status
+                 g.admit_per_second, g.admission_ttl_seconds, g.admission_paused, g.winners_factor,
+                 o.status
         ORDER BY g.start_at DESC, g.id DESC`,
         [window.endedSince, window.startingBy, window.now, window.now, window.limit],
       ),

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { seckillConfig, type SeckillConfig } from '../../config/seckill.config.js';
 import { DomainError } from '../../common/errors/domain-error.js';
-import { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
+import { GoodsEntity, hasWaitingRoom } from '../../infra/database/entities/goods.entity.js';
 import { GoodsRepository } from './goods.repository.js';
 import type { CreateGoodsDto, GoodsCreatedDto, GoodsStatus } from './goods.dto.js';
 
@@ -34,8 +34,7 @@ export class GoodsService {
       startAt,
       endAt,
       perUserLimit: input.perUserLimit ?? 1,
-      stockShards:
-        input.stockShards ?? (admission.admission === 'queue' ? 1 : this.seckill.stockShards),
+      stockShards: input.stockShards ?? (hasWaitingRoom(admission) ? 1 : this.seckill.stockShards),
       ...admission,
     });
     this.logger.log(
@@ -116,40 +115,46 @@ export const DEFAULT_QUEUE_LEAD_MS = 15 * 60_000;
 
 type AdmissionColumns = Pick<
   GoodsEntity,
-  'admission' | 'queueOpensAt' | 'admitPerSecond' | 'admissionTtlSeconds'
+  | 'admission'
+  | 'queueOpensAt'
+  | 'admitPerSecond'
+  | 'admissionTtlSeconds'
+  | 'entriesCloseAt'
+  | 'winnersFactor'
 >;
+
+const QUEUE_FIELDS = ['queueOpensAt', 'admitPerSecond', 'admissionTtlSeconds'] as const;
+const DRAW_FIELDS = ['entriesOpenAt', 'entriesCloseAt', 'claimSeconds', 'winnersFactor'] as const;
 
 /** The admission columns of a new sale, judged against its start (VALIDATION_FAILED otherwise). */
 function admissionOf(input: CreateGoodsDto, startAt: Date): AdmissionColumns {
-  const queueFields = (['queueOpensAt', 'admitPerSecond', 'admissionTtlSeconds'] as const).filter(
-    (field) => input[field] !== undefined,
-  );
-  if ((input.admission ?? 'open') === 'open') {
-    if (queueFields.length > 0) {
-      throw new DomainError(
-        'VALIDATION_FAILED',
-        `${queueFields.join(', ')}: only for a queue sale (admission: queue)`,
-      );
-    }
-    return {
-      admission: 'open',
-      queueOpensAt: null,
-      admitPerSecond: null,
-      admissionTtlSeconds: null,
-    };
-  }
-  if (input.admitPerSecond === undefined || input.admissionTtlSeconds === undefined) {
+  const admission = input.admission ?? 'open';
+  const foreign = [
+    ...(admission === 'queue' ? [] : QUEUE_FIELDS),
+    ...(admission === 'draw' ? [] : DRAW_FIELDS),
+  ].filter((field) => input[field] !== undefined);
+  if (foreign.length > 0) {
     throw new DomainError(
       'VALIDATION_FAILED',
-      'A queue sale needs admitPerSecond and admissionTtlSeconds',
+      `${foreign.join(', ')}: not for a sale with admission ${admission}`,
     );
   }
+  const none = { queueOpensAt: null, admitPerSecond: null, admissionTtlSeconds: null };
+  const noDraw = { entriesCloseAt: null, winnersFactor: null };
+  if (admission === 'open') return { admission, ...none, ...noDraw };
   // The waiting room's keys and the admitted buyers live beside one bucket's stock, so that the
   // deduct checks an admission atomically (lua/seckill-deduct.lua).
   if (input.stockShards !== undefined && input.stockShards !== 1) {
     throw new DomainError(
       'VALIDATION_FAILED',
-      'A queue sale keeps its stock in one bucket (stockShards 1)',
+      `A ${admission} sale keeps its stock in one bucket (stockShards 1)`,
+    );
+  }
+  if (admission === 'draw') return drawColumns(input, startAt);
+  if (input.admitPerSecond === undefined || input.admissionTtlSeconds === undefined) {
+    throw new DomainError(
+      'VALIDATION_FAILED',
+      'A queue sale needs admitPerSecond and admissionTtlSeconds',
     );
   }
   const queueOpensAt = input.queueOpensAt
@@ -159,15 +164,55 @@ function admissionOf(input: CreateGoodsDto, startAt: Date): AdmissionColumns {
     throw new DomainError('VALIDATION_FAILED', 'queueOpensAt must be before startAt');
   }
   return {
-    admission: 'queue',
+    admission,
     queueOpensAt,
     admitPerSecond: input.admitPerSecond,
     admissionTtlSeconds: input.admissionTtlSeconds,
+    ...noDraw,
   };
 }
 
-/** The admission fields of a goods answer: the queue's only for a queue sale. */
+/**
+ * A draw sale is a waiting room whose joins are the entries, drawn at entriesCloseAt, whose
+ * admissions are the purchase rights: the room opens at entriesOpenAt (queue_opens_at) and an
+ * admission lasts claimSeconds (admission_ttl_seconds); no pace (admitPerSecond null).
+ */
+function drawColumns(input: CreateGoodsDto, startAt: Date): AdmissionColumns {
+  const missing = (['entriesOpenAt', 'entriesCloseAt', 'claimSeconds'] as const).filter(
+    (field) => input[field] === undefined,
+  );
+  if (missing.length > 0) {
+    throw new DomainError('VALIDATION_FAILED', `A draw sale needs ${missing.join(', ')}`);
+  }
+  const opensAt = new Date(input.entriesOpenAt!);
+  const closeAt = new Date(input.entriesCloseAt!);
+  if (opensAt.getTime() >= closeAt.getTime()) {
+    throw new DomainError('VALIDATION_FAILED', 'entriesOpenAt must be before entriesCloseAt');
+  }
+  if (closeAt.getTime() > startAt.getTime()) {
+    throw new DomainError('VALIDATION_FAILED', 'entriesCloseAt must be at or before startAt');
+  }
+  return {
+    admission: 'draw',
+    queueOpensAt: opensAt,
+    admitPerSecond: null,
+    admissionTtlSeconds: input.claimSeconds!,
+    entriesCloseAt: closeAt,
+    winnersFactor: input.winnersFactor ?? 1,
+  };
+}
+
+/** The admission fields of a goods answer: the queue's or the draw's, for such a sale only. */
 export function admissionFields(goods: AdmissionColumns) {
+  if (goods.admission === 'draw') {
+    return {
+      admission: goods.admission,
+      entriesOpenAt: goods.queueOpensAt?.toISOString(),
+      entriesCloseAt: goods.entriesCloseAt?.toISOString(),
+      claimSeconds: goods.admissionTtlSeconds ?? undefined,
+      winnersFactor: goods.winnersFactor ?? undefined,
+    };
+  }
   if (goods.admission !== 'queue') return { admission: goods.admission };
   return {
     admission: goods.admission,

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { DomainError, UnavailableError } from '../../common/errors/domain-error.js';
 import { InjectConfig } from '../../config/config-namespace.js';
 import { rabbitmqConfig, type RabbitMqConfig } from '../../config/rabbitmq.config.js';
-import type { GoodsEntity } from '../../infra/database/entities/goods.entity.js';
+import { hasWaitingRoom, type GoodsEntity } from '../../infra/database/entities/goods.entity.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { RedisBarrierStore, type OpenBarrier } from '../messaging/redis-barrier.store.js';
 import { OrdersService } from '../orders/orders.service.js';
@@ -72,7 +72,7 @@ export class PreheatService {
       (await this.goods.markFirstLoad(goods.id))
     ) {
       // Its waiting room made the journal's now, not by the first join of the crowd.
-      if (goods.admission === 'queue') await this.queueRestore.ensureHeld(held);
+      if (hasWaitingRoom(goods)) await this.queueRestore.ensureHeld(held);
       return this.load(goods, goods.stock, { buyers: [], cancelledOrderNos: [] });
     }
     return this.rebuild(goods, held);
@@ -111,7 +111,7 @@ export class PreheatService {
     // back from its journal before the sale is, so that the sale opens on the room MySQL holds.
     // Its wipe dropped the room as the journal's: no join placed after that (a restore that
     // must wait longer for the joins defers the rebuild, its barrier kept).
-    if (goods.admission === 'queue') {
+    if (hasWaitingRoom(goods)) {
       await this.queueRestore.restoreHeld(held);
     }
     // Its barrier is spent, whatever comes next: a load cut short is wiped by the next rebuild,

@@ -25,6 +25,11 @@ export function deductRefusal(code: DeductCode): DomainError | null {
         'NOT_ADMITTED',
         'The waiting room has not admitted you, or your admission expired: join the queue (POST /api/v1/seckill/:goodsId/queue)',
       );
+    case DeductCode.NotSelected:
+      return new DomainError(
+        'NOT_SELECTED',
+        'You hold no purchase right in force in this draw (GET /api/v1/seckill/:goodsId/entry)',
+      );
     case DeductCode.OverLimit:
       return new DomainError('VALIDATION_FAILED', 'quantity is above the per-user limit');
     default:

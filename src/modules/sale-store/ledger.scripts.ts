@@ -17,6 +17,8 @@ export enum DeductCode {
   Frozen = 9,
   /** A queue sale, and the buyer holds no admission in force: nothing changed. */
   NotAdmitted = 10,
+  /** A draw sale, and the buyer holds no purchase right in force: nothing changed. */
+  NotSelected = 11,
 }
 
 export enum ReleaseCode {

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { hasWaitingRoom } from '../../infra/database/entities/goods.entity.js';
 import type { GoodsViewDto } from '../goods/goods.dto.js';
 import { admissionFields, GoodsService, statusOf } from '../goods/goods.service.js';
 import { DrawJournalService } from '../queue-journal/draw-journal.service.js';
@@ -27,12 +28,10 @@ export class SaleViewService {
       return null;
     });
     const remaining = live ?? goods.stock;
-    // A queue sale's commitment to the secret its order is drawn with, from the queue's opening
-    // (the secret is drawn then, before any join: GET /goods/:id/fairness).
+    // A queue or draw sale's commitment to the secret its order is drawn with, from the room's
+    // opening (the secret is drawn then, before any join: GET /goods/:id/fairness).
     const committed =
-      goods.admission === 'queue' &&
-      goods.queueOpensAt &&
-      Date.now() >= goods.queueOpensAt.getTime()
+      hasWaitingRoom(goods) && goods.queueOpensAt && Date.now() >= goods.queueOpensAt.getTime()
         ? await this.draws.commitment(goods.id).then(
             (seedCommitment) => ({ seedCommitment }),
             (error: Error) => {

@@ -132,7 +132,7 @@ export class SeckillController {
       "base64 of the JSON {challenge, solution} of a challenge from GET /api/v1/seckill/{goodsId}/challenge; required when SECKILL_REQUIRE_CHALLENGE=true (403 FORBIDDEN when missing, wrong, expired, reused or another user's)",
   })
   @ApiOkResponse({ type: PurchaseTokenDto })
-  @ApiErrors(...SALE_WINDOW_ERRORS, 'NOT_ADMITTED')
+  @ApiErrors(...SALE_WINDOW_ERRORS, 'NOT_ADMITTED', 'NOT_SELECTED')
   token(
     @Param('goodsId', PositiveIntPipe) goodsId: number,
     @CurrentUser() user: AuthUser,
@@ -151,7 +151,7 @@ export class SeckillController {
   @ApiOperation({
     summary: 'Buy: takes stock at once and queues the order (poll the result)',
     description:
-      "Errors: 409 SOLD_OUT, ALREADY_PURCHASED, DUPLICATE_REQUEST, SALE_NOT_STARTED, SALE_ENDED, NOT_PREHEATED; 403 FORBIDDEN (purchase token missing, invalid, another user's or used); 403 NOT_ADMITTED (a queue sale: its waiting room has not admitted you, or your admission lapsed or was used); 413 PAYLOAD_TOO_LARGE (a body over 1 KiB); 429 TOO_MANY_REQUESTS (Retry-After); 503 UNAVAILABLE: nothing taken, unless the body carries a requestId (the outcome is unknown: poll the result); 503 OVERLOADED (Retry-After): the instance is past what it can answer in time and shed the purchase at once, nothing taken.",
+      "Errors: 409 SOLD_OUT, ALREADY_PURCHASED, DUPLICATE_REQUEST, SALE_NOT_STARTED, SALE_ENDED, NOT_PREHEATED; 403 FORBIDDEN (purchase token missing, invalid, another user's or used); 403 NOT_ADMITTED (a queue sale: its waiting room has not admitted you, or your admission lapsed or was used); 403 NOT_SELECTED (a draw sale: you hold no purchase right in force); 413 PAYLOAD_TOO_LARGE (a body over 1 KiB); 429 TOO_MANY_REQUESTS (Retry-After); 503 UNAVAILABLE: nothing taken, unless the body carries a requestId (the outcome is unknown: poll the result); 503 OVERLOADED (Retry-After): the instance is past what it can answer in time and shed the purchase at once, nothing taken.",
   })
   @ApiHeader({
     name: 'X-Seckill-Token',
@@ -185,6 +185,7 @@ export class SeckillController {
     'SALE_ENDED',
     'NOT_PREHEATED',
     'NOT_ADMITTED',
+    'NOT_SELECTED',
     'PAYLOAD_TOO_LARGE',
     'TOO_MANY_REQUESTS',
   )

@@ -8,7 +8,7 @@ import { RoomJournalService } from '../queue-journal/room-journal.service.js';
 import type { DrawRow } from '../queue-journal/queue-journal.repository.js';
 import { ADMIT_BATCH, QueueScripts } from './queue.scripts.js';
 import { RoomDrawService } from './room-draw.service.js';
-import { isQueueSale, type QueueSale } from './waiting-room.service.js';
+import { isRoomSale, roomPlanOf, type DrawSale, type QueueSale } from './room-sale.js';
 
 /** How long the list of open queues is reused before MySQL is asked again. */
 const SALES_REFRESH_MS = 1_000;
@@ -22,15 +22,16 @@ const GAP_TICKS = 10;
 const GAP_MIN_MS = 2_000;
 
 /**
- * Each tick, every open queue one step on (lua/queue-tick.lua): the shuffle's seed at startAt,
- * lapsed admissions out, the next buyers in, within admitPerSecond and the stock. Run by one working
+ * Each tick, every open queue or draw one step on (lua/queue-tick.lua): the shuffle's seed at the
+ * draw (a queue's startAt, a draw's entriesCloseAt), lapsed admissions out, the next buyers in,
+ * within admitPerSecond (a draw's rights unpaced) and the stock. Run by one working
  * instance at a time (WaitingRoomCron); the script is atomic all the same, so that two instances
  * ticking at once would only share the same budget.
  */
 @Injectable()
 export class AdmissionPacerService {
   private readonly logger = new Logger(AdmissionPacerService.name);
-  private sales: { list: QueueSale[]; until: number } = { list: [], until: 0 };
+  private sales: { list: (QueueSale | DrawSale)[]; until: number } = { list: [], until: 0 };
   private readonly stopped = new Set<number>();
 
   constructor(
@@ -68,22 +69,24 @@ export class AdmissionPacerService {
     }
   }
 
-  private async step(sale: QueueSale): Promise<void> {
+  private async step(sale: QueueSale | DrawSale): Promise<void> {
     // Full batches (ADMIT_BATCH) are followed by another call, for up to one tick period.
     const deadline = Date.now() + this.config.tickMs;
-    // Before the start, the pre-queue as it grows into the digest the draw needs.
-    if (Date.now() < sale.startAt.getTime()) await this.draws.follow(sale);
+    const plan = roomPlanOf(sale, this.config.admitStockFactor);
+    // Before the draw, the pre-queue as it grows into the digest the draw needs.
+    if (Date.now() < plan.drawAt) await this.draws.follow(sale);
     // Drawn in MySQL first, once Redis's clock passed the start: Redis takes the seed MySQL keeps.
     let draw: DrawRow | null = null;
     let admitted = 0;
     let lapsed = 0;
     for (;;) {
       const result = await this.scripts.tick(sale.id, {
-        startAt: sale.startAt.getTime(),
-        endAt: sale.endAt.getTime(),
-        admitPerSecond: sale.admitPerSecond,
-        admissionTtlMs: sale.admissionTtlSeconds * 1_000,
-        stockFactor: this.config.admitStockFactor,
+        drawAt: plan.drawAt,
+        buyFrom: plan.buyFrom,
+        endAt: plan.endAt,
+        admitPerSecond: plan.admitPerSecond,
+        admissionTtlMs: plan.admissionTtlMs,
+        stockFactor: plan.stockFactor,
         seed: draw?.seed ?? '',
         preSize: draw?.preSize ?? 0,
         paused: sale.admissionPaused,
@@ -114,7 +117,7 @@ export class AdmissionPacerService {
         this.metrics.queueAdmissions.inc({ goods: String(sale.id) }, result.admitted);
       }
       lapsed += result.lapsed;
-      if (Date.now() >= sale.startAt.getTime()) {
+      if (Date.now() >= plan.drawAt) {
         // What the step did, in MySQL (kept for the next step's write when it fails).
         await this.journal.record(sale.id, {
           head: result.head,
@@ -142,11 +145,11 @@ export class AdmissionPacerService {
     this.logger.log(`queue clock ${stopped ? 'stopped' : 'running'}: goods=${goodsId}`);
   }
 
-  private async openQueues(): Promise<QueueSale[]> {
+  private async openQueues(): Promise<(QueueSale | DrawSale)[]> {
     const now = Date.now();
     if (now >= this.sales.until) {
       this.sales = {
-        list: (await this.goods.openQueues()).filter(isQueueSale),
+        list: (await this.goods.openQueues()).filter(isRoomSale),
         until: now + SALES_REFRESH_MS,
       };
     }

@@ -47,6 +47,12 @@ function drawnSale(): { published: PublishedDraw; exported: DrawExport } {
   return { published, exported };
 }
 
+/** The export's admitted pre-queue joins in place order (a place may be index 7's: nobody's). */
+const admittedOf = (exported: DrawExport) =>
+  exported.preQueue
+    .filter((entry) => entry.place !== null)
+    .sort((a, b) => (a.place ?? 0) - (b.place ?? 0));
+
 describe('verifyDraw', () => {
   it('should find a draw the service made exactly as its rule says', () => {
     const { published, exported } = drawnSale();
@@ -55,10 +61,11 @@ describe('verifyDraw', () => {
 
   it('should name the lowest place that differs when one admission in the export is moved', () => {
     const { published, exported } = drawnSale();
-    const moved = exported.preQueue.find((entry) => entry.place === 11)!;
-    moved.place = 19;
-    // Place 11 now holds nobody the export admitted, and 19 holds two: 11 is the first to differ.
-    expect(verifyDraw(published, exported)).toMatchObject({ ok: false, place: 11 });
+    const moved = admittedOf(exported)[11];
+    const from = moved.place!;
+    moved.place = 24;
+    // Its place now holds nobody the export admitted, and 24 holds two: it is the first to differ.
+    expect(verifyDraw(published, exported)).toMatchObject({ ok: false, place: from });
     expect(verifyDraw(published, exported)).toHaveProperty(
       'problem',
       expect.stringContaining(`join index ${moved.joinIndex}`),
@@ -67,10 +74,10 @@ describe('verifyDraw', () => {
 
   it('should name the place when two admissions in the export are swapped', () => {
     const { published, exported } = drawnSale();
-    const a = exported.preQueue.find((entry) => entry.place === 3)!;
-    const b = exported.preQueue.find((entry) => entry.place === 8)!;
-    [a.place, b.place] = [8, 3];
-    expect(verifyDraw(published, exported)).toMatchObject({ ok: false, place: 3 });
+    const [a, b] = [admittedOf(exported)[3], admittedOf(exported)[8]];
+    const first = a.place!;
+    [a.place, b.place] = [b.place, a.place];
+    expect(verifyDraw(published, exported)).toMatchObject({ ok: false, place: first });
   });
 
   it('should refuse an export whose pre-queue lost, gained or changed a join', () => {

@@ -29,7 +29,10 @@ class FairnessDto {
       'The hex SHA-256 of the secret’s bytes: the same from queueOpensAt on, published before any join',
   })
   seedCommitment: string;
-  @ApiProperty({ description: 'The order is drawn (at startAt): the values below are revealed' })
+  @ApiProperty({
+    description:
+      'The order is drawn (at startAt; a draw sale at entriesCloseAt): the values below are revealed',
+  })
   drawn: boolean;
   @ApiPropertyOptional({ description: 'After the draw: the secret (hex of its 32 bytes)' })
   secret?: string;
@@ -61,9 +64,9 @@ export class FairnessController {
   @Public()
   @RateLimit('read')
   @ApiOperation({
-    summary: 'How a queue sale’s order is drawn, and from what (commit, then reveal)',
+    summary: 'How a queue or draw sale’s order is drawn, and from what (commit, then reveal)',
     description:
-      'From queueOpensAt: `seedCommitment`, the hex SHA-256 of a secret drawn before the first join. At startAt the order is drawn from a seed that combines that secret with the digest of the pre-queue as it stood then, so that neither the operator (committed before seeing any join) nor the joiners (not knowing the secret) could steer it. After the draw the secret, the digest, the pre-queue size and the seed are revealed, with the rule that gives the order: each buyer can check its place from the receipt its join answered, and `npm run verify-draw` checks the whole order against the operator’s export. 409 QUEUE_NOT_OPEN for a sale without a waiting room, or before queueOpensAt.',
+      'A queue or draw sale. From queueOpensAt (a draw sale: entriesOpenAt): `seedCommitment`, the hex SHA-256 of a secret drawn before the first join (entry). At startAt (a draw sale: entriesCloseAt) the order is drawn from a seed that combines that secret with the digest of the pre-queue as it stood then, so that neither the operator (committed before seeing any join) nor the joiners (not knowing the secret) could steer it. After the draw the secret, the digest, the pre-queue size and the seed are revealed, with the rule that gives the order: each buyer can check its place from the receipt its join answered, and `npm run verify-draw` checks the whole order against the operator’s export. In a draw sale the order ranks the entries: the first places get the purchase rights, the next the waitlist. 409 QUEUE_NOT_OPEN for a sale with neither a waiting room nor a draw, or before it opens.',
   })
   @ApiOkResponse({ type: FairnessDto })
   @ApiErrors(
@@ -82,9 +85,9 @@ export class FairnessController {
   @ApiBearerAuth()
   @ApiTags('admin')
   @ApiOperation({
-    summary: 'The export an auditor recomputes a queue sale’s order from (admin)',
+    summary: 'The export an auditor recomputes a queue or draw sale’s order from (admin)',
     description:
-      'JSON, streamed: the fairness answer (with the secret once drawn), then `preQueue`: every join before the start as `{joinIndex, pseudonym, place}`, and `after`: every later join as `{arrival, pseudonym, place}`. `pseudonym` is the user id encrypted (AES-256, 32 hex digits) under a key of the sale that is never revealed (the same as the buyer’s join receipt); `place` is the place in the order its admission was given at (0-based), null while not admitted. `npm run verify-draw -- --goods ID --base-url URL --export FILE` checks it against the public fairness answer.',
+      'JSON, streamed: the fairness answer (with the secret once drawn), then `preQueue`: every join before the draw (a draw sale: every entry) as `{joinIndex, pseudonym, place}`, and `after`: every later join as `{arrival, pseudonym, place}`. `pseudonym` is the user id encrypted (AES-256, 32 hex digits) under a key of the sale that is never revealed (the same as the buyer’s join receipt); `place` is the place in the order its admission (a draw sale: its purchase right) was given at (0-based), null while not given one. `npm run verify-draw -- --goods ID --base-url URL --export FILE` checks it against the public fairness answer.',
   })
   @ApiProduces('application/json')
   @ApiOkResponse({ description: 'The export (JSON)' })

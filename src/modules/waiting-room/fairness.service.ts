@@ -4,16 +4,18 @@ import { orUnavailable } from '../../common/errors/domain-error.js';
 import { DrawJournalService } from '../queue-journal/draw-journal.service.js';
 import { pseudonymsOf, seedCommitment } from '../queue-journal/fairness.js';
 import type { PublishedDraw } from './draw-verifier.js';
-import { notOpenYet, WaitingRoomService, type QueueSale } from './waiting-room.service.js';
+import type { DrawSale, QueueSale } from './room-sale.js';
+import { notOpenYet, WaitingRoomService } from './waiting-room.service.js';
 
 /** How the order follows from the revealed values, in words (the verifier does it in code). */
 export const DRAW_RULE = {
-  commitment: 'seedCommitment = hex SHA-256 of the secret’s bytes, published from queueOpensAt',
+  commitment:
+    'seedCommitment = hex SHA-256 of the secret’s bytes, published from queueOpensAt (a draw sale: entriesOpenAt)',
   digest:
-    'digest = hex SHA-256 of one line "joinIndex:pseudonym\\n" per pre-queue join, in join-index order, as the pre-queue stood at startAt (pseudonym: 32 hex digits, the user id encrypted under a key of the sale that is never revealed)',
+    'digest = hex SHA-256 of one line "joinIndex:pseudonym\\n" per pre-queue join (a draw sale: per entry), in join-index order, as it stood at the draw (startAt; a draw sale: entriesCloseAt) (pseudonym: 32 hex digits, the user id encrypted under a key of the sale that is never revealed)',
   seed: 'seed = the first 32 hex digits of SHA-256(secret bytes ‖ digest bytes)',
   order:
-    'the join index at place p (0-based) is indexAt(p) of an 8-round Feistel permutation of 0..preSize-1 keyed by the seed (lua/lib/queue-order.lua, src/modules/waiting-room/queue-order.ts); a place whose index nobody holds is passed over; later joiners follow in arrival order',
+    'the join index at place p (0-based) is indexAt(p) of an 8-round Feistel permutation of 0..preSize-1 keyed by the seed (lua/lib/queue-order.lua, src/modules/waiting-room/queue-order.ts); a place whose index nobody holds is passed over; later joiners follow in arrival order (a draw sale has none); admissions (a draw sale: purchase rights) are given in place order',
   verify: 'npm run verify-draw -- --goods ID --base-url URL --export FILE',
 } as const;
 
@@ -24,7 +26,7 @@ export type FairnessView = PublishedDraw & { rule: typeof DRAW_RULE };
 const EXPORT_PAGE = 5_000;
 
 /**
- * A queue sale's commit-and-reveal as anybody outside sees it: the commitment from the queue's
+ * A queue or draw sale's commit-and-reveal as anybody outside sees it: the commitment from the queue's
  * opening, the secret and what the seed was drawn from once the order is drawn (never before: the
  * reveal follows the draw, which follows the pre-queue's close), and the operator's export of the
  * joins (pseudonyms, never user ids) that an auditor recomputes the order from.
@@ -98,8 +100,8 @@ export class FairnessService {
     return Readable.from(body());
   }
 
-  private async openSale(goodsId: number): Promise<QueueSale> {
-    const sale = await this.room.queueSale(goodsId);
+  private async openSale(goodsId: number): Promise<QueueSale | DrawSale> {
+    const sale = await this.room.roomSale(goodsId);
     if (Date.now() < sale.queueOpensAt.getTime()) throw notOpenYet(sale);
     return sale;
   }

@@ -2,7 +2,8 @@ import { Injectable, Logger } from '@nestjs/common';
 import { orUnavailable } from '../../common/errors/domain-error.js';
 import { GoodsService } from '../goods/goods.service.js';
 import { QueueScripts, type RoomState } from './queue.scripts.js';
-import { WaitingRoomService, type QueueSale } from './waiting-room.service.js';
+import type { QueueSale } from './room-sale.js';
+import { WaitingRoomService } from './waiting-room.service.js';
 
 /** A queue's admission as the operator sees and sets it. */
 export interface QueueAdmission {
@@ -22,6 +23,26 @@ export interface QueueBoard extends QueueAdmission {
   /** Admissions per second over the last ten seconds. */
   admittedPerSecond: number;
   shuffled: boolean;
+}
+
+/** A draw sale as the dashboard shows it. */
+export interface DrawBoard {
+  goodsId: number;
+  claimSeconds: number;
+  winnersFactor: number;
+  /** The entries are ranked. */
+  drawn: boolean;
+  entries: number;
+  /** Purchase rights in force (given, neither used nor lapsed). */
+  rightsOut: number;
+  /** Rights used by a purchase. */
+  claimed: number;
+  /** Rights that lapsed unused (each passed to the next entry). */
+  lapsed: number;
+  /** The rank the next right goes to (1-based); null before the draw or with nobody waiting. */
+  waitlistHead: number | null;
+  /** Entries still waiting for a right. */
+  waitlisted: number;
 }
 
 /**
@@ -50,6 +71,24 @@ export class QueueControlService {
       `queue admission set: goods=${goodsId} paused=${sale.admissionPaused} admitPerSecond=${sale.admitPerSecond}`,
     );
     return admissionOf(sale);
+  }
+
+  /** A draw sale's figures for the dashboard (one script call). */
+  async drawBoard(
+    draw: Pick<DrawBoard, 'goodsId' | 'claimSeconds' | 'winnersFactor'>,
+    endAt: Date,
+  ): Promise<DrawBoard> {
+    const room = await this.scripts.room(draw.goodsId, endAt.getTime());
+    return {
+      ...draw,
+      drawn: room.shuffled,
+      entries: room.joined,
+      rightsOut: room.deciding,
+      claimed: room.used,
+      lapsed: room.expired,
+      waitlistHead: room.shuffled && room.waiting > 0 ? room.head + 1 : null,
+      waitlisted: room.waiting,
+    };
   }
 
   /** The queue's figures for the dashboard (one script call). */

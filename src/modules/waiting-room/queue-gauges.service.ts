@@ -2,7 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { GoodsService } from '../goods/goods.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { QueueScripts } from './queue.scripts.js';
-import { isQueueSale } from './waiting-room.service.js';
+import { isRoomSale } from './room-sale.js';
 
 /**
  * The open waiting rooms, read at each scrape by every instance alike (the admission job runs on
@@ -35,7 +35,7 @@ export class QueueGaugesService implements OnModuleInit {
   }
 
   private async read(): Promise<void> {
-    const sales = (await this.goods.openQueues()).filter(isQueueSale);
+    const sales = (await this.goods.openQueues()).filter(isRoomSale);
     await Promise.all(
       sales.map(async (sale) => {
         const room = await this.scripts.room(sale.id, sale.endAt.getTime());

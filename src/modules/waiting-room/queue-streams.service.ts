@@ -8,13 +8,10 @@ import { StreamSlotsService } from '../../infra/redis/stream-slots.service.js';
 import { MetricsService } from '../metrics/metrics.service.js';
 import { ResultEventsService } from '../sale-store/result-events.service.js';
 import type { QueueStanding } from './queue.scripts.js';
+import { DrawEntryService, entryStatusOf, type EntryStatus } from './draw-entry.service.js';
+import type { DrawSale, QueueSale } from './room-sale.js';
 import { RoomWatcherService, type RoomView } from './room-watcher.service.js';
-import {
-  queueStatusOf,
-  WaitingRoomService,
-  type QueueSale,
-  type QueueStatus,
-} from './waiting-room.service.js';
+import { queueStatusOf, WaitingRoomService, type QueueStatus } from './waiting-room.service.js';
 
 /** A queue feed's values: the status JSON, its fields in one order; a final status ends it. */
 const QUEUE_VALUES: FeedValues<QueueStatus> = {
@@ -22,6 +19,20 @@ const QUEUE_VALUES: FeedValues<QueueStatus> = {
     JSON.stringify({ state, position, ahead, etaSeconds, admittedUntil, final }),
   isFinal: (status) => status.final,
 };
+
+/** An entry feed's values (a draw sale's), the same way. */
+const ENTRY_VALUES: FeedValues<EntryStatus> = {
+  data: ({ state, rank, ahead, rightUntil, final }) =>
+    JSON.stringify({ state, rank, ahead, rightUntil, final }),
+  isFinal: (status) => status.final,
+};
+
+/** How one kind of standing is told: exactly (its own read) and from a room read (none). */
+interface StandingView<T> {
+  values: FeedValues<T>;
+  answer(standing: QueueStanding): Promise<T>;
+  present(standing: QueueStanding, unitsMayReturn: boolean): T;
+}
 
 /** A stream follows a buyer SOLD_OUT for now by its place: its reads work the place out. */
 const FOLLOWED = { place: true } as const;
@@ -34,22 +45,21 @@ const FOLLOWED = { place: true } as const;
  * the stock gone while it was admitted, the sale's end while it was admitted, or an event on its
  * result channel (its join, its purchase, a release, its order written).
  */
-class QueueFollower {
+class QueueFollower<T> {
   private standing: QueueStanding;
 
   constructor(
-    private readonly sale: QueueSale,
     initial: QueueStanding,
-    private readonly feed: EventFeed<QueueStatus>,
-    private readonly stockFactor: number,
+    private readonly feed: EventFeed<T>,
+    private readonly view: StandingView<T>,
   ) {
     this.standing = initial;
   }
 
   /** The exact standing, read from Redis (the feed's read), as answered. */
-  update(standing: QueueStanding, answer: (standing: QueueStanding) => Promise<QueueStatus>) {
+  update(standing: QueueStanding): Promise<T> {
     this.standing = standing;
-    return answer(standing);
+    return this.view.answer(standing);
   }
 
   roomRead(room: RoomView): void {
@@ -99,12 +109,7 @@ class QueueFollower {
       deciding: room.deciding,
       ...change,
     };
-    this.feed.push(
-      queueStatusOf(this.sale, this.standing, Date.now(), {
-        stockFactor: this.stockFactor,
-        unitsMayReturn: room.unitsMayReturn,
-      }),
-    );
+    this.feed.push(this.view.present(this.standing, room.unitsMayReturn));
   }
 }
 
@@ -121,6 +126,7 @@ export class QueueStreamsService implements BeforeApplicationShutdown {
 
   constructor(
     private readonly room: WaitingRoomService,
+    private readonly entries: DrawEntryService,
     private readonly watcher: RoomWatcherService,
     private readonly events: ResultEventsService,
     slots: StreamSlotsService,
@@ -130,6 +136,7 @@ export class QueueStreamsService implements BeforeApplicationShutdown {
     this.budget = new StreamBudget('queue', slots, config.stream, metrics.queueStreams);
   }
 
+  /** GET …/queue/stream: a queue sale's. */
   async open(
     goodsId: number,
     userId: number,
@@ -137,22 +144,55 @@ export class QueueStreamsService implements BeforeApplicationShutdown {
     ended: AbortSignal,
   ): Promise<Observable<MessageEvent>> {
     const sale = await this.room.queueSale(goodsId);
+    const view: StandingView<QueueStatus> = {
+      values: QUEUE_VALUES,
+      answer: (standing) => this.room.answer(sale, standing),
+      present: (standing, unitsMayReturn) =>
+        queueStatusOf(sale, standing, Date.now(), {
+          stockFactor: this.config.admitStockFactor,
+          unitsMayReturn,
+        }),
+    };
+    return this.follow(sale, userId, clientAddress, ended, view);
+  }
+
+  /** GET …/entry/stream: a draw sale's entry, the same way (the rank is its place). */
+  async openEntry(
+    goodsId: number,
+    userId: number,
+    clientAddress: string | null,
+    ended: AbortSignal,
+  ): Promise<Observable<MessageEvent>> {
+    const sale = await this.entries.drawSale(goodsId);
+    const view: StandingView<EntryStatus> = {
+      values: ENTRY_VALUES,
+      answer: (standing) => this.entries.answer(sale, standing),
+      present: entryStatusOf,
+    };
+    return this.follow(sale, userId, clientAddress, ended, view);
+  }
+
+  private follow<T>(
+    sale: QueueSale | DrawSale,
+    userId: number,
+    clientAddress: string | null,
+    ended: AbortSignal,
+    view: StandingView<T>,
+  ): Promise<Observable<MessageEvent>> {
     return this.budget.open(userId, clientAddress, ended, async (teardown) => {
-      const follower: { current?: QueueFollower } = {};
-      const answer = (standing: QueueStanding) => this.room.answer(sale, standing);
-      const feed = new EventFeed<QueueStatus>(
-        async () =>
-          follower.current!.update(await this.room.standing(sale, userId, FOLLOWED), answer),
-        QUEUE_VALUES,
+      const follower: { current?: QueueFollower<T> } = {};
+      const feed = new EventFeed<T>(
+        async () => follower.current!.update(await this.room.standing(sale, userId, FOLLOWED)),
+        view.values,
         this.config.stream,
         this.budget.enders,
       );
-      teardown.add(await this.events.watch(goodsId, userId, () => feed.changed()));
+      teardown.add(await this.events.watch(sale.id, userId, () => feed.changed()));
       // After the watch: a join or a purchase from here on is heard, none falls in between.
       const initial = await this.room.standing(sale, userId, FOLLOWED);
-      const current = new QueueFollower(sale, initial, feed, this.config.admitStockFactor);
+      const current = new QueueFollower(initial, feed, view);
       follower.current = current;
-      const first = await answer(initial);
+      const first = await view.answer(initial);
       teardown.add(this.watcher.watch(sale, (room) => current.roomRead(room)));
       return feed.events(first);
     });

@@ -70,7 +70,8 @@ describe("the waiting room's scripts (real Redis)", () => {
     const startAt = Date.now() - 1_000;
     const endAt = Date.now() + endInMs;
     const params = (change: Partial<TickParams> = {}): TickParams => ({
-      startAt,
+      drawAt: startAt,
+      buyFrom: startAt,
       endAt,
       admitPerSecond: 100_000,
       admissionTtlMs: HOUR,
@@ -158,7 +159,8 @@ describe("the waiting room's scripts (real Redis)", () => {
     // The start, as the ticking instance sees it; paused, the tick draws the seed and admits none.
     const startAt = Date.now() - 1;
     const params = (paused: boolean): TickParams => ({
-      startAt,
+      drawAt: startAt,
+      buyFrom: startAt,
       endAt: startAt + HOUR,
       admitPerSecond: 100_000,
       admissionTtlMs: HOUR,

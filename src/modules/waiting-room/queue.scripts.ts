@@ -82,10 +82,15 @@ export interface RoomState {
   stopped: boolean;
   /** The room is not the journal's (Redis lost or outdated it): it is being restored. */
   restoring: boolean;
+  /** Admissions a purchase used (a draw sale's rights claimed). */
+  used: number;
+  /** Everyone who joined (a draw sale's entries). */
+  joined: number;
 }
 
 export interface TickParams {
-  startAt: number;
+  /** When the order is drawn (RoomPlan.drawAt): a queue sale's startAt, a draw's entriesCloseAt. */
+  drawAt: number;
   endAt: number;
   admitPerSecond: number;
   admissionTtlMs: number;
@@ -97,6 +102,8 @@ export interface TickParams {
   paused: boolean;
   /** Two steps further apart than this stop the room's clock for the gap (nobody reached it). */
   gapMs: number;
+  /** An admission's time to buy counts from here at the earliest (RoomPlan.buyFrom). */
+  buyFrom: number;
 }
 
 export interface TickResult {
@@ -152,6 +159,7 @@ export class QueueScripts {
   async join(
     goodsId: number,
     userId: number,
+    /** startAt: the draw (joins before it are the pre-queue); endAt: the last join. */
     window: { opensAt: number; startAt: number; endAt: number },
     cap: { address: string | null; maxAccounts: number } = { address: null, maxAccounts: 1 },
   ): Promise<JoinResult> {
@@ -181,7 +189,7 @@ export class QueueScripts {
         ...roomKeys(goodsId),
         saleKeys(goodsId).stock,
         queueKeys(goodsId).clock,
-        params.startAt,
+        params.drawAt,
         params.endAt,
         params.admitPerSecond,
         params.admissionTtlMs,
@@ -191,6 +199,7 @@ export class QueueScripts {
         ADMIT_BATCH,
         params.gapMs,
         params.preSize,
+        params.buyFrom,
       )) as [number, number, number, number, number, number, number, number, string, number?];
     return {
       admitted,
@@ -313,6 +322,8 @@ export class QueueScripts {
       ended,
       stopped,
       restoring,
+      used,
+      joined,
     ] = (await this.lua.run(
       'queueRoom',
       keys.state,
@@ -338,6 +349,8 @@ export class QueueScripts {
       ended: ended === 1,
       stopped: stopped === 1,
       restoring: restoring === 1,
+      used,
+      joined,
     };
   }
 }

@@ -5,7 +5,7 @@ import type { DrawRow } from '../queue-journal/queue-journal.repository.js';
 import { drawSeed } from '../queue-journal/fairness.js';
 import { PreQueueFollower } from './pre-queue-follower.js';
 import { QueueScripts } from './queue.scripts.js';
-import type { QueueSale } from './waiting-room.service.js';
+import { drawAtOf, type DrawSale, type QueueSale } from './room-sale.js';
 
 /**
  * Joins read per admission step before the start (a page of 5,000 costs some 5 ms: the read, the
@@ -35,7 +35,7 @@ export class RoomDrawService {
   ) {}
 
   /** Before the start: the joins since the last call into the digest, and checked in MySQL. */
-  async follow(sale: QueueSale): Promise<void> {
+  async follow(sale: QueueSale | DrawSale): Promise<void> {
     const page = await this.read(sale, FOLLOW_BUDGET);
     if (page === null) return;
     if (page.seeded) {
@@ -50,7 +50,7 @@ export class RoomDrawService {
    * kept in MySQL (or the one kept there already). Throws when the pre-queue cannot be read
    * whole, or MySQL and Redis disagree on it: nothing is drawn then, nobody admitted.
    */
-  async draw(sale: QueueSale, preSeq: number): Promise<DrawRow> {
+  async draw(sale: QueueSale | DrawSale, preSeq: number): Promise<DrawRow> {
     const kept = await this.draws.drawn(sale.id);
     if (kept) {
       this.followers.delete(sale.id);
@@ -79,10 +79,10 @@ export class RoomDrawService {
   }
 
   /** Follows the pre-queue on; null when the room is being restored (nothing read). */
-  private async read(sale: QueueSale, budget: number) {
+  private async read(sale: QueueSale | DrawSale, budget: number) {
     let follower = await this.followerOf(sale.id);
     const read = (from: number, limit: number) =>
-      this.scripts.preRead(sale.id, from, limit, sale.startAt.getTime());
+      this.scripts.preRead(sale.id, from, limit, drawAtOf(sale));
     let page = await follower.follow(read, budget);
     if (page === 'stale') {
       this.logger.warn(`queue pre-queue written anew, followed again: goods=${sale.id}`);

@@ -3,7 +3,7 @@ import { InjectConfig } from '../../config/config-namespace.js';
 import { waitingRoomConfig, type WaitingRoomConfig } from '../../config/waiting-room.config.js';
 import { QueueScripts, type RoomState } from './queue.scripts.js';
 import { ReturnsOutlookService } from './returns-outlook.service.js';
-import type { QueueSale } from './waiting-room.service.js';
+import type { RoomSale } from './room-sale.js';
 
 /** A read of the room, with what follows from it for every buyer still in line. */
 export interface RoomView extends RoomState {
@@ -35,7 +35,7 @@ export class RoomWatcherService implements OnModuleDestroy {
   ) {}
 
   /** Calls `listener` with each read of the goods' room; the returned function stops it. */
-  watch(sale: QueueSale, listener: (room: RoomView) => void): () => void {
+  watch(sale: RoomSale, listener: (room: RoomView) => void): () => void {
     const goodsId = sale.id;
     let watch = this.watches.get(goodsId);
     if (!watch) {
@@ -63,7 +63,7 @@ export class RoomWatcherService implements OnModuleDestroy {
     this.watches.clear();
   }
 
-  private async read(sale: QueueSale, watch: Watch): Promise<void> {
+  private async read(sale: RoomSale, watch: Watch): Promise<void> {
     if (watch.reading) return;
     watch.reading = true;
     try {

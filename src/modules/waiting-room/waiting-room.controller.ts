@@ -19,6 +19,7 @@ import { CurrentUser, type AuthUser } from '../auth/auth.decorators.js';
 import { BlocklistChecked } from '../blocklist/blocklist.hook.js';
 import { RateLimit } from '../rate-limit/rate-limit.policy.js';
 import { QUEUE_STATES } from './queue.scripts.js';
+import { JoinReceiptDto } from './join-receipt.dto.js';
 import { WaitingRoomService } from './waiting-room.service.js';
 
 class QueueStatusDto {
@@ -50,29 +51,6 @@ class QueueStatusDto {
       'The state can no longer change: PURCHASED once the purchase is an order, EXPIRED, SOLD_OUT once no unit can come back (no unpaid order left), and every state at endAt. A SOLD_OUT with final false is sold out for now: you keep your place, and a unit that comes back admits the next place',
   })
   final: boolean;
-}
-
-class JoinReceiptDto {
-  @ApiProperty({
-    type: Number,
-    nullable: true,
-    description:
-      'Your join index in the pre-queue the draw orders at startAt (0, 1, …); null for a join after the draw',
-  })
-  joinIndex: number | null;
-  @ApiProperty({
-    type: Number,
-    nullable: true,
-    description: 'A join after the draw: your arrival number behind the pre-queue (1, 2, …)',
-  })
-  arrival: number | null;
-  @ApiProperty({
-    description:
-      'Your pseudonym in this sale’s digest and export (your user id encrypted, AES-256, under a key of the sale that is never revealed: 32 hex digits)',
-  })
-  pseudonym: string;
-  @ApiProperty({ description: 'The commitment to the secret the order is drawn with' })
-  seedCommitment: string;
 }
 
 class JoinAnswerDto extends QueueStatusDto {

@@ -5,6 +5,7 @@ import { QueueJournalModule } from '../queue-journal/queue-journal.module.js';
 import { MetricsModule } from '../metrics/metrics.module.js';
 import { SaleStoreModule } from '../sale-store/sale-store.module.js';
 import { ChallengeModule } from '../challenge/challenge.module.js';
+import { DrawEntryService } from './draw-entry.service.js';
 import { FairnessService } from './fairness.service.js';
 import { QueueGaugesService } from './queue-gauges.service.js';
 import { AdmissionPacerService } from './admission-pacer.service.js';
@@ -17,7 +18,8 @@ import { RoomWatcherService } from './room-watcher.service.js';
 import { WaitingRoomService } from './waiting-room.service.js';
 
 /**
- * A `queue` sale's waiting room: joining, the standing, its stream, and the admission pace. Its routes are
+ * A `queue` sale's waiting room: joining, the standing, its stream, and the admission pace; and
+ * a `draw` sale's entries, drawn and given purchase rights by the same room. Its routes are
  * WaitingRoomHttpModule's, its job WaitingRoomJobsModule's; the purchase token asks it whether
  * a buyer is admitted (WaitingRoomService.requireAdmission).
  */
@@ -33,6 +35,7 @@ import { WaitingRoomService } from './waiting-room.service.js';
   providers: [
     QueueScripts,
     WaitingRoomService,
+    DrawEntryService,
     AdmissionPacerService,
     RoomDrawService,
     QueueStreamsService,
@@ -45,6 +48,7 @@ import { WaitingRoomService } from './waiting-room.service.js';
   exports: [
     FairnessService,
     WaitingRoomService,
+    DrawEntryService,
     AdmissionPacerService,
     QueueStreamsService,
     QueueControlService,

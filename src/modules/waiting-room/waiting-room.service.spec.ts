@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { QueueStanding } from './queue.scripts.js';
-import { isFinal, queueStatusOf, type QueueSale } from './waiting-room.service.js';
+import type { QueueSale } from './room-sale.js';
+import { isFinal, queueStatusOf } from './waiting-room.service.js';
 
 const NOW = Date.parse('2026-12-03T12:00:00Z');
 const sale = {

@@ -13,6 +13,7 @@ import { JoinJournalService } from '../queue-journal/join-journal.service.js';
 import { QueueRestoreService } from '../queue-journal/queue-restore.service.js';
 import { JoinCode, QueueScripts, type QueueStanding, type QueueState } from './queue.scripts.js';
 import { ReturnsOutlookService } from './returns-outlook.service.js';
+import { isQueueSale, isRoomSale, roomPlanOf, type DrawSale, type QueueSale } from './room-sale.js';
 
 /** GET /api/v1/seckill/:goodsId/queue's answer (the contract's). */
 export interface QueueStatus {
@@ -57,13 +58,6 @@ export interface StandingOutlook {
 /** A restore takes a few seconds (the journal's write timeout, then the reads and writes). */
 const RESTORING_RETRY_SECONDS = 2;
 
-/** A queue sale's row, with the waiting-room columns a queue sale always has. */
-export type QueueSale = GoodsEntity & {
-  queueOpensAt: Date;
-  admitPerSecond: number;
-  admissionTtlSeconds: number;
-};
-
 /**
  * A `queue` sale's waiting room, as the buyer meets it: joining (the pre-queue until the shuffle
  * at startAt, then in arrival order) and the standing. Admission itself is AdmissionPacerService's;
@@ -85,8 +79,8 @@ export class WaitingRoomService {
     @InjectConfig(waitingRoomConfig) private readonly config: WaitingRoomConfig,
   ) {}
 
-  /** Joins (or keeps the place held); with SECKILL_REQUIRE_CHALLENGE on, a solved challenge. */
   /**
+   * Joins (or keeps the place held); with SECKILL_REQUIRE_CHALLENGE on, a solved challenge.
    * `address`: the client address the account cap counts (an IPv6 /64 as one), null for a
    * trusted proxy's own request (counted per user only).
    */
@@ -97,10 +91,32 @@ export class WaitingRoomService {
     address: string | null = null,
   ): Promise<QueueStatus & { receipt: JoinReceipt }> {
     const sale = await this.queueSale(goodsId);
+    const placed = await this.place(sale, userId, challenge, address, {
+      notOpen: () => notOpenYet(sale),
+      closed: () => new DomainError('SALE_ENDED', 'The sale has ended'),
+    });
+    return { ...(await this.status(goodsId, userId)), receipt: placed.receipt };
+  }
+
+  /**
+   * A join of the room of a queue or a draw sale (a draw's entry), the one way into either: the
+   * window judged here first, so that a solved challenge is not burnt on a join that cannot be
+   * had, then by Redis's clock (lua/queue-join.lua); the secret the order will be drawn with
+   * committed in MySQL before the join is placed; the join kept in MySQL before it is answered.
+   * `refusals`: the errors of a join before the room opens, or once it takes no more.
+   */
+  async place(
+    sale: QueueSale | DrawSale,
+    userId: number,
+    challenge: string | undefined,
+    address: string | null,
+    refusals: { notOpen: () => DomainError; closed: () => DomainError },
+  ): Promise<{ code: JoinCode; receipt: JoinReceipt }> {
+    const goodsId = sale.id;
+    const plan = roomPlanOf(sale, this.config.admitStockFactor);
     const now = Date.now();
-    // Judged here first so that a solved challenge is not burnt on a join that cannot be had.
-    if (now < sale.queueOpensAt.getTime()) throw notOpenYet(sale);
-    if (now >= sale.endAt.getTime()) throw new DomainError('SALE_ENDED', 'The sale has ended');
+    if (now < plan.opensAt) throw refusals.notOpen();
+    if (now >= plan.joinsUntil) throw refusals.closed();
     if (this.seckill.requireChallenge) {
       await this.challenges.redeem(goodsId, userId, challenge);
     }
@@ -112,24 +128,22 @@ export class WaitingRoomService {
         this.scripts.join(
           goodsId,
           userId,
-          {
-            opensAt: sale.queueOpensAt.getTime(),
-            startAt: sale.startAt.getTime(),
-            endAt: sale.endAt.getTime(),
-          },
+          { opensAt: plan.opensAt, startAt: plan.drawAt, endAt: plan.joinsUntil },
           { address: counted, maxAccounts: this.config.maxAccountsPerAddress },
         ),
       );
     const { code, line, position } = await this.restoredFirst(goodsId, placed, (result) =>
       result.code === JoinCode.Restoring ? null : result,
     );
-    if (code === JoinCode.NotOpen) throw notOpenYet(sale);
-    if (code === JoinCode.Ended) throw new DomainError('SALE_ENDED', 'The sale has ended');
+    if (code === JoinCode.NotOpen) throw refusals.notOpen();
+    if (code === JoinCode.Ended) throw refusals.closed();
     if (code === JoinCode.TooManyAccounts) {
-      this.logger.warn(`queue join refused, accounts per address: goods=${goodsId} user=${userId}`);
+      this.logger.warn(
+        `${sale.admission} join refused, accounts per address: goods=${goodsId} user=${userId}`,
+      );
       throw new DomainError(
         'TOO_MANY_REQUESTS',
-        `This address has put ${this.config.maxAccountsPerAddress} accounts into the waiting room already (QUEUE_MAX_ACCOUNTS_PER_ADDRESS)`,
+        `This address has put ${this.config.maxAccountsPerAddress} accounts into the ${sale.admission === 'draw' ? 'draw' : 'waiting room'} already (QUEUE_MAX_ACCOUNTS_PER_ADDRESS)`,
         // The cap holds for the whole sale.
         { retryAfterSeconds: Math.max(1, Math.ceil((sale.endAt.getTime() - Date.now()) / 1000)) },
       );
@@ -139,11 +153,11 @@ export class WaitingRoomService {
     await this.journal.record({ goodsId, userId, line, position, address: counted });
     if (code === JoinCode.Joined) {
       this.logger.debug(
-        `queue joined: goods=${goodsId} user=${userId} line=${line} position=${position}`,
+        `${sale.admission} joined: goods=${goodsId} user=${userId} line=${line} position=${position}`,
       );
     }
     return {
-      ...(await this.status(goodsId, userId)),
+      code,
       receipt: {
         joinIndex: line === 0 ? position : null,
         arrival: line === 1 ? position : null,
@@ -165,7 +179,7 @@ export class WaitingRoomService {
    * buyer's place in line too (QueueScripts.status).
    */
   async standing(
-    sale: QueueSale,
+    sale: QueueSale | DrawSale,
     userId: number,
     options: { place?: boolean } = {},
   ): Promise<QueueStanding> {
@@ -203,30 +217,34 @@ export class WaitingRoomService {
 
   /** The standing as the buyer reads it; MySQL is asked only of a SOLD_OUT before the end. */
   async answer(sale: QueueSale, standing: QueueStanding): Promise<QueueStatus> {
-    const unitsMayReturn =
-      standing.state === 'SOLD_OUT' && !standing.ended
-        ? await orUnavailable('MySQL', () => this.returns.mayReturn(sale.id))
-        : false;
     return queueStatusOf(sale, standing, Date.now(), {
       stockFactor: this.config.admitStockFactor,
-      unitsMayReturn,
+      unitsMayReturn: await this.unitsMayReturn(sale, standing),
     });
   }
 
+  /** Whether a unit may still come back to a sold-out standing (asked of MySQL only then). */
+  async unitsMayReturn(sale: QueueSale | DrawSale, standing: QueueStanding): Promise<boolean> {
+    if (standing.state !== 'SOLD_OUT' || standing.ended) return false;
+    return orUnavailable('MySQL', () => this.returns.mayReturn(sale.id));
+  }
+
   /**
-   * Throws 403 NOT_ADMITTED unless the buyer holds an admission in force, in a queue sale (the
-   * purchase token's check; the purchase itself is judged by the deduct, atomically).
+   * Throws 403 NOT_ADMITTED unless the buyer holds an admission in force, in a queue sale, and
+   * 403 NOT_SELECTED unless it holds a purchase right in force, in a draw sale (the purchase
+   * token's check; the purchase itself is judged by the deduct, atomically).
    */
   async requireAdmission(goods: GoodsEntity, userId: number): Promise<void> {
-    if (goods.admission !== 'queue') return;
-    if (!isQueueSale(goods)) return;
+    if (!isRoomSale(goods)) return;
     const { state } = await this.standing(goods, userId);
-    if (state !== 'ADMITTED') {
-      throw new DomainError(
-        'NOT_ADMITTED',
-        `The waiting room has not admitted you (your queue state: ${state})`,
-      );
+    if (state === 'ADMITTED') return;
+    if (goods.admission === 'draw') {
+      throw new DomainError('NOT_SELECTED', 'You hold no purchase right in force in this draw');
     }
+    throw new DomainError(
+      'NOT_ADMITTED',
+      `The waiting room has not admitted you (your queue state: ${state})`,
+    );
   }
 
   /**
@@ -240,26 +258,31 @@ export class WaitingRoomService {
     if (!isQueueSale(goods)) {
       throw new DomainError(
         'QUEUE_NOT_OPEN',
-        `Goods ${goodsId} has no waiting room: it is sold to buyers as they come (admission open)`,
+        goods.admission === 'draw'
+          ? `Goods ${goodsId} is a draw: enter it (POST /api/v1/seckill/${goodsId}/entry)`
+          : `Goods ${goodsId} has no waiting room: it is sold to buyers as they come (admission open)`,
+      );
+    }
+    return goods;
+  }
+
+  /** The goods, when it is a queue or a draw sale (404 GOODS_NOT_FOUND, 409 QUEUE_NOT_OPEN). */
+  async roomSale(goodsId: number): Promise<QueueSale | DrawSale> {
+    const goods = await orUnavailable('MySQL', () => this.goods.findCached(goodsId));
+    if (!isRoomSale(goods)) {
+      throw new DomainError(
+        'QUEUE_NOT_OPEN',
+        `Goods ${goodsId} has neither a waiting room nor a draw: it is sold to buyers as they come (admission open)`,
       );
     }
     return goods;
   }
 }
 
-export function isQueueSale(goods: GoodsEntity): goods is QueueSale {
-  return (
-    goods.admission === 'queue' &&
-    goods.queueOpensAt !== null &&
-    goods.admitPerSecond !== null &&
-    goods.admissionTtlSeconds !== null
-  );
-}
-
-export function notOpenYet(sale: QueueSale): DomainError {
+export function notOpenYet(sale: QueueSale | DrawSale): DomainError {
   return new DomainError(
     'QUEUE_NOT_OPEN',
-    `The waiting room opens at ${sale.queueOpensAt.toISOString()}`,
+    `${sale.admission === 'draw' ? 'Entries open' : 'The waiting room opens'} at ${sale.queueOpensAt.toISOString()}`,
   );
 }
 

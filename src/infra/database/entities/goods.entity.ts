@@ -6,8 +6,17 @@ import {
   UpdateDateColumn,
 } from 'typeorm';
 
-export const ADMISSIONS = ['open', 'queue'] as const;
+export const ADMISSIONS = ['open', 'queue', 'draw'] as const;
 export type Admission = (typeof ADMISSIONS)[number];
+
+/**
+ * A sale whose buyers go through a waiting room (modules/waiting-room/): `queue` (admitted in a
+ * drawn order, paced) or `draw` (entries ranked by a draw; the first hold purchase rights). Only
+ * the buyers it let in may buy, and never without Redis, where it lives.
+ */
+export function hasWaitingRoom(goods: { admission: string }): boolean {
+  return goods.admission === 'queue' || goods.admission === 'draw';
+}
 
 @Entity({ name: 'seckill_goods' })
 export class GoodsEntity {
@@ -44,11 +53,14 @@ export class GoodsEntity {
   @Column({ name: 'stock_shards', type: 'tinyint', unsigned: true, default: 1 })
   stockShards: number;
 
-  /** `open` (the fastest request wins) or `queue` (the waiting room admits; modules/waiting-room/). */
+  /**
+   * `open` (the fastest request wins), `queue` (the waiting room admits) or `draw` (a draw among
+   * the entries hands out purchase rights): modules/waiting-room/.
+   */
   @Column({ type: 'varchar', length: 8, default: 'open' })
   admission: Admission;
 
-  /** A `queue` sale: when joining starts (before startAt); null for an open sale. */
+  /** A `queue` sale: when joining starts (before startAt); a `draw` sale: entriesOpenAt. */
   @Column({ name: 'queue_opens_at', type: 'datetime', precision: 3, nullable: true })
   queueOpensAt: Date | null;
 
@@ -56,9 +68,17 @@ export class GoodsEntity {
   @Column({ name: 'admit_per_second', type: 'int', unsigned: true, nullable: true })
   admitPerSecond: number | null;
 
-  /** A `queue` sale: how long an admitted buyer may take to buy. */
+  /** A `queue` sale: how long an admitted buyer may take to buy; a `draw` sale: claimSeconds. */
   @Column({ name: 'admission_ttl_seconds', type: 'int', unsigned: true, nullable: true })
   admissionTtlSeconds: number | null;
+
+  /** A `draw` sale: when entries close and the draw ranks them (at or before startAt). */
+  @Column({ name: 'entries_close_at', type: 'datetime', precision: 3, nullable: true })
+  entriesCloseAt: Date | null;
+
+  /** A `draw` sale: purchase rights in force per unit left (at the draw: stock × this). */
+  @Column({ name: 'winners_factor', type: 'smallint', unsigned: true, nullable: true })
+  winnersFactor: number | null;
 
   /** A `queue` sale: the operator paused its admissions (joining and buying go on). */
   @Column({ name: 'admission_paused', type: 'boolean', default: false })
