@@ -21,17 +21,20 @@ import {
   queueKeys,
   saleKeys,
   saleScriptsOn,
-  type SaleScripts,
 } from '../scripts/lib/sale-scripts.js';
-import { DataSource } from 'typeorm';
-import { JoinJournalService } from '../src/modules/queue-journal/join-journal.service.js';
-import { QueueJournalRepository } from '../src/modules/queue-journal/queue-journal.repository.js';
 import { drawSeed } from '../src/modules/queue-journal/fairness.js';
 import { PreQueueFollower } from '../src/modules/waiting-room/pre-queue-follower.js';
-import { databaseUrl, dropDatabase, freshDatabase, startRedis } from './lib/stores.js';
-
-// The project's migrations as built (npm run bench:queue builds first).
-const MIGRATIONS_GLOB = new URL('../dist/migrations/*.js', import.meta.url).pathname;
+import {
+  durableJoins,
+  FIRST_BUYER,
+  journalRoom,
+  scriptMicros,
+  seconds,
+  spread,
+  usedMemory,
+  type Client,
+} from './lib/room-bench.js';
+import { startRedis } from './lib/stores.js';
 
 const USAGE = `usage: npm run bench:queue -- [--buyers <n>] [--stock <n>] [--admit-per-second <n>]
 
@@ -74,96 +77,17 @@ function parse(argv: string[]): Options | 'help' {
   };
 }
 
+const BENCH_DATABASE = 'seckill_bench_queue';
 const GOODS_ID = 1;
 /** The sale whose joins are written to MySQL too (the app's way): apart from GOODS_ID's figures. */
 const DURABLE_GOODS_ID = 2;
-const BENCH_DATABASE = 'seckill_bench_queue';
-const IN_FLIGHT_PER_CLIENT = 200;
 /** As the app's defaults: QUEUE_TICK_MS, a factor of 1. */
 const TICK_MS = 100;
 const HOUR_MS = 3_600_000;
-const FIRST_BUYER = 1_000_000;
 /** As RoomDrawService: the most joins followed per tick before the start. */
 const FOLLOW_BUDGET = 20_000;
 /** Buyers whose standing is read after the start, and again once the stock is gone. */
 const STANDING_SAMPLE = 20_000;
-
-interface Client {
-  redis: Redis;
-  scripts: SaleScripts;
-}
-
-async function usedMemory(redis: Redis): Promise<number> {
-  const info = await redis.info('memory');
-  return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? 0);
-}
-
-/** Redis's own µs per script call since the last call of this (INFO commandstats), and a reset. */
-async function scriptMicros(redis: Redis): Promise<number> {
-  const info = await redis.info('commandstats');
-  await redis.config('RESETSTAT');
-  return Number(/cmdstat_evalsha:.*usec_per_call=([\d.]+)/.exec(info)?.[1] ?? NaN);
-}
-
-/** Runs `unit(i)` for i in [0, count) with IN_FLIGHT_PER_CLIENT in flight on each client. */
-async function spread(
-  clients: Client[],
-  count: number,
-  unit: (client: Client, i: number) => Promise<unknown>,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    clients.flatMap((client) =>
-      Array.from({ length: IN_FLIGHT_PER_CLIENT }, async () => {
-        while (next < count) await unit(client, next++);
-      }),
-    ),
-  );
-}
-
-const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-
-/**
- * Joins as the app makes them: the script places the buyer, then JoinJournalService writes the
- * join to MySQL (shared INSERTs, one read of what was kept) before it would be answered.
- */
-async function durableJoins(clients: Client[], buyers: number, farStart: number): Promise<void> {
-  await freshDatabase(BENCH_DATABASE, MIGRATIONS_GLOB);
-  const source = new DataSource({
-    type: 'mysql',
-    url: databaseUrl(BENCH_DATABASE),
-    extra: { connectionLimit: 20 },
-  });
-  await source.initialize();
-  onCleanup(async () => {
-    await source.destroy();
-    await dropDatabase(BENCH_DATABASE);
-  });
-  const journal = new JoinJournalService(new QueueJournalRepository(source));
-  const runId = /run_id:(\w+)/.exec(await clients[0].redis.info('server'))![1];
-  await clients[0].redis.hset(queueKeys(DURABLE_GOODS_ID).state, 'journal', runId);
-  const started = performance.now();
-  let refused = 0;
-  await spread(clients, buyers, async (client, i) => {
-    const userId = FIRST_BUYER + i;
-    const { code, line, position } = await client.scripts.queue.join(DURABLE_GOODS_ID, userId, {
-      opensAt: 0,
-      startAt: farStart,
-      endAt: farStart + HOUR_MS,
-    });
-    if (code !== JoinCode.Joined) refused++;
-    else await journal.record({ goodsId: DURABLE_GOODS_ID, userId, line, position, address: null });
-  });
-  const ms = performance.now() - started;
-  const [{ n }] = await source.query<{ n: number }[]>(
-    'SELECT COUNT(*) AS n FROM seckill_queue_join WHERE goods_id = ?',
-    [DURABLE_GOODS_ID],
-  );
-  console.log(
-    `joins written to MySQL before their answer: ${Math.round((buyers * 1000) / ms).toLocaleString('en-US')}/s (${buyers.toLocaleString('en-US')} in ${seconds(ms)}; ${Number(n).toLocaleString('en-US')} rows), ${refused} refused`,
-  );
-  await clients[0].redis.del(...Object.values(queueKeys(DURABLE_GOODS_ID)));
-}
 
 async function run(options: Options): Promise<boolean> {
   const server = await startRedis(await freePortBelowEphemeral());
@@ -193,9 +117,7 @@ async function run(options: Options): Promise<boolean> {
     perUserLimit: 1,
     admission: 'queue',
   });
-  // The room as a restore of an empty journal leaves it (the app's first join does that).
-  const runId = /run_id:(\w+)/.exec(await redis.info('server'))![1];
-  await redis.hset(room.state, 'journal', runId);
+  await journalRoom(redis, GOODS_ID);
   const before = await usedMemory(redis);
   await scriptMicros(redis);
   // The admission job follows the pre-queue as it grows, each tick, for the draw's digest
@@ -231,7 +153,15 @@ async function run(options: Options): Promise<boolean> {
     `joins: ${Math.round((options.buyers * 1000) / joinMs).toLocaleString('en-US')}/s (${seconds(joinMs)}, ${joinMicros.toFixed(1)} µs of Redis each), ${refused} refused; Redis ${perBuyer.toFixed(0)} bytes per waiting buyer (used_memory)`,
   );
 
-  if (options.durableBuyers > 0) await durableJoins(clients, options.durableBuyers, farStart);
+  if (options.durableBuyers > 0) {
+    await durableJoins(clients, {
+      buyers: options.durableBuyers,
+      goodsId: DURABLE_GOODS_ID,
+      database: BENCH_DATABASE,
+      drawAt: farStart,
+      what: 'joins',
+    });
+  }
 
   // The start: the sale's window and the ticks from now on.
   const startAt = Date.now();

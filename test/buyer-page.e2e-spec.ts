@@ -162,6 +162,40 @@ describe("the buyer's page in a browser", () => {
     expect(tab.complaints).toEqual([]);
   });
 
+  it('should let a buyer enter a draw sale, show the entry drawn with its right, and buy with it from the start', async () => {
+    const goodsId = await createSale(t.http, {
+      stock: 1,
+      startsInMs: 6_000,
+      draw: { closesInMs: 4_000, claimSeconds: 60 },
+    });
+    const buyer = 71_051;
+    const buyerToken = token(buyer);
+    await page.goto(`${await t.app.getUrl()}/sale/${goodsId}#token=${buyerToken}`);
+    await seen('queue-state', 'NOT_ENTERED', 'the page knows the buyer has not entered');
+    expect(await text('countdown')).toMatch(/^Entries close in \d+:\d\d, the sale starts in/);
+    await waitFor(async () => !(await page.getByTestId('queue-join').isDisabled()), {
+      what: 'the enter button enabled',
+    });
+    expect(await page.getByTestId('queue-join').textContent()).toContain('Enter the draw');
+    await page.getByTestId('queue-join').click();
+    await seen('queue-state', 'ENTERED', 'the buyer in the draw');
+    await seen('queue-receipt', /^Your receipt: entry 0, pseudonym [0-9a-f]{16}…/, 'the receipt');
+
+    // Drawn at the close (pushed by the entry stream): the one unit's right, buyable at the start.
+    await seen('queue-state', 'SELECTED', 'the right pushed after the draw');
+    expect(await text('queue-eta')).toMatch(/^until /);
+    await waitFor(async () => !(await page.getByTestId('buy').isDisabled()), {
+      what: 'the buy button enabled at the start',
+    });
+    await page.getByTestId('buy').click();
+    await seen('result-status', 'SUCCESS', 'the result pushed to the page');
+    await seen('queue-state', 'PURCHASED', 'the entry after the purchase');
+    const api = tab.requested.filter((r) => r.url.includes(`/api/v1/seckill/${goodsId}`));
+    expect(api.some((r) => r.method === 'POST' && r.url.endsWith('/entry'))).toBe(true);
+    expect(api.some((r) => r.url.endsWith('/entry/stream'))).toBe(true);
+    expect(tab.complaints).toEqual([]);
+  });
+
   it('should sell an open sale from its start through the buy button, and tell a later buyer it is sold out', async () => {
     const goodsId = await createSale(t.http, { stock: 1, startsInMs: 3_000 });
     const base = await t.app.getUrl();

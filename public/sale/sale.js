@@ -1,5 +1,6 @@
 // The buyer's page for one sale: the goods and a countdown (public), then, with the buyer's
-// token, the waiting room of a queue sale (join, place, ETA, pushed by the queue stream), the
+// token, the waiting room of a queue sale (join, place, ETA, pushed by the queue stream) or the
+// entry of a draw sale (enter, rank, purchase right, pushed by the entry stream), the
 // purchase (the challenge solved here with altcha-lib, the purchase token, the buy) and its
 // result pushed by the result stream. It calls the public API like any client; nothing here is
 // trusted by the server.
@@ -24,6 +25,8 @@ const EXPLAINED = {
   NOT_PREHEATED: 'The sale is being prepared: try again in a few seconds.',
   QUEUE_NOT_OPEN: 'The queue is not open yet.',
   NOT_ADMITTED: 'It is not your turn: buy once the waiting room lets you in.',
+  NOT_SELECTED: 'You hold no purchase right in this draw (or it lapsed).',
+  ENTRIES_CLOSED: 'Entries are not open.',
   TOO_MANY_REQUESTS: 'Too many tries at once: wait a moment.',
   UNAVAILABLE: 'The shop is overloaded or down: nothing was taken, try again.',
   OVERLOADED: 'Too many buyers at this moment: nothing was taken, try again shortly.',
@@ -238,6 +241,41 @@ function saleStatus() {
 }
 
 const isQueueSale = () => goods?.admission === 'queue';
+const isDrawSale = () => goods?.admission === 'draw';
+/** A sale with a room: a queue sale's waiting room, or a draw sale's entries (the same room). */
+const hasRoom = () => isQueueSale() || isDrawSale();
+/** The room's routes: `…/queue` or a draw's `…/entry`. */
+const roomPath = () => `/api/v1/seckill/${goodsId}/${isDrawSale() ? 'entry' : 'queue'}`;
+/** When joining (entering) opens and ends. */
+const joinWindow = () =>
+  isDrawSale()
+    ? { opens: Date.parse(goods.entriesOpenAt), closes: Date.parse(goods.entriesCloseAt) }
+    : { opens: Date.parse(goods.queueOpensAt), closes: Date.parse(goods.endAt) };
+
+/** A draw entry's states as the waiting room's, whose display the page shares. */
+const ROOM_STATE_OF_ENTRY = {
+  NOT_ENTERED: 'NOT_JOINED',
+  ENTERED: 'WAITING',
+  WAITLISTED: 'WAITING',
+  SELECTED: 'ADMITTED',
+  NOT_SELECTED: 'SOLD_OUT',
+  PURCHASED: 'PURCHASED',
+  EXPIRED: 'EXPIRED',
+};
+
+/** A standing as the page keeps it: a draw entry's is put in the room's terms, its own kept. */
+function asStanding(body) {
+  if (!isDrawSale()) return body;
+  return {
+    state: ROOM_STATE_OF_ENTRY[body.state] ?? body.state,
+    entryState: body.state,
+    position: body.rank ?? null,
+    ahead: body.ahead ?? null,
+    etaSeconds: null,
+    admittedUntil: body.rightUntil,
+    final: body.final,
+  };
+}
 
 // ---- what the page shows, four times a second
 
@@ -247,12 +285,15 @@ function render() {
     $('goods-status').textContent = status;
     $('goods-status').dataset.status = status;
     const at = now();
-    const opens = isQueueSale() ? Date.parse(goods.queueOpensAt) : null;
+    const opens = hasRoom() ? joinWindow().opens : null;
+    const closes = isDrawSale() ? joinWindow().closes : null;
     $('countdown').textContent =
       status === 'UPCOMING'
         ? opens !== null && at < opens
-          ? `The queue opens in ${duration(opens - at)}, the sale in ${duration(Date.parse(goods.startAt) - at)}`
-          : `Starts in ${duration(Date.parse(goods.startAt) - at)}`
+          ? `${isDrawSale() ? 'Entries open' : 'The queue opens'} in ${duration(opens - at)}, the sale in ${duration(Date.parse(goods.startAt) - at)}`
+          : closes !== null && at < closes
+            ? `Entries close in ${duration(closes - at)}, the sale starts in ${duration(Date.parse(goods.startAt) - at)}`
+            : `Starts in ${duration(Date.parse(goods.startAt) - at)}`
         : status === 'ACTIVE'
           ? `On sale now · ends in ${duration(Date.parse(goods.endAt) - at)}`
           : status === 'SOLD_OUT'
@@ -262,7 +303,15 @@ function render() {
   renderQueueNote();
   $('queue-eta').textContent = etaText();
   const signedIn = token !== null && goods !== null;
-  $('queue').hidden = !signedIn || !isQueueSale();
+  $('queue').hidden = !signedIn || !hasRoom();
+  if (isDrawSale()) {
+    $('queue-title').textContent = 'Draw';
+    $('queue-explain').textContent =
+      'Enter before entries close: then a draw ranks every entry at random. The first get a right to buy for a while; a right left unused, or a unit that comes back, passes to the next entry in the ranking.';
+    $('queue-position-label').textContent = 'Your rank';
+    $('queue-eta-label').textContent = 'Your right';
+    if (!busy) $('queue-join').textContent = 'Enter the draw';
+  }
   $('purchase').hidden = !signedIn;
   $('queue-join').hidden = queue !== null && queue.state !== 'NOT_JOINED';
   $('queue-join').disabled = !canJoin();
@@ -270,23 +319,25 @@ function render() {
 }
 
 function canJoin() {
-  if (!token || !isQueueSale() || busy || queue?.state !== 'NOT_JOINED') return false;
+  if (!token || !hasRoom() || busy || queue?.state !== 'NOT_JOINED') return false;
   const at = now();
-  return at >= Date.parse(goods.queueOpensAt) && at < Date.parse(goods.endAt);
+  const { opens, closes } = joinWindow();
+  return at >= opens && at < closes;
 }
 
 function canBuy() {
   if (!token || busy || saleStatus() !== 'ACTIVE') return false;
   if (result.status === 'QUEUED' || result.status === 'SUCCESS') return false;
-  return !isQueueSale() || queue?.state === 'ADMITTED';
+  return !hasRoom() || queue?.state === 'ADMITTED';
 }
 
 // ---- the waiting room
 
-function showQueue(status) {
+function showQueue(answer) {
+  const status = asStanding(answer);
   queue = status;
   restoring = null;
-  $('queue-state').textContent = status.state;
+  $('queue-state').textContent = status.entryState ?? status.state;
   $('queue-state').dataset.state = status.state;
   $('queue-state').dataset.final = String(isFinalStanding(status));
   $('queue-position').textContent = status.position ?? '';
@@ -304,6 +355,11 @@ function showQueue(status) {
  */
 function etaText() {
   if (restoring !== null) return 'restoring…';
+  if (isDrawSale()) {
+    return queue?.state === 'ADMITTED' && queue.admittedUntil
+      ? `until ${clock.format(new Date(queue.admittedUntil))}`
+      : '';
+  }
   if (queue === null) return unreachable !== null && token !== null ? 'reconnecting…' : '';
   const waiting =
     queue.state === 'WAITING' || (queue.state === 'SOLD_OUT' && !isFinalStanding(queue));
@@ -323,6 +379,7 @@ function renderQueueNote() {
     );
   }
   if (!queue) return;
+  if (isDrawSale()) return renderEntryNote(at);
   switch (queue.state) {
     case 'NOT_JOINED':
       return at < Date.parse(goods.queueOpensAt)
@@ -355,6 +412,47 @@ function renderQueueNote() {
   }
 }
 
+/** A draw entry's standing in the entrant's words. */
+function renderEntryNote(at) {
+  const { opens, closes } = joinWindow();
+  switch (queue.entryState) {
+    case 'NOT_ENTERED':
+      return at < opens
+        ? note('queue-note', `Entries open at ${clock.format(new Date(opens))}.`)
+        : at < closes
+          ? note('queue-note', `Enter before ${clock.format(new Date(closes))}.`)
+          : note('queue-note', 'Entries are closed.');
+    case 'ENTERED':
+      return note(
+        'queue-note',
+        `You are in the draw (at ${clock.format(new Date(closes))}); keep this page open.`,
+      );
+    case 'WAITLISTED':
+      return note(
+        'queue-note',
+        'On the waitlist: a right left unused, or a unit that comes back, reaches you in rank order.',
+      );
+    case 'SELECTED':
+      return at < Date.parse(goods.startAt)
+        ? note(
+            'queue-note',
+            `You were drawn: buy from ${clock.format(new Date(goods.startAt))} until ${clock.format(new Date(queue.admittedUntil))}.`,
+            'good',
+          )
+        : note(
+            'queue-note',
+            `You were drawn: buy within ${duration(Date.parse(queue.admittedUntil) - at)}.`,
+            'good',
+          );
+    case 'NOT_SELECTED':
+      return note('queue-note', 'Not selected: no right can reach you any more.', 'bad');
+    case 'EXPIRED':
+      return note('queue-note', 'Your right lapsed without a purchase.', 'bad');
+    case 'PURCHASED':
+      return note('queue-note', 'You bought one.', 'good');
+  }
+}
+
 let restoreTimer = null;
 
 async function loadQueue() {
@@ -362,7 +460,7 @@ async function loadQueue() {
   clearTimeout(restoreTimer);
   let answer;
   try {
-    answer = await call('GET', `/api/v1/seckill/${goodsId}/queue`);
+    answer = await call('GET', roomPath());
   } catch {
     return; // the banner says so; read again by the next refresh
   }
@@ -386,10 +484,8 @@ async function join() {
   render();
   try {
     const headers = needs.challenge ? { 'X-Seckill-Challenge': await solvedChallenge() } : {};
-    work('Joining…');
-    const { status, body, response } = await call('POST', `/api/v1/seckill/${goodsId}/queue`, {
-      headers,
-    });
+    work(isDrawSale() ? 'Entering…' : 'Joining…');
+    const { status, body, response } = await call('POST', roomPath(), { headers });
     if (status !== 200) throw new Refused(status, body, response);
     busy = null;
     showReceipt(body.receipt);
@@ -410,9 +506,11 @@ async function join() {
 function showReceipt(receipt) {
   if (!receipt) return;
   $('queue-receipt').textContent =
-    receipt.joinIndex === null
-      ? `You joined after the draw: arrival ${receipt.arrival}, in order behind the drawn buyers.`
-      : `Your receipt: join index ${receipt.joinIndex}, pseudonym ${receipt.pseudonym.slice(0, 16)}… (npm run verify-draw -- --goods ${goodsId} --join-index ${receipt.joinIndex} gives your place once drawn).`;
+    isDrawSale() && receipt.joinIndex !== null
+      ? `Your receipt: entry ${receipt.joinIndex}, pseudonym ${receipt.pseudonym.slice(0, 16)}… (npm run verify-draw -- --goods ${goodsId} --join-index ${receipt.joinIndex} gives your rank once drawn).`
+      : receipt.joinIndex === null
+        ? `You joined after the draw: arrival ${receipt.arrival}, in order behind the drawn buyers.`
+        : `Your receipt: join index ${receipt.joinIndex}, pseudonym ${receipt.pseudonym.slice(0, 16)}… (npm run verify-draw -- --goods ${goodsId} --join-index ${receipt.joinIndex} gives your place once drawn).`;
 }
 
 // ---- the challenge: the server's ALTCHA v2 challenge, solved here with Web Crypto
@@ -469,7 +567,7 @@ async function loadResult() {
 
 /** The signed-in buyer's standing and result, read once (the streams follow them after). */
 async function loadBuyer() {
-  await Promise.all([isQueueSale() ? loadQueue() : null, loadResult()]);
+  await Promise.all([hasRoom() ? loadQueue() : null, loadResult()]);
   render();
 }
 
@@ -504,8 +602,8 @@ async function buy() {
     if (status === 409 || status === 404 || status === 403) attempt = null;
     note('purchase-note', explain(body, status, response), 'bad');
     if (body.code === 'ALREADY_PURCHASED') void loadResult();
-    if (body.code === 'NOT_ADMITTED' || body.code === 'SOLD_OUT') {
-      if (isQueueSale()) void loadQueue();
+    if (body.code === 'NOT_ADMITTED' || body.code === 'NOT_SELECTED' || body.code === 'SOLD_OUT') {
+      if (hasRoom()) void loadQueue();
       void loadGoods();
     }
   } catch (error) {
@@ -534,7 +632,7 @@ const failure = (error) => `The shop cannot be reached (${error.message}): try a
 
 const STREAMS = {
   queue: {
-    url: () => `/api/v1/seckill/${goodsId}/queue/stream`,
+    url: () => `${roomPath()}/stream`,
     show: showQueue,
     reload: loadQueue,
     done: () => queue !== null && isFinalStanding(queue),
@@ -682,7 +780,7 @@ async function start() {
   setInterval(() => {
     void loadGoods();
     // A standing the first read could not get (the shop was unreachable) is read again.
-    if (token && isQueueSale() && queue === null && restoring === null) void loadQueue();
+    if (token && hasRoom() && queue === null && restoring === null) void loadQueue();
   }, GOODS_REFRESH_MS);
 }
 

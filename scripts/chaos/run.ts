@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { rabbitUrl } from '../../bench/lib/stores.js';
+import { DRAW_ADMIT_PER_SECOND } from '../../src/modules/waiting-room/room-sale.js';
 import { onCleanup } from '../lib/cleanup.js';
 import { UsageError } from '../lib/errors.js';
 import { signToken } from '../lib/jwt.js';
@@ -191,7 +192,7 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
   progress(`sales: ${sales.map((sale) => `${sale.name} ${sale.stock}`).join(', ')}`);
   for (const sale of sales.filter((s) => s.queue)) {
     progress(
-      `queue sale ${sale.name}: opens now, starts +${((sale.startAtEpochMs - Date.now()) / 1000).toFixed(1)} s, ${sale.queue?.endInMs == null ? 'ends after the run' : `ends +${((sale.endAtEpochMs - Date.now()) / 1000).toFixed(1)} s`}`,
+      `${sale.queue?.draw ? 'draw' : 'queue'} sale ${sale.name}: opens now, starts +${((sale.startAtEpochMs - Date.now()) / 1000).toFixed(1)} s, ${sale.queue?.endInMs == null ? 'ends after the run' : `ends +${((sale.endAtEpochMs - Date.now()) / 1000).toFixed(1)} s`}`,
     );
   }
   const stores: Stores = {
@@ -311,7 +312,8 @@ export async function runChaos(options: ChaosOptions, repoRoot: string): Promise
       name: sale.name,
       startMs: sale.startAtEpochMs - startedAt.getTime(),
       endMs: sale.endAtEpochMs - startedAt.getTime(),
-      admitPerSecond: sale.queue!.admitPerSecond,
+      // A draw's rights are not paced (the pace check then holds trivially).
+      admitPerSecond: sale.queue!.draw ? DRAW_ADMIT_PER_SECOND : sale.queue!.admitPerSecond,
       admissionTtlMs: sale.queue!.admissionTtlSeconds * 1000,
     })),
     admissions: admissionLog,

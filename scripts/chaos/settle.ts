@@ -17,11 +17,12 @@ const QUIET_READINGS = 3;
 
 /**
  * A decided answer: the sale itself spoke (sold, sold out, or a queue sale's refusal of a buyer
- * its waiting room has not admitted), not a closed or unreachable one.
+ * its waiting room has not admitted, a draw sale's of one without a right), not a closed or
+ * unreachable one.
  */
 export function decided(entry: HistoryEntry): boolean {
   if (entry.status === 202) return true;
-  if (entry.status === 403) return entry.code === 'NOT_ADMITTED';
+  if (entry.status === 403) return entry.code === 'NOT_ADMITTED' || entry.code === 'NOT_SELECTED';
   return entry.status === 409 && entry.code !== 'NOT_PREHEATED';
 }
 

@@ -74,10 +74,16 @@ const AFTER_HEAL_WAIT_MS = 10_000;
 const AFTER_QUIET_TRIES = 5;
 const AFTER_QUIET_RETRY_MS = 500;
 
-/** A queue sale's waiting room, its times after the run's start (the queue opens at it). */
+/**
+ * A queue sale's waiting room, its times after the run's start (the queue opens at it). With
+ * `draw`, a draw sale on the same room: entries (its joins) until the start, when it draws and
+ * hands out the purchase rights (its admissions, unpaced, one per unit), each lasting
+ * admissionTtlSeconds (its claimSeconds); a lapsed right or a returned unit passes down the list.
+ */
 export interface QueueProfile {
   admitPerSecond: number;
   admissionTtlSeconds: number;
+  draw?: true;
   startInMs: number;
   /** null: an hour after the start, past the run. */
   endInMs: number | null;
@@ -85,7 +91,7 @@ export interface QueueProfile {
 
 /** One kind of sale and how its buyers behave. */
 export interface SaleProfile {
-  name: 'big' | 'small' | 'returning' | 'late' | 'queued';
+  name: 'big' | 'small' | 'returning' | 'late' | 'queued' | 'drawn';
   stock: number;
   stockShards: number;
   /** The most one buyer may buy: its buyers ask for more than one unit now and then. */
@@ -176,6 +182,17 @@ export function saleProfiles(minutes: number, rng: Rng): SaleProfile[] {
       cancel: 0.3,
       queue: { admitPerSecond: 4, admissionTtlSeconds: 3, startInMs, endInMs },
     },
+    {
+      // A draw: entries from the run's start until the queue sale's start, then the rights.
+      name: 'drawn',
+      stock: 8,
+      stockShards: 1,
+      perUserLimit: 1,
+      weight: 0,
+      pay: 0.4,
+      cancel: 0.4,
+      queue: { admitPerSecond: 0, admissionTtlSeconds: 4, startInMs, endInMs, draw: true },
+    },
   ];
 }
 
@@ -223,14 +240,22 @@ export async function openSales(
       perUserLimit: profile.perUserLimit,
       startAt,
       endAt,
-      ...(queue
+      ...(queue?.draw
         ? {
-            admission: 'queue' as const,
-            admitPerSecond: queue.admitPerSecond,
-            admissionTtlSeconds: queue.admissionTtlSeconds,
-            queueOpensAt: new Date(runStart - 1_000),
+            admission: 'draw' as const,
+            entriesOpenAt: new Date(runStart - 1_000),
+            entriesCloseAt: startAt,
+            claimSeconds: queue.admissionTtlSeconds,
+            winnersFactor: 1,
           }
-        : {}),
+        : queue
+          ? {
+              admission: 'queue' as const,
+              admitPerSecond: queue.admitPerSecond,
+              admissionTtlSeconds: queue.admissionTtlSeconds,
+              queueOpensAt: new Date(runStart - 1_000),
+            }
+          : {}),
     });
     await preheatGoods(endpoint.baseUrl, adminToken, goodsId);
     sales.push({
@@ -420,10 +445,11 @@ export class Workload {
     );
   }
 
+  /** A join or standing read: a draw sale's entry (its route), recorded as the queue's. */
   private standing(sale: Sale, buyer: number, op: 'join' | 'queue'): Promise<HistoryEntry> {
     return this.send(op, buyer, sale.goodsId, this.endpoint(), {
       method: op === 'join' ? 'POST' : 'GET',
-      path: `/api/v1/seckill/${sale.goodsId}/queue`,
+      path: `/api/v1/seckill/${sale.goodsId}/${sale.queue?.draw ? 'entry' : 'queue'}`,
       headers: this.headers(buyer),
     });
   }
@@ -570,6 +596,15 @@ export class Workload {
     this.sessions++;
     const endMs = this.endInRunMs(sale);
     if (endMs !== undefined && this.options.now() > endMs && !this.rng.chance(AFTER_END_SHARE)) {
+      return;
+    }
+    // A draw's entries close at its start: past it, the few who still come are refused
+    // ENTRIES_CLOSED (or, having entered, read their standing and buy when they hold a right).
+    if (
+      sale.queue?.draw &&
+      Date.now() >= sale.startAtEpochMs &&
+      !this.rng.chance(AFTER_END_SHARE)
+    ) {
       return;
     }
     if (this.rng.chance(OUTSIDER_SHARE)) {
@@ -912,13 +947,13 @@ export class Workload {
       if (isRecord(found) && typeof found.drifted === 'boolean') entry.drifted = found.drifted;
     }
     if ((op === 'join' || op === 'queue') && answer.status === 200 && isRecord(answer.body)) {
-      if (typeof answer.body.state === 'string') entry.queueState = answer.body.state;
-      if (typeof answer.body.final === 'boolean') entry.final = answer.body.final;
-      if (typeof answer.body.position === 'number') entry.position = answer.body.position;
-      const until =
-        typeof answer.body.admittedUntil === 'string' ? Date.parse(answer.body.admittedUntil) : NaN;
+      const body = this.isDraw(goodsId) ? asQueueAnswer(answer.body) : answer.body;
+      if (typeof body.state === 'string') entry.queueState = body.state;
+      if (typeof body.final === 'boolean') entry.final = body.final;
+      if (typeof body.position === 'number') entry.position = body.position;
+      const until = typeof body.admittedUntil === 'string' ? Date.parse(body.admittedUntil) : NaN;
       if (Number.isFinite(until)) entry.admittedUntilEpochMs = until;
-      const receipt = answer.body.receipt;
+      const receipt = body.receipt;
       if (
         op === 'join' &&
         isRecord(receipt) &&
@@ -939,11 +974,43 @@ export class Workload {
     return entry;
   }
 
+  private isDraw(goodsId: number): boolean {
+    return this.options.sales.some((sale) => sale.goodsId === goodsId && sale.queue?.draw);
+  }
+
   private noteOf(sets: Map<number, Set<number>>, entry: HistoryEntry): void {
     const set = sets.get(entry.goodsId) ?? new Set<number>();
     set.add(entry.buyer);
     sets.set(entry.goodsId, set);
   }
+}
+
+/** A draw entry's state as the waiting room's (the draw's room is the queue's engine). */
+const QUEUE_STATE_OF_ENTRY: Record<string, string> = {
+  NOT_ENTERED: 'NOT_JOINED',
+  ENTERED: 'WAITING',
+  WAITLISTED: 'WAITING',
+  SELECTED: 'ADMITTED',
+  NOT_SELECTED: 'SOLD_OUT',
+  PURCHASED: 'PURCHASED',
+  EXPIRED: 'EXPIRED',
+};
+
+/**
+ * An entry's answer as a queue standing, so that every waiting-room invariant judges the draw
+ * too: SELECTED is an admission in force (rightUntil its end), WAITLISTED a place in line (its
+ * position the entries ahead plus one), NOT_SELECTED a final SOLD_OUT. The entry's own state is
+ * kept beside it.
+ */
+export function asQueueAnswer(body: Record<string, unknown>): Record<string, unknown> {
+  const state = typeof body.state === 'string' ? body.state : undefined;
+  return {
+    ...body,
+    entryState: state,
+    state: state === undefined ? undefined : (QUEUE_STATE_OF_ENTRY[state] ?? state),
+    position: typeof body.ahead === 'number' ? body.ahead + 1 : null,
+    admittedUntil: body.rightUntil,
+  };
 }
 
 async function call(endpoint: Endpoint, request: HttpCall): Promise<Answer> {

@@ -8,10 +8,15 @@ export interface SaleSpec {
   stock: number;
   /** Redis buckets the stock is split over; the server's STOCK_SHARDS when left out. */
   stockShards?: number;
-  /** A queue sale (its waiting room opens 15 minutes before the start, the default). */
-  admission?: 'open' | 'queue';
+  /** A queue sale (its waiting room opens 15 minutes before the start, the default), or a draw. */
+  admission?: 'open' | 'queue' | 'draw';
   admitPerSecond?: number;
   admissionTtlSeconds?: number;
+  /** A draw sale: its entry window, how long a right lasts, rights per unit (1 unless given). */
+  entriesOpenAt?: Date;
+  entriesCloseAt?: Date;
+  claimSeconds?: number;
+  winnersFactor?: number;
   /** When the sale starts: a second ago unless given. */
   startAt?: Date;
   /** When a queue sale's waiting room opens (15 minutes before the start unless given). */
@@ -32,6 +37,8 @@ export async function createGoods(
   const {
     startAt = new Date(Date.now() - 1_000),
     queueOpensAt,
+    entriesOpenAt,
+    entriesCloseAt,
     endAt = new Date(startAt.getTime() + 3_600_000),
     perUserLimit = 1,
     ...rest
@@ -43,6 +50,8 @@ export async function createGoods(
       startAt: startAt.toISOString(),
       endAt: endAt.toISOString(),
       ...(queueOpensAt === undefined ? {} : { queueOpensAt: queueOpensAt.toISOString() }),
+      ...(entriesOpenAt === undefined ? {} : { entriesOpenAt: entriesOpenAt.toISOString() }),
+      ...(entriesCloseAt === undefined ? {} : { entriesCloseAt: entriesCloseAt.toISOString() }),
       perUserLimit,
     },
   });
