@@ -41,6 +41,7 @@ import {
 } from './demo/report.js';
 import {
   connectMysql,
+  countByStatus,
   readDuplicateBuyers,
   readOrders,
   readStock,
@@ -48,6 +49,7 @@ import {
 } from './demo/store.js';
 import { buildQueueTable, evaluateQueueChecks, queueFigures } from './demo/queue-report.js';
 import { findBoughtWithoutAdmission, runOpenComparison, runQueueSale } from './demo/queue-sale.js';
+import { buildDrawTable, evaluateDrawChecks, runDrawSale } from './demo/draw-sale.js';
 import { onCleanup } from './lib/cleanup.js';
 import { ScriptError } from './lib/errors.js';
 import { loadDotEnv, signToken } from './lib/jwt.js';
@@ -241,6 +243,38 @@ async function runQueueDemo(
   return salesOk && lifecycleOk;
 }
 
+/**
+ * --draw: the draw sale (scripts/demo/draw-sale.ts), the stores checked as after the burst, its
+ * promises (no purchase without a right, rights in draw order, the draw verified from outside).
+ */
+async function runDrawDemo(
+  db: Connection,
+  baseUrl: string,
+  adminToken: string,
+  options: DemoOptions,
+): Promise<boolean> {
+  console.log(`watch it live: ${baseUrl}/dashboard#token=${adminToken}`);
+  const run = await runDrawSale(baseUrl, adminToken, options);
+  const accepted = run.accepted.size;
+  console.log(`draw sale done: ${accepted} accepted; waiting for orders to reach MySQL…`);
+  const stores: StoreReport = {
+    accepted,
+    drain: await waitForDrain(
+      db,
+      run.goodsId,
+      accepted,
+      performance.now(),
+      options.drainTimeoutSeconds,
+    ),
+    stock: await readStock(db, run.goodsId),
+    duplicateBuyers: await readDuplicateBuyers(db, run.goodsId),
+    redisRemaining: await fetchRedisRemaining(baseUrl, run.goodsId),
+  };
+  console.log(buildDrawTable(run));
+  const unitsBack = (await countByStatus(db, run.goodsId)).CANCELLED.quantity;
+  return printChecks([...evaluateChecks(stores), ...evaluateDrawChecks(run, unitsBack)]);
+}
+
 async function runDemo(options: DemoOptions): Promise<boolean> {
   if (options.url !== undefined) {
     console.log(
@@ -260,6 +294,7 @@ async function runDemo(options: DemoOptions): Promise<boolean> {
   if (options.queue) {
     return runQueueDemo(await connectMysql(), baseUrl, adminToken, options, payments);
   }
+  if (options.draw) return runDrawDemo(await connectMysql(), baseUrl, adminToken, options);
   const goodsId = await createDemoGoods(baseUrl, adminToken, options.stock);
   await preheatGoods(baseUrl, adminToken, goodsId);
   console.log(

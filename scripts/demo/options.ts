@@ -38,12 +38,19 @@ export const USAGE = `usage: npm run demo -- [options]
                          follow their place on the queue stream, scripted buyers join in the
                          last moment and hammer the purchase route; then the same crowd on an
                          open sale, for the fairness figure
-  --scripts <n>          with --queue: scripted buyers besides the --buyers people
+  --draw                 a draw sale instead of the burst: people enter during the entry window
+                         and follow their entry on its stream, scripted buyers enter at the
+                         last moment and hammer the purchase route; the draw at the close gives
+                         the rights, the winners buy, some rights lapse to the waitlist; then
+                         npm run verify-draw checks the draw from the outside
+  --scripts <n>          with --queue or --draw: scripted buyers besides the --buyers people
                          (default: 5% of --buyers)
   --admit-per-second <n> with --queue: the sale's admitPerSecond (default 50)
-  --admission-ttl <s>    with --queue: the sale's admissionTtlSeconds (default 5)
-  --walk-away <f>        with --queue: the share of people who never buy once admitted,
-                         0..1 (default 0.1): their admissions lapse and the next are admitted
+  --admission-ttl <s>    with --queue: the sale's admissionTtlSeconds; with --draw: its
+                         claimSeconds (default 5)
+  --walk-away <f>        with --queue or --draw: the share of people who never buy once
+                         admitted (drawn), 0..1 (default 0.1): their admissions (rights) lapse
+                         and pass to the next
   --screenshot <file>    save a PNG of the operator dashboard (/dashboard) once the pays are done,
                          taken with headless Chromium (/usr/bin/chromium or CHROMIUM_PATH)
   --help                 show this help
@@ -64,6 +71,8 @@ export interface DemoOptions {
   screenshot: string | undefined;
   /** A queue sale (scripts/demo/queue-sale.ts) instead of the burst. */
   queue: boolean;
+  /** A draw sale (scripts/demo/draw-sale.ts) instead of the burst. */
+  draw: boolean;
   scripts: number;
   admitPerSecond: number;
   admissionTtlSeconds: number;
@@ -136,6 +145,7 @@ export function flagsOf(argv: string[]) {
     url: { type: 'string' },
     screenshot: { type: 'string' },
     queue: { type: 'boolean', default: false },
+    draw: { type: 'boolean', default: false },
     // No default here: it follows --buyers.
     scripts: { type: 'string' },
     'admit-per-second': { type: 'string', default: '50' },
@@ -148,8 +158,9 @@ export function flagsOf(argv: string[]) {
 export function parseOptions(argv: string[]): DemoOptions | 'help' {
   const flags = flagsOf(argv);
   if (flags.help) return 'help';
+  if (flags.queue && flags.draw) throw new UsageError('--queue and --draw: one sale at a time');
   const paymentTimeoutSeconds = parsePaymentTimeout(
-    flags['payment-timeout'] ?? (flags.queue ? QUEUE_PAYMENT_TIMEOUT_SECONDS : '10'),
+    flags['payment-timeout'] ?? (flags.queue || flags.draw ? QUEUE_PAYMENT_TIMEOUT_SECONDS : '10'),
   );
   const buyers = parsePositiveInteger('buyers', flags.buyers, MAX_BUYERS - 1);
   return {
@@ -168,6 +179,7 @@ export function parseOptions(argv: string[]): DemoOptions | 'help' {
     url: flags.url === undefined ? undefined : parseBaseUrl(flags.url),
     screenshot: flags.screenshot,
     queue: flags.queue,
+    draw: flags.draw,
     scripts:
       flags.scripts === undefined
         ? Math.max(1, Math.round(buyers * DEFAULT_SCRIPT_SHARE))

@@ -30,7 +30,7 @@ const SCRIPTS_JOIN_BEFORE_START_MS = 300;
 const MIN_PRE_QUEUE_MS = 3_000;
 const JOIN_LEAD_PER_PERSON_MS = 2;
 /** A person's time from seeing ADMITTED (or the start, on the open sale) to pressing "buy". */
-const THINK_MS = { min: 200, max: 1_500 };
+export const THINK_MS = { min: 200, max: 1_500 };
 /** The connections the scripts join over, at most. */
 const SCRIPT_CONNECTIONS = 50;
 /**
@@ -39,7 +39,7 @@ const SCRIPT_CONNECTIONS = 50;
  */
 const SCRIPT_INTERVAL_MS = 210;
 /** Every phase of the queue sale gives up after this long. */
-const SALE_TIMEOUT_MS = 180_000;
+export const SALE_TIMEOUT_MS = 180_000;
 /** How often the admissions log (kept ten seconds in Redis) is read: well inside its life. */
 const ADMITS_SAMPLE_MS = 1_000;
 /** A person's tries of one purchase answered 429 or 503 (the page retries too). */
@@ -94,13 +94,13 @@ export interface OpenComparison {
   peopleSold: number;
 }
 
-interface Crowd {
+export interface Crowd {
   origin: string;
   goodsId: number;
   startAt: number;
 }
 
-const between = (range: { min: number; max: number }) =>
+export const between = (range: { min: number; max: number }) =>
   range.min + Math.random() * (range.max - range.min);
 
 /** Reads the admissions log (lua/queue-tick.lua's `admits`) until stopped; returns every entry. */
@@ -140,7 +140,11 @@ function sampleAdmissions(goodsId: number): {
 }
 
 /** One line of where the crowd stands: each person's latest state, and the scripts' answers. */
-function describeProgress(people: Person[], scriptAnswers: Map<string, number>, startAt: number) {
+export function describeProgress(
+  people: Person[],
+  scriptAnswers: Map<string, number>,
+  startAt: number,
+) {
   const latest = new Map<string, number>();
   for (const person of people) {
     let state = 'NOT_JOINED';
@@ -165,7 +169,7 @@ async function purchase(crowd: Crowd, headers: Record<string, string>) {
 }
 
 /** One purchase as a person makes it: retried on 429 and 503 with the same Idempotency-Key. */
-async function buyAsPerson(crowd: Crowd, person: Person): Promise<void> {
+export async function buyAsPerson(crowd: Crowd, person: Person): Promise<void> {
   const headers = { ...buyerHeaders(person.id, person.index), 'idempotency-key': randomUUID() };
   for (let attempt = 1; ; attempt++) {
     const { code } = await purchase(crowd, headers);
@@ -179,18 +183,40 @@ async function buyAsPerson(crowd: Crowd, person: Person): Promise<void> {
   }
 }
 
+/** Which stream a person follows, and the state that lets it buy. */
+export interface Standing {
+  /** `queue` (GET …/queue/stream) or a draw's `entry` (…/entry/stream). */
+  stream: 'queue' | 'entry';
+  buyOn: 'ADMITTED' | 'SELECTED';
+  finalStates: ReadonlySet<string>;
+  /** After a purchase answered 202 (a draw's winners pay or cancel at once). */
+  afterBuy?: (person: Person) => Promise<void>;
+}
+
+const QUEUE_STANDING: Standing = {
+  stream: 'queue',
+  buyOn: 'ADMITTED',
+  finalStates: FINAL_QUEUE_STATES,
+};
+
 /**
- * A person on the queue stream, reconnecting (as the page does) until its state is final; buys
- * once admitted, unless they walk away.
+ * A person on the queue (or entry) stream, reconnecting (as the page does) until its state is
+ * final; buys once admitted (drawn; not before the start), unless they walk away.
  */
-async function follow(crowd: Crowd, person: Person, deadline: number): Promise<void> {
+export async function follow(
+  crowd: Crowd,
+  person: Person,
+  deadline: number,
+  standing: Standing = QUEUE_STANDING,
+): Promise<void> {
   let buying: Promise<void> | undefined;
   while (Date.now() < deadline) {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), deadline - Date.now());
     let final = false;
     try {
-      const response = await fetch(`${crowd.origin}/api/v1/seckill/${crowd.goodsId}/queue/stream`, {
+      const url = `${crowd.origin}/api/v1/seckill/${crowd.goodsId}/${standing.stream}/stream`;
+      const response = await fetch(url, {
         headers: { ...buyerHeaders(person.id, person.index), accept: 'text/event-stream' },
         signal: abort.signal,
       });
@@ -200,13 +226,16 @@ async function follow(crowd: Crowd, person: Person, deadline: number): Promise<v
             const status: unknown = JSON.parse(data);
             const state = isRecord(status) ? String(status.state) : 'unknown';
             if (!person.seen.has(state)) person.seen.set(state, Date.now() - crowd.startAt);
-            if (state === 'ADMITTED' && !person.walksAway && buying === undefined) {
-              buying = sleep(between(THINK_MS)).then(() => buyAsPerson(crowd, person));
+            if (state === standing.buyOn && !person.walksAway && buying === undefined) {
+              const wait = Math.max(between(THINK_MS), crowd.startAt - Date.now());
+              buying = sleep(wait)
+                .then(() => buyAsPerson(crowd, person))
+                .then(() => (person.bought === '202' ? standing.afterBuy?.(person) : undefined));
             }
             // A person stops listening at a final state, and at "sold out for now" too (the page
             // keeps waiting for a unit to come back; the demo's people go home).
             const told = isRecord(status) && status.final === true;
-            if (!told && !FINAL_QUEUE_STATES.has(state)) return;
+            if (!told && !standing.finalStates.has(state)) return;
             final = true;
             return 'stop';
           },
@@ -251,7 +280,7 @@ async function snipe(
 }
 
 /** Every script sniping at once; a script's address follows the people's. */
-function snipeAll(
+export function snipeAll(
   crowd: Crowd,
   scripts: number[],
   firstIndex: number,
@@ -264,21 +293,38 @@ function snipeAll(
   );
 }
 
-function joinRequest(goodsId: number, userId: number, index: number): LoadRequest {
+export function joinRequest(
+  goodsId: number,
+  userId: number,
+  index: number,
+  room: 'queue' | 'entry' = 'queue',
+): LoadRequest {
   return {
     method: 'POST',
-    path: `/api/v1/seckill/${goodsId}/queue`,
+    path: `/api/v1/seckill/${goodsId}/${room}`,
     headers: buyerHeaders(userId, index),
   };
 }
 
-async function joinAll(origin: string, requests: LoadRequest[], connections: number) {
+export async function joinAll(origin: string, requests: LoadRequest[], connections: number) {
   const run = await runLoad({
     origin,
     connections: Math.min(connections, requests.length),
     next: (i) => requests[i],
   });
-  return { joined: run.results.filter((r) => r.status === 200).length, ms: run.elapsedMs };
+  const refused = new Map<string, number>();
+  for (const r of run.results) {
+    if (r.status !== 200)
+      refused.set(
+        r.code ?? `HTTP ${r.status}`,
+        (refused.get(r.code ?? `HTTP ${r.status}`) ?? 0) + 1,
+      );
+  }
+  return {
+    joined: run.results.filter((r) => r.status === 200).length,
+    ms: run.elapsedMs,
+    refused: [...refused].map(([code, n]) => `${code} ${n}`).join(', '),
+  };
 }
 
 /** The whole queue sale, from its creation until every buyer has a final answer. */
@@ -380,7 +426,7 @@ export async function runQueueSale(
 }
 
 /** What `npm run verify-draw -- --export` checks, from the routes an auditor has. */
-async function verifyTheDraw(
+export async function verifyTheDraw(
   baseUrl: string,
   adminToken: string,
   goodsId: number,
