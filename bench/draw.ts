@@ -6,33 +6,27 @@
 // their answer are measured apart, on a sale of their own.
 import { randomBytes } from 'node:crypto';
 
-import { Redis } from 'ioredis';
-
 import { integerFlag, readFlags } from '../scripts/lib/args.js';
-import { onCleanup } from '../scripts/lib/cleanup.js';
 import { runScript } from '../scripts/lib/main.js';
-import { freePortBelowEphemeral } from '../scripts/lib/ports.js';
-import {
-  ADMIT_BATCH,
-  JoinCode,
-  queueKeys,
-  saleKeys,
-  saleScriptsOn,
-} from '../scripts/lib/sale-scripts.js';
+import { ADMIT_BATCH, queueKeys, saleKeys } from '../scripts/lib/sale-scripts.js';
 import { drawSeed } from '../src/modules/queue-journal/fairness.js';
 import { PreQueueFollower } from '../src/modules/waiting-room/pre-queue-follower.js';
 import { DRAW_ADMIT_PER_SECOND } from '../src/modules/waiting-room/room-sale.js';
 import {
+  coldDraw,
+  crowdJoins,
   durableJoins,
   FIRST_BUYER,
+  followWhileJoining,
   journalRoom,
+  preReader,
+  privateRedis,
   scriptMicros,
   seconds,
   spread,
+  TICK_MS,
   usedMemory,
-  type Client,
 } from './lib/room-bench.js';
-import { startRedis } from './lib/stores.js';
 
 const USAGE = `usage: npm run bench:draw -- [--entries <n>] [--stock <n>] [--winners-factor <n>]
 
@@ -75,11 +69,7 @@ function parse(argv: string[]): Options | 'help' {
 const GOODS_ID = 1;
 const DURABLE_GOODS_ID = 2;
 const BENCH_DATABASE = 'seckill_bench_draw';
-/** As the app's defaults: QUEUE_TICK_MS. */
-const TICK_MS = 100;
 const HOUR_MS = 3_600_000;
-/** As RoomDrawService: the most entries followed per tick before the close. */
-const FOLLOW_BUDGET = 20_000;
 /** Waitlisted entrants whose standing is read after the draw. */
 const STANDING_SAMPLE = 20_000;
 /** The sale starts this long after the close: the rights run from the start. */
@@ -89,21 +79,13 @@ const CLAIM_MS = 600_000;
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 
 async function run(options: Options): Promise<boolean> {
-  const server = await startRedis(await freePortBelowEphemeral());
-  onCleanup(() => server.stop());
-  const clients: Client[] = [0, 1].map(() => {
-    const redis = new Redis(server.url, { enableAutoPipelining: true });
-    return { redis, scripts: saleScriptsOn(redis) };
-  });
-  onCleanup(async () => {
-    for (const { redis } of clients) redis.disconnect();
-  });
+  const { url, clients } = await privateRedis();
   const [{ scripts, redis }] = clients;
   const keys = saleKeys(GOODS_ID);
   const room = queueKeys(GOODS_ID);
   const rights = options.stock * options.winnersFactor;
   console.log(
-    `redis-server ${server.url}: ${fmt(options.entries)} entries for ${fmt(options.stock)} units, ${options.winnersFactor} right(s) per unit`,
+    `redis-server ${url}: ${fmt(options.entries)} entries for ${fmt(options.stock)} units, ${options.winnersFactor} right(s) per unit`,
   );
 
   // Entries are taken far ahead of the close; the close is called once every one is in.
@@ -130,30 +112,13 @@ async function run(options: Options): Promise<boolean> {
   const secret = randomBytes(32);
   const pseudonymKey = randomBytes(32);
   const follower = new PreQueueFollower(pseudonymKey);
-  const preRead = (closeAt: number) => (from: number, limit: number) =>
-    scripts.queue.preRead(GOODS_ID, from, limit, closeAt);
-  let entering = true;
-  const following = (async () => {
-    while (entering) {
-      await follower.follow(preRead(farClose), FOLLOW_BUDGET);
-      await new Promise((resolve) => setTimeout(resolve, TICK_MS));
-    }
-  })();
-  const enterStarted = performance.now();
-  let refused = 0;
+  const following = followWhileJoining(follower, preReader(scripts, GOODS_ID, farClose));
   // An entry is the draw's join, its window closing at the close (DrawEntryService).
-  await spread(clients, options.entries, async (client, i) => {
-    const { code } = await client.scripts.queue.join(GOODS_ID, FIRST_BUYER + i, {
-      opensAt: 0,
-      startAt: farClose,
-      endAt: farClose,
-    });
-    if (code !== JoinCode.Joined) refused++;
+  const { ms: enterMs, refused } = await crowdJoins(clients, GOODS_ID, options.entries, {
+    startAt: farClose,
+    endAt: farClose,
   });
-  const enterMs = performance.now() - enterStarted;
-  entering = false;
-  await following;
-  const followedAtClose = follower.size();
+  const followedAtClose = await following.stop();
   const enterMicros = await scriptMicros(redis);
   const perEntry = ((await usedMemory(redis)) - before) / options.entries;
   console.log(
@@ -176,7 +141,8 @@ async function run(options: Options): Promise<boolean> {
   const endAt = closeAt + HOUR_MS;
   await preheat(closeAt, true);
   const closed = performance.now();
-  const drawn = await follower.follow(preRead(closeAt));
+  const read = preReader(scripts, GOODS_ID, closeAt);
+  const drawn = await follower.follow(read);
   if (drawn === 'stale' || !drawn.closed) throw new Error('the entries did not close');
   const seed = drawSeed(secret, follower.digestSoFar());
   const preSize = drawn.preSeq;
@@ -245,16 +211,7 @@ async function run(options: Options): Promise<boolean> {
   console.log(
     `Redis after the draw: ${((await usedMemory(redis)) / 1024 / 1024).toFixed(0)} MiB used (${fmt(options.entries)} entries, ${fmt(given)} rights)`,
   );
-  // An instance that takes the admission job over at the close follows nothing yet: it reads
-  // every entry then (the app also looks each one up in MySQL, which this sale has not).
-  const coldStarted = performance.now();
-  const cold = new PreQueueFollower(pseudonymKey);
-  await cold.follow(preRead(closeAt));
-  const coldMs = performance.now() - coldStarted;
-  const same = cold.digestSoFar() === follower.digestSoFar();
-  console.log(
-    `a draw by an instance that followed nothing: the ${fmt(cold.size())} entries read and digested in ${seconds(coldMs)}; ${same ? 'the same digest' : 'ANOTHER DIGEST'} as the one followed`,
-  );
+  const same = await coldDraw(pseudonymKey, read, follower, 'entries');
   return same && selected === winners.length && given === Math.min(rights, options.entries);
 }
 

@@ -7,34 +7,32 @@
 // bench`).
 import { randomBytes, randomUUID } from 'node:crypto';
 
-import { Redis } from 'ioredis';
-
 import { integerFlag, readFlags } from '../scripts/lib/args.js';
-import { onCleanup } from '../scripts/lib/cleanup.js';
 import { runScript } from '../scripts/lib/main.js';
-import { freePortBelowEphemeral } from '../scripts/lib/ports.js';
 import {
   ADMIT_BATCH,
   DeductCode,
   encodeOrderMessage,
-  JoinCode,
   queueKeys,
   saleKeys,
-  saleScriptsOn,
 } from '../scripts/lib/sale-scripts.js';
 import { drawSeed } from '../src/modules/queue-journal/fairness.js';
 import { PreQueueFollower } from '../src/modules/waiting-room/pre-queue-follower.js';
 import {
+  coldDraw,
+  crowdJoins,
   durableJoins,
   FIRST_BUYER,
+  followWhileJoining,
   journalRoom,
+  preReader,
+  privateRedis,
   scriptMicros,
   seconds,
   spread,
+  TICK_MS,
   usedMemory,
-  type Client,
 } from './lib/room-bench.js';
-import { startRedis } from './lib/stores.js';
 
 const USAGE = `usage: npm run bench:queue -- [--buyers <n>] [--stock <n>] [--admit-per-second <n>]
 
@@ -81,29 +79,17 @@ const BENCH_DATABASE = 'seckill_bench_queue';
 const GOODS_ID = 1;
 /** The sale whose joins are written to MySQL too (the app's way): apart from GOODS_ID's figures. */
 const DURABLE_GOODS_ID = 2;
-/** As the app's defaults: QUEUE_TICK_MS, a factor of 1. */
-const TICK_MS = 100;
 const HOUR_MS = 3_600_000;
-/** As RoomDrawService: the most joins followed per tick before the start. */
-const FOLLOW_BUDGET = 20_000;
 /** Buyers whose standing is read after the start, and again once the stock is gone. */
 const STANDING_SAMPLE = 20_000;
 
 async function run(options: Options): Promise<boolean> {
-  const server = await startRedis(await freePortBelowEphemeral());
-  onCleanup(() => server.stop());
-  const clients: Client[] = [0, 1].map(() => {
-    const redis = new Redis(server.url, { enableAutoPipelining: true });
-    return { redis, scripts: saleScriptsOn(redis) };
-  });
-  onCleanup(async () => {
-    for (const { redis } of clients) redis.disconnect();
-  });
+  const { url, clients } = await privateRedis();
   const [{ scripts, redis }] = clients;
   const keys = saleKeys(GOODS_ID);
   const room = queueKeys(GOODS_ID);
   console.log(
-    `redis-server ${server.url}: ${options.buyers.toLocaleString('en-US')} buyers for ${options.stock.toLocaleString('en-US')} units, admitted at ${options.admitPerSecond.toLocaleString('en-US')}/s`,
+    `redis-server ${url}: ${options.buyers.toLocaleString('en-US')} buyers for ${options.stock.toLocaleString('en-US')} units, admitted at ${options.admitPerSecond.toLocaleString('en-US')}/s`,
   );
 
   // The sale opens far ahead while the crowd joins; the start is called once every one has.
@@ -125,28 +111,14 @@ async function run(options: Options): Promise<boolean> {
   const secret = randomBytes(32);
   const pseudonymKey = randomBytes(32);
   const follower = new PreQueueFollower(pseudonymKey);
-  const preRead = (startAt: number) => (from: number, limit: number) =>
-    scripts.queue.preRead(GOODS_ID, from, limit, startAt);
-  let joining = true;
-  const following = (async () => {
-    while (joining) {
-      await follower.follow(preRead(farStart), FOLLOW_BUDGET);
-      await new Promise((resolve) => setTimeout(resolve, TICK_MS));
-    }
-  })();
-  const joinStarted = performance.now();
-  let refused = 0;
-  await spread(clients, options.buyers, async (client, i) => {
-    const { code } = await client.scripts.queue.join(GOODS_ID, FIRST_BUYER + i, {
-      opensAt: 0,
-      ...window(farStart),
-    });
-    if (code !== JoinCode.Joined) refused++;
-  });
-  const joinMs = performance.now() - joinStarted;
-  joining = false;
-  await following;
-  const followedAtEnd = follower.size();
+  const following = followWhileJoining(follower, preReader(scripts, GOODS_ID, farStart));
+  const { ms: joinMs, refused } = await crowdJoins(
+    clients,
+    GOODS_ID,
+    options.buyers,
+    window(farStart),
+  );
+  const followedAtEnd = await following.stop();
   const joinMicros = await scriptMicros(redis);
   const perBuyer = ((await usedMemory(redis)) - before) / options.buyers;
   console.log(
@@ -182,7 +154,8 @@ async function run(options: Options): Promise<boolean> {
   const started = performance.now();
   // The draw, as RoomDrawService makes it: the rest of the pre-queue read, the seed drawn from
   // the secret and the digest (MySQL keeps it first in the app: one UPDATE and one read more).
-  const closed = await follower.follow(preRead(startAt));
+  const read = preReader(scripts, GOODS_ID, startAt);
+  const closed = await follower.follow(read);
   if (closed === 'stale' || !closed.closed) throw new Error('the pre-queue did not close');
   const seed = drawSeed(secret, follower.digestSoFar());
   const preSize = closed.preSeq;
@@ -274,17 +247,7 @@ async function run(options: Options): Promise<boolean> {
   console.log(
     `Redis after the sale: ${((await usedMemory(redis)) / 1024 / 1024).toFixed(0)} MiB used (${options.buyers.toLocaleString('en-US')} buyers in line)`,
   );
-  // An instance that takes the admission job over at the start follows nothing yet: it reads the
-  // whole pre-queue then (measured last, apart from the figures above; the app also looks each
-  // join up in MySQL, which this Redis-only sale has not).
-  const coldStarted = performance.now();
-  const cold = new PreQueueFollower(pseudonymKey);
-  await cold.follow(preRead(startAt));
-  const coldMs = performance.now() - coldStarted;
-  const same = cold.digestSoFar() === follower.digestSoFar();
-  console.log(
-    `a draw by an instance that followed nothing: the ${cold.size().toLocaleString('en-US')} joins read and digested in ${seconds(coldMs)} (${((coldMs * 1000) / cold.size()).toFixed(1)} µs each); ${same ? 'the same digest' : 'ANOTHER DIGEST'} as the one followed`,
-  );
+  const same = await coldDraw(pseudonymKey, read, follower, 'joins');
   return same && [...states.keys()].every((state) => state === 'SOLD_OUT' || state === 'PURCHASED');
 }
 
