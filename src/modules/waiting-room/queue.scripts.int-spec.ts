@@ -346,4 +346,64 @@ describe("the waiting room's scripts (real Redis)", () => {
     await redis.hdel(saleKeys(goodsId).buyers, '1');
     expect((await buy(1)).code).toBe(DeductCode.NotAdmitted);
   });
+  it("should give a draw's rights at once, the stock times the factor, each counted from the start, and refuse anyone else NOT_SELECTED", async () => {
+    const entrants = Array.from({ length: 10 }, (_, i) => 7_001 + i);
+    const far = Date.now() + HOUR;
+    await load.preheat(saleKeys(goodsId), {
+      totalStock: 3,
+      stock: 3,
+      startAt: new Date(Date.now() - 1_000),
+      endAt: new Date(Date.now() + HOUR),
+      perUserLimit: 1,
+      admission: 'draw',
+    });
+    await journalRoom();
+    // Entries: the window closes at the draw, nobody behind the drawn.
+    for (const userId of entrants) {
+      expect(
+        await queue.join(goodsId, userId, { opensAt: 0, startAt: far, endAt: far }),
+      ).toMatchObject({ code: JoinCode.Joined, line: 0 });
+    }
+    const buyFrom = Date.now() + 30_000;
+    const endAt = Date.now() + HOUR;
+    const drawn = await queue.tick(goodsId, {
+      drawAt: Date.now() - 1,
+      buyFrom,
+      endAt,
+      admitPerSecond: 1_000_000_000,
+      admissionTtlMs: 60_000,
+      stockFactor: 2,
+      seed: randomBytes(16).toString('hex'),
+      preSize: entrants.length,
+      paused: false,
+      gapMs: HOUR,
+    });
+    // Three units, two rights each, all at once; each right's time from the start.
+    expect(drawn).toMatchObject({ drawn: true, admitted: 6, head: 6 });
+    expect(drawn.untilMs - drawn.roomMs).toBeGreaterThan(buyFrom - Date.now() + 60_000 - 1_000);
+    expect(drawn.untilMs - drawn.roomMs).toBeLessThanOrEqual(buyFrom - Date.now() + 60_000 + 1_000);
+    const holders = drawn.users.map(({ userId }) => userId);
+    const outsider = entrants.find((userId) => !holders.includes(userId))!;
+    const right = await standing(goodsId, holders[0], endAt);
+    expect(right.state).toBe('ADMITTED');
+    expect(Math.abs(right.admittedUntil! - (buyFrom + 60_000))).toBeLessThan(1_000);
+
+    // Only a holder buys; a unit bought takes its share of rights: no right is passed on.
+    expect((await buy(outsider)).code).toBe(DeductCode.NotSelected);
+    expect((await buy(9_999)).code).toBe(DeductCode.NotSelected);
+    expect((await buy(holders[0])).code).toBe(DeductCode.Accepted);
+    const after = await queue.tick(goodsId, {
+      drawAt: Date.now() - 1,
+      buyFrom,
+      endAt,
+      admitPerSecond: 1_000_000_000,
+      admissionTtlMs: 60_000,
+      stockFactor: 2,
+      seed: '',
+      preSize: entrants.length,
+      paused: false,
+      gapMs: HOUR,
+    });
+    expect(after).toMatchObject({ admitted: 0, head: 6 });
+  });
 });
