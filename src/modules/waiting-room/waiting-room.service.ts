@@ -60,8 +60,9 @@ const RESTORING_RETRY_SECONDS = 2;
 
 /**
  * A `queue` sale's waiting room, as the buyer meets it: joining (the pre-queue until the shuffle
- * at startAt, then in arrival order) and the standing. Admission itself is AdmissionPacerService's;
- * the deduct sells only to admitted buyers (lua/seckill-deduct.lua).
+ * at startAt, then in arrival order) and the standing; the join and the standing serve a `draw`
+ * sale's entries too (DrawEntryService). Admission itself is AdmissionPacerService's; the deduct
+ * sells only to admitted buyers (lua/seckill-deduct.lua).
  */
 @Injectable()
 export class WaitingRoomService {
