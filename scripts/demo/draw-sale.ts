@@ -60,6 +60,11 @@ export interface DrawSaleRun {
   rightPlaces: number[];
   /** The buyers holding an order whose entry does not read PURCHASED. */
   boughtWithoutRight: number[];
+  /**
+   * Scripts whose right lapsed unused: a script stops at SOLD_OUT, and a unit that comes back
+   * later may pass its right to it all the same.
+   */
+  scriptsLapsed: number;
   /** Winners who cancelled their order at once: each unit came back to the waitlist. */
   cancelled: number;
   /** `npm run verify-draw`'s exit code and its report line. */
@@ -186,6 +191,8 @@ export async function runDrawSale(
     cancelled,
     rightPlaces,
     boughtWithoutRight: await boughtWithoutRight(origin, goodsId, [...accepted.keys()]),
+    scriptsLapsed: (await entryStates(origin, goodsId, scripts)).filter((s) => s === 'EXPIRED')
+      .length,
     verified: await verifyDraw(baseUrl, goodsId, exported.status === 200 ? exported.body : null),
     timedOut:
       Date.now() >= deadline ||
@@ -216,21 +223,27 @@ async function settle(
   return false;
 }
 
+/** Each buyer's entry state now, as GET /entry answers it ('unknown' when it does not). */
+async function entryStates(origin: string, goodsId: number, userIds: number[]): Promise<string[]> {
+  const states: string[] = [];
+  for (const userId of userIds) {
+    const response = await fetch(`${origin}/api/v1/seckill/${goodsId}/entry`, {
+      headers: buyerHeaders(userId, userId - FIRST_ID),
+    });
+    const body: unknown = await response.json();
+    states.push(isRecord(body) && typeof body.state === 'string' ? body.state : 'unknown');
+  }
+  return states;
+}
+
 /** The buyers holding an order whose entry is not PURCHASED: each must have used a right. */
 async function boughtWithoutRight(
   origin: string,
   goodsId: number,
   userIds: number[],
 ): Promise<number[]> {
-  const without: number[] = [];
-  for (const userId of userIds) {
-    const response = await fetch(`${origin}/api/v1/seckill/${goodsId}/entry`, {
-      headers: buyerHeaders(userId, userId - FIRST_ID),
-    });
-    const body: unknown = await response.json();
-    if (!isRecord(body) || body.state !== 'PURCHASED') without.push(userId);
-  }
-  return without;
+  const states = await entryStates(origin, goodsId, userIds);
+  return userIds.filter((_, i) => states[i] !== 'PURCHASED');
 }
 
 /** `npm run verify-draw -- --export`, run apart as an auditor would, on the export read. */
@@ -268,7 +281,7 @@ export function buildDrawTable(run: DrawSaleRun): string {
   const scriptSet = new Set(run.scripts);
   const sold = [...run.accepted.keys()];
   const scriptsSold = sold.filter((id) => scriptSet.has(id)).length;
-  const lapsed = run.people.filter((p) => p.seen.has('EXPIRED')).length;
+  const lapsed = run.people.filter((p) => p.seen.has('EXPIRED')).length + run.scriptsLapsed;
   const fair = fairDraw(run.stock, run.scripts.length, run.people.length);
   const table = newTable('draw sale');
   table.push(
@@ -293,7 +306,7 @@ export function buildDrawTable(run: DrawSaleRun): string {
  */
 export function evaluateDrawChecks(run: DrawSaleRun, unitsBack: number): Check[] {
   const sold = run.accepted.size;
-  const lapsed = run.people.filter((p) => p.seen.has('EXPIRED')).length;
+  const lapsed = run.people.filter((p) => p.seen.has('EXPIRED')).length + run.scriptsLapsed;
   const prefix = run.rightPlaces.every((place, i) => place === i);
   const boughtBeforeRight = run.people.filter(
     (p) =>

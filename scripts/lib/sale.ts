@@ -1,6 +1,6 @@
 // Opening a sale through the server's admin routes, as an operator would.
 import { ScriptError } from './errors.js';
-import { expectStatus, nonNegativeIntegerField, requestJson } from './http.js';
+import { expectStatus, isRecord, nonNegativeIntegerField, requestJson } from './http.js';
 
 export interface SaleSpec {
   name: string;
@@ -62,13 +62,34 @@ export async function createGoods(
   return id;
 }
 
+/** How long a preheat answered 503 (nothing changed: come back) is asked again, at most. */
+const PREHEAT_RETRY_MS = 30_000;
+const PREHEAT_RETRY_AFTER_MS = { min: 250, max: 6_000 };
+
+/**
+ * Preheats the goods. A 503 means nothing changed and to come back (a queue or draw sale's room
+ * being restored by the admission job at that very moment): asked again, as an operator would,
+ * after its Retry-After, for PREHEAT_RETRY_MS at most.
+ */
 export async function preheatGoods(
   baseUrl: string,
   adminToken: string,
   goodsId: number,
 ): Promise<void> {
-  const response = await requestJson('POST', `${baseUrl}/api/v1/admin/goods/${goodsId}/preheat`, {
-    token: adminToken,
-  });
-  expectStatus('preheat goods', response, 200);
+  const until = Date.now() + PREHEAT_RETRY_MS;
+  for (;;) {
+    const response = await requestJson('POST', `${baseUrl}/api/v1/admin/goods/${goodsId}/preheat`, {
+      token: adminToken,
+    });
+    if (response.status !== 503 || Date.now() >= until) {
+      expectStatus('preheat goods', response, 200);
+      return;
+    }
+    const told =
+      isRecord(response.body) && typeof response.body.retryAfterSeconds === 'number'
+        ? response.body.retryAfterSeconds * 1_000
+        : PREHEAT_RETRY_AFTER_MS.min;
+    const { min, max } = PREHEAT_RETRY_AFTER_MS;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(max, Math.max(min, told))));
+  }
 }
